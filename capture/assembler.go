@@ -1,0 +1,231 @@
+package capture
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/reassembly"
+)
+
+// statsEvery is how many packets pass between two publications of the
+// counters that Stats returns while packets are flowing.
+const statsEvery = 1024
+
+// Assembler turns packets from any packet source into Chunks: it decodes
+// link, IP and TCP headers, reassembles each TCP connection with gopacket's
+// reassembly package, decides each connection's roles and delivers ordered
+// data, gaps and closes to a Sink. Files feeds it from capture files; a live
+// source feeds it the same way.
+//
+// An Assembler is not safe for concurrent use, except Stats. Chunks are
+// delivered synchronously from Packet, Advance and Close; the *Chunk passed
+// to the Sink and its Data are only valid during the call.
+//
+// Time is capture time only: timeouts (Options.IdleTimeout,
+// ReorderTimeout) are measured between packet timestamps, never with the
+// wall clock, so the same packets always give the same chunks.
+type Assembler struct {
+	opts  Options
+	sink  Sink
+	pool  *reassembly.StreamPool
+	asm   *reassembly.Assembler
+	dec   decoder
+	dedup *dedupe
+	ctx   packetContext
+	chunk Chunk
+
+	now       time.Time // latest capture time seen
+	nextFlush time.Time
+	flushStep time.Duration
+	nextID    uint64
+
+	// Set around calls into the reassembly package, read by streams.
+	rst         bool        // the current packet has RST set
+	hole        hole        // bytes of the current packet missing from the capture
+	flushing    bool        // chunks are being produced by a flush: defer them
+	flushReason CloseReason // reason for directions a flush closes
+	pending     []pendingChunk
+	scratch     []byte // payload padded over a snaplen cut
+
+	overCap map[[2]gopacket.Flow]struct{}
+
+	st     Stats // owned by the feeding goroutine
+	mu     sync.Mutex
+	pub    Stats // st as of the last publish, for Stats
+	closed bool
+}
+
+// packetContext passes a packet's CaptureInfo to the reassembly package
+// without allocating per packet.
+type packetContext struct{ ci gopacket.CaptureInfo }
+
+func (c *packetContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
+
+// NewAssembler returns an Assembler delivering to sink. opts may be nil.
+func NewAssembler(opts *Options, sink Sink) *Assembler {
+	a := &Assembler{opts: opts.withDefaults(), sink: sink, overCap: map[[2]gopacket.Flow]struct{}{}}
+	a.pool = reassembly.NewStreamPool(factory{a})
+	a.asm = reassembly.NewAssembler(a.pool)
+	a.asm.MaxBufferedPagesPerConnection = a.opts.MaxBufferedPagesPerConn
+	a.asm.MaxBufferedPagesTotal = a.opts.MaxBufferedPagesTotal
+	if a.opts.DedupeWindow > 0 {
+		a.dedup = newDedupe(a.opts.DedupeWindow)
+	}
+	// Flush often enough that neither timeout is overshot by much, but not
+	// so often that walking every connection costs much.
+	a.flushStep = max(min(a.opts.ReorderTimeout, a.opts.IdleTimeout)/2, time.Second)
+	return a
+}
+
+// Packet decodes one frame of link type lt captured at ci.Timestamp and
+// feeds its TCP segment to reassembly, delivering any chunks it completes.
+// data is only read during the call. Frames need not arrive in timestamp
+// order, but the capture clock only moves forward.
+func (a *Assembler) Packet(lt layers.LinkType, data []byte, ci gopacket.CaptureInfo) {
+	a.st.Packets++
+	a.st.Bytes += uint64(max(ci.Length, len(data)))
+	if a.st.Packets%statsEvery == 0 {
+		a.publish()
+	}
+	a.Advance(ci.Timestamp)
+
+	d := &a.dec
+	v := d.decode(lt, data)
+	cut := ci.CaptureLength < ci.Length
+	if cut {
+		a.st.SnaplenTruncated++
+	}
+	switch v {
+	case pktNonIP:
+		a.st.SkippedNonIP++
+		return
+	case pktNonTCP:
+		a.st.SkippedNonTCP++
+		return
+	case pktFragment:
+		a.st.Fragments++
+		return
+	case pktBad:
+		a.st.Undecodable++
+		return
+	}
+	a.st.TCPPackets++
+	a.hole = hole{}
+	if cut && d.claimed > len(d.tcp.Payload) {
+		a.padCut()
+	}
+	if a.dedup != nil && a.dedup.seen(d, ci.Timestamp) {
+		a.st.Duplicates++
+		return
+	}
+	a.ctx.ci = ci
+	a.rst = d.tcp.RST
+	a.asm.AssembleWithContext(d.netFlow, &d.tcp, &a.ctx)
+	a.rst, a.hole = false, hole{}
+}
+
+// padCut extends a segment the capture cut short to the length its IP
+// header claims, with zeros, and records the padded bytes as a hole: the
+// stream reports them as a Gap of exact size instead of waiting for bytes
+// that will never come.
+func (a *Assembler) padCut() {
+	t := &a.dec.tcp
+	n := len(t.Payload)
+	a.scratch = slices.Grow(a.scratch[:0], a.dec.claimed)[:a.dec.claimed]
+	copy(a.scratch, t.Payload)
+	clear(a.scratch[n:])
+	t.Payload = a.scratch
+	a.hole = hole{seq: reassembly.Sequence(t.Seq).Add(n), n: a.dec.claimed - n}
+}
+
+// Advance moves the capture clock to t (if later than now) and, when due,
+// flushes: data waiting longer than ReorderTimeout for a missing segment is
+// delivered behind a Gap, and connections idle longer than IdleTimeout are
+// closed (CloseIdle). Packet calls it; a live source also calls it when no
+// packet arrives for a while.
+func (a *Assembler) Advance(t time.Time) {
+	if t.After(a.now) {
+		a.now = t
+	}
+	if a.now.Before(a.nextFlush) {
+		return
+	}
+	a.nextFlush = a.now.Add(a.flushStep)
+	a.flush(CloseIdle, func() {
+		a.asm.FlushWithOptions(reassembly.FlushOptions{
+			T:  a.now.Add(-a.opts.ReorderTimeout),
+			TC: a.now.Add(-a.opts.IdleTimeout),
+		})
+	})
+}
+
+// Close delivers what is left of every connection, then a Close with
+// CloseEOF for each direction still open. The Assembler must not be used
+// afterwards.
+func (a *Assembler) Close() {
+	if a.closed {
+		return
+	}
+	a.closed = true
+	a.flush(CloseEOF, func() { a.asm.FlushAll() })
+	a.publish()
+}
+
+// flush runs f with chunk delivery deferred, then delivers the chunks in
+// order of connection ID: the reassembly package walks its connections in
+// map order, which differs from run to run.
+func (a *Assembler) flush(reason CloseReason, f func()) {
+	a.flushing, a.flushReason = true, reason
+	f()
+	a.flushing = false
+	slices.SortStableFunc(a.pending, func(x, y pendingChunk) int {
+		return cmpUint64(x.s.conn.ID, y.s.conn.ID)
+	})
+	p := a.pending
+	a.pending = nil
+	for i := range p {
+		c := &p[i]
+		c.s.deliver(c.half, c.kind, c.data, c.n, c.reason, c.t)
+		p[i] = pendingChunk{}
+	}
+	a.pending = p[:0]
+	a.publish()
+}
+
+func cmpUint64(x, y uint64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// Stats returns the counters as of the last publication (every statsEvery
+// packets, every flush and Close). Safe from any goroutine.
+func (a *Assembler) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pub
+}
+
+func (a *Assembler) publish() {
+	a.mu.Lock()
+	a.pub = a.st
+	a.mu.Unlock()
+}
+
+// pendingChunk is a chunk produced during a flush, delivered after it.
+type pendingChunk struct {
+	s      *stream
+	half   int
+	kind   Kind
+	data   []byte // a copy: the reassembly pages are reused
+	n      int
+	reason CloseReason
+	t      time.Time
+}

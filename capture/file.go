@@ -1,0 +1,236 @@
+package capture
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// readBufferSize is the read-ahead per file: large reads keep the cost of
+// system calls far below the cost of the bytes.
+const readBufferSize = 1 << 20
+
+// ctxCheckEvery is how many packets pass between checks of Run's context.
+const ctxCheckEvery = 4096
+
+// Files is a Source reading pcap and pcapng files (optionally gzipped).
+// Several files are merged by packet timestamp, as if captured together:
+// one capture per broker host is normal, and a packet captured on both
+// hosts is dropped as a duplicate (Options.DedupeWindow) or, beyond the
+// window, handled by reassembly as a retransmission.
+type Files struct {
+	readers []*fileReader
+	asm     *Assembler // sink set by Run
+	ran     bool
+}
+
+// fileReader is one open capture file and its next packet.
+type fileReader struct {
+	path    string
+	f       *os.File
+	pcap    *pcapgo.Reader
+	ng      *pcapgo.NgReader
+	link    layers.LinkType // of pcap files; pcapng gives it per packet
+	records int
+
+	// The next packet: data is owned by the reader, valid until next.
+	data []byte
+	ci   gopacket.CaptureInfo
+	lt   layers.LinkType
+	done bool
+	err  error // why reading stopped early, other than truncation
+	cut  bool  // the file ends in the middle of a record
+}
+
+// File magics, as read little-endian from the first four bytes.
+const (
+	magicPcapMicro   = 0xa1b2c3d4
+	magicPcapNano    = 0xa1b23c4d
+	magicPcapMicroBE = 0xd4c3b2a1
+	magicPcapNanoBE  = 0x4d3cb2a1
+	magicPcapNG      = 0x0a0d0d0a
+)
+
+// OpenFiles opens capture files for reading. Each must be a pcap or pcapng
+// file (gzip-compressed or not) of a supported link type (see
+// SupportedLinkType). opts may be nil. On error nothing stays open.
+func OpenFiles(paths []string, opts *Options) (*Files, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("open: no capture files given")
+	}
+	fs := &Files{asm: NewAssembler(opts, nil)}
+	for _, p := range paths {
+		r, err := openFile(p)
+		if err != nil {
+			fs.Close()
+			return nil, err
+		}
+		fs.readers = append(fs.readers, r)
+	}
+	return fs, nil
+}
+
+func openFile(path string) (*fileReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &fileReader{path: path, f: f}
+	if err := r.open(bufio.NewReaderSize(f, readBufferSize), false); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// open detects the format from the magic number and starts its reader.
+func (r *fileReader) open(br *bufio.Reader, inGzip bool) error {
+	head, err := br.Peek(4)
+	if len(head) == 0 {
+		return errors.New("file is empty; kwire reads pcap and pcapng files")
+	}
+	if err != nil {
+		return fmt.Errorf("file too short (%d bytes) to be a capture; kwire reads pcap and pcapng files", len(head))
+	}
+	switch magic := binary.LittleEndian.Uint32(head); {
+	case head[0] == 0x1f && head[1] == 0x8b && !inGzip:
+		z, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("bad gzip data: %w", err)
+		}
+		return r.open(bufio.NewReaderSize(z, readBufferSize), true)
+	case magic == magicPcapNG:
+		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
+		if err != nil {
+			return fmt.Errorf("bad pcapng header: %w", err)
+		}
+	case magic == magicPcapMicro || magic == magicPcapNano || magic == magicPcapMicroBE || magic == magicPcapNanoBE:
+		r.pcap, err = pcapgo.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("bad pcap header: %w", err)
+		}
+		r.link = r.pcap.LinkType()
+		if !SupportedLinkType(r.link) {
+			return fmt.Errorf("link type %d (%s) is not supported; kwire reads Ethernet, Linux cooked (SLL, SLL2), BSD loopback and raw IP captures", r.link, r.link)
+		}
+	default:
+		return fmt.Errorf("not a pcap or pcapng file (magic 0x%08x); kwire reads pcap and pcapng", binary.BigEndian.Uint32(head))
+	}
+	return nil
+}
+
+// next reads the following packet into r.data, r.ci and r.lt, or sets
+// r.done.
+func (r *fileReader) next() {
+	var err error
+	if r.pcap != nil {
+		r.data, r.ci, err = r.pcap.ZeroCopyReadPacketData()
+		r.lt = r.link
+	} else {
+		r.data, r.ci, err = r.ng.ZeroCopyReadPacketData()
+		r.lt = layers.LinkTypeNull
+		if len(r.ci.AncillaryData) > 0 {
+			r.lt, _ = r.ci.AncillaryData[0].(layers.LinkType)
+		}
+	}
+	switch {
+	case err == nil:
+		r.records++
+		return
+	case err == io.EOF:
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		r.cut = true
+	default:
+		r.err = fmt.Errorf("read %s: record %d: %w; the records before it were used, the rest of the file was skipped", r.path, r.records+1, err)
+	}
+	r.done = true
+}
+
+// Run reads all files to their end, merging them by timestamp (ties go to
+// the file named first), and delivers the chunks to sink. At the end every
+// connection still open gets CloseEOF. A file that ends in the middle of a
+// record is not an error: the records before the cut are used and
+// Stats().FilesTruncated counts it. A damaged record stops its file and
+// Run returns an error naming it, after using everything else. If ctx is
+// done, Run stops reading, closes what is open with CloseEOF and returns
+// ctx.Err(). Run closes the files; it may be called once.
+func (fs *Files) Run(ctx context.Context, sink Sink) error {
+	if fs.ran {
+		return errors.New("capture: Files.Run called twice")
+	}
+	fs.ran = true
+	defer fs.Close()
+	fs.asm.sink = sink
+	for _, r := range fs.readers {
+		r.next()
+		fs.fileDone(r)
+	}
+	for n := 0; ; n++ {
+		if n%ctxCheckEvery == 0 && ctx.Err() != nil {
+			fs.asm.Close()
+			return ctx.Err()
+		}
+		r := fs.earliest()
+		if r == nil {
+			break
+		}
+		fs.asm.Packet(r.lt, r.data, r.ci)
+		r.next()
+		fs.fileDone(r)
+	}
+	fs.asm.Close()
+	var errs []error
+	for _, r := range fs.readers {
+		errs = append(errs, r.err)
+	}
+	return errors.Join(errs...)
+}
+
+// earliest returns the reader whose next packet is the oldest, nil when
+// all are done. There are few files, so a scan beats a heap.
+func (fs *Files) earliest() *fileReader {
+	var best *fileReader
+	for _, r := range fs.readers {
+		if !r.done && (best == nil || r.ci.Timestamp.Before(best.ci.Timestamp)) {
+			best = r
+		}
+	}
+	return best
+}
+
+// fileDone counts a file that just ended.
+func (fs *Files) fileDone(r *fileReader) {
+	if !r.done {
+		return
+	}
+	st := &fs.asm.st
+	st.FilesRead++
+	if r.cut {
+		st.FilesTruncated++
+	}
+}
+
+// Stats returns the counters so far; see Source.
+func (fs *Files) Stats() Stats { return fs.asm.Stats() }
+
+// Close closes the files. Run does it when it returns; call it when a
+// Files is opened but never run.
+func (fs *Files) Close() error {
+	var errs []error
+	for _, r := range fs.readers {
+		if r.f != nil {
+			errs = append(errs, r.f.Close())
+			r.f = nil
+		}
+	}
+	return errors.Join(errs...)
+}

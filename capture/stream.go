@@ -1,0 +1,349 @@
+package capture
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/reassembly"
+)
+
+// maxHoles bounds the snaplen holes remembered per direction; a cut packet
+// beyond it is dropped whole, which reassembly then reports as a gap.
+const maxHoles = 4096
+
+// factory creates a stream per connection for the reassembly package.
+type factory struct{ a *Assembler }
+
+// New is called on the first packet of a connection (the one being
+// assembled), so the decoder still holds its addresses.
+func (f factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
+	a := f.a
+	if a.st.ConnsOpen >= uint64(a.opts.MaxConns) {
+		a.st.PacketsOverCap++
+		k := [2]gopacket.Flow{netFlow, tcpFlow}
+		_, seen := a.overCap[k]
+		_, seenRev := a.overCap[[2]gopacket.Flow{netFlow.Reverse(), tcpFlow.Reverse()}]
+		if !seen && !seenRev && len(a.overCap) < a.opts.MaxConns {
+			a.overCap[k] = struct{}{}
+			a.st.ConnsOverCap++
+		}
+		return nil // untracked: the reassembly package drops the packet
+	}
+	src := netip.AddrPortFrom(addrOf(a.dec.src), uint16(tcp.SrcPort))
+	dst := netip.AddrPortFrom(addrOf(a.dec.dst), uint16(tcp.DstPort))
+	a.nextID++
+	a.st.ConnsSeen++
+	a.st.ConnsOpen++
+	// A connection first seen by its SYN is seen from its first byte.
+	c := &Conn{ID: a.nextID, Start: ac.GetCaptureInfo().Timestamp, Handshake: tcp.SYN && !tcp.ACK}
+	c.Client, c.Server, c.Role = roles(&a.opts.Ports, src, dst, tcp)
+	return &stream{a: a, conn: c, ep: [2]netip.AddrPort{src, dst}, last: c.Start}
+}
+
+func addrOf(b []byte) netip.Addr {
+	if len(b) == 4 {
+		return netip.AddrFrom4([4]byte(b))
+	}
+	return netip.AddrFrom16([16]byte(b)).Unmap()
+}
+
+// roles decides which endpoint is the broker from the first packet of a
+// connection, sent by src to dst.
+func roles(ports *Ports, src, dst netip.AddrPort, tcp *layers.TCP) (client, server netip.AddrPort, role Role) {
+	syn := tcp.SYN && !tcp.ACK // SYN: src is the client
+	synAck := tcp.SYN && tcp.ACK
+	lower := func() (netip.AddrPort, netip.AddrPort) {
+		// The lower port is the server; on a tie, the destination.
+		if src.Port() < dst.Port() {
+			return dst, src
+		}
+		return src, dst
+	}
+	sp, dp := ports.Contains(src.Port()), ports.Contains(dst.Port())
+	switch {
+	case sp && !dp:
+		return dst, src, RolePort
+	case dp && !sp:
+		return src, dst, RolePort
+	case syn:
+		client, server = src, dst
+	case synAck:
+		client, server = dst, src
+	default:
+		client, server = lower()
+		if sp && dp {
+			return client, server, RolePort
+		}
+		return client, server, RoleGuess
+	}
+	if sp && dp {
+		return client, server, RolePort
+	}
+	return client, server, RoleSYN
+}
+
+// hole is a range of sequence space filled with zeros because the capture
+// cut the packet there (see Assembler.padCut).
+type hole struct {
+	seq reassembly.Sequence
+	n   int
+}
+
+// halfState is one direction of a stream. Index 0 is the direction of the
+// connection's first packet (reassembly's TCPDirClientToServer), 1 the
+// other; which of them is ToServer is decided per chunk from Conn.Client.
+type halfState struct {
+	pos     reassembly.Sequence // sequence number of the next byte to deliver
+	started bool                // pos is known
+	closed  bool                // its Close was produced
+	fin     bool                // a FIN was seen at finSeq (maybe ahead of pos)
+	finSeq  reassembly.Sequence
+	holes   []hole // sorted by seq, none wholly before pos
+}
+
+// stream is the reassembly.Stream of one connection.
+type stream struct {
+	a    *Assembler
+	conn *Conn
+	ep   [2]netip.AddrPort // source endpoint of half 0 and half 1
+	last time.Time         // capture time of the latest packet
+	half [2]halfState
+}
+
+func halfIndex(dir reassembly.TCPFlowDirection) int {
+	if dir == reassembly.TCPDirClientToServer {
+		return 0
+	}
+	return 1
+}
+
+// Accept sees every packet of the connection before reassembly does.
+func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, ac reassembly.AssemblerContext) bool {
+	if ci.Timestamp.After(s.last) {
+		s.last = ci.Timestamp
+	}
+	hi := halfIndex(dir)
+	h := &s.half[hi]
+	if h.closed {
+		return false
+	}
+	if s.conn.Ignore {
+		s.acceptIgnored(hi, tcp)
+		return false
+	}
+	if x := s.a.hole; x.n > 0 && !s.addHole(h, x) {
+		return false // too many holes to track: let this segment be a gap
+	}
+	seq, n := reassembly.Sequence(tcp.Seq), len(tcp.Payload)
+	if nextSeq < 0 {
+		// First packet of this direction. Without a SYN the reassembly
+		// package would wait for one forever: start the stream here, so
+		// connections open before the capture began are assembled too.
+		*start = true
+		h.pos, h.started = seq, true
+		if tcp.SYN {
+			h.pos = seq.Add(1)
+		}
+	} else if n > 0 {
+		switch d := nextSeq.Difference(seq); {
+		case d < 0:
+			s.a.st.Retransmitted++
+		case d > 0:
+			s.a.st.OutOfOrder++
+		}
+	}
+	if tcp.FIN {
+		h.fin, h.finSeq = true, seq.Add(n)
+	}
+	return true
+}
+
+// acceptIgnored handles a packet of a connection the Sink ignores: nothing
+// is buffered, only FIN and RST end directions.
+func (s *stream) acceptIgnored(hi int, tcp *layers.TCP) {
+	switch {
+	case tcp.RST:
+		s.close(hi, CloseRST)
+		s.close(1-hi, CloseRST)
+	case tcp.FIN:
+		s.close(hi, CloseFIN)
+	}
+}
+
+// addHole records a snaplen hole unless it lies before pos (the segment is
+// then a retransmission reassembly drops). It fails when too many are held.
+func (s *stream) addHole(h *halfState, x hole) bool {
+	if h.started && h.pos.Difference(x.seq.Add(x.n)) <= 0 {
+		return true
+	}
+	if len(h.holes) >= maxHoles {
+		return false
+	}
+	i := len(h.holes)
+	for i > 0 && x.seq.Difference(h.holes[i-1].seq) > 0 {
+		i--
+	}
+	h.holes = append(h.holes, hole{})
+	copy(h.holes[i+1:], h.holes[i:])
+	h.holes[i] = x
+	return true
+}
+
+// ReassembledSG receives the next bytes of one direction, in order.
+func (s *stream) ReassembledSG(sg reassembly.ScatterGather, ac reassembly.AssemblerContext) {
+	dir, _, end, skip := sg.Info()
+	hi := halfIndex(dir)
+	h := &s.half[hi]
+	if h.closed {
+		return
+	}
+	avail, _ := sg.Lengths()
+	var data []byte
+	if avail > 0 {
+		data = sg.Fetch(avail)
+	}
+	switch {
+	case skip > 0:
+		s.gap(hi, skip)
+		if !s.a.flushing {
+			// Reassembly skips while a packet is assembled only when a
+			// buffer limit made it give up on the missing bytes.
+			s.a.st.BufferLimitGaps++
+		}
+	case skip < 0:
+		// Bytes before the next expected one: already delivered.
+		data = data[min(-skip, len(data)):]
+	}
+	s.data(hi, data)
+	if end {
+		if s.a.rst && !s.a.flushing {
+			s.close(hi, CloseRST)
+			s.close(1-hi, CloseRST) // the peer drops everything after a reset
+		} else {
+			s.close(hi, CloseFIN)
+		}
+	}
+}
+
+// data delivers bytes at pos, as Gaps where they fall in snaplen holes.
+func (s *stream) data(hi int, b []byte) {
+	h := &s.half[hi]
+	for len(b) > 0 {
+		if len(h.holes) == 0 {
+			s.emit(hi, Data, b, 0, 0)
+			h.pos = h.pos.Add(len(b))
+			return
+		}
+		x := h.holes[0]
+		off := h.pos.Difference(x.seq) // hole start relative to pos
+		switch {
+		case off+x.n <= 0: // behind us
+			h.holes = h.holes[1:]
+		case off > 0:
+			k := min(off, len(b))
+			s.emit(hi, Data, b[:k], 0, 0)
+			h.pos, b = h.pos.Add(k), b[k:]
+		default:
+			k := min(off+x.n, len(b))
+			s.emit(hi, Gap, nil, k, 0)
+			h.pos, b = h.pos.Add(k), b[k:]
+		}
+	}
+}
+
+// gap reports n missing bytes at pos.
+func (s *stream) gap(hi, n int) {
+	h := &s.half[hi]
+	s.emit(hi, Gap, nil, n, 0)
+	h.pos = h.pos.Add(n)
+}
+
+// close produces the Close of a direction, once.
+func (s *stream) close(hi int, reason CloseReason) {
+	h := &s.half[hi]
+	if h.closed {
+		return
+	}
+	h.closed, h.holes = true, nil
+	s.emit(hi, Close, nil, 0, reason)
+	if s.half[1-hi].closed {
+		s.a.st.ConnsOpen--
+	}
+}
+
+// ReassemblyComplete is called when reassembly has closed both directions:
+// after FIN or RST on both, or in a flush (idle timeout, end of input).
+func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
+	flushed := false
+	for _, hi := range s.serverFirst() {
+		h := &s.half[hi]
+		if h.closed {
+			continue
+		}
+		flushed = true
+		if h.fin && h.started {
+			// The FIN came, but bytes before it never did.
+			if n := h.pos.Difference(h.finSeq); n > 0 {
+				s.gap(hi, n)
+			}
+			s.close(hi, CloseFIN)
+			continue
+		}
+		s.close(hi, s.a.flushReason)
+	}
+	// A connection closed by its own packets stays in the pool until it has
+	// been idle for IdleTimeout, like TIME_WAIT: late copies of its packets
+	// (from a second capture file) then hit the closed connection instead
+	// of starting a new one.
+	return flushed
+}
+
+// serverFirst returns the half indexes, the ToServer direction first.
+func (s *stream) serverFirst() [2]int {
+	if s.ep[0] == s.conn.Client {
+		return [2]int{0, 1}
+	}
+	return [2]int{1, 0}
+}
+
+// emit delivers a chunk now, or queues it during a flush.
+func (s *stream) emit(hi int, kind Kind, data []byte, n int, reason CloseReason) {
+	if kind != Close && s.conn.Ignore {
+		return
+	}
+	if s.a.flushing {
+		if data != nil {
+			data = append([]byte(nil), data...)
+		}
+		s.a.pending = append(s.a.pending, pendingChunk{s: s, half: hi, kind: kind, data: data, n: n, reason: reason, t: s.last})
+		return
+	}
+	s.deliver(hi, kind, data, n, reason, s.last)
+}
+
+// deliver hands one chunk to the Sink. The direction is computed here,
+// not when the chunk was made, because the Sink may have swapped the
+// connection's sides since.
+func (s *stream) deliver(hi int, kind Kind, data []byte, n int, reason CloseReason, t time.Time) {
+	a := s.a
+	if kind != Close && s.conn.Ignore {
+		return
+	}
+	dir := ToClient
+	if s.ep[hi] == s.conn.Client {
+		dir = ToServer
+	}
+	switch kind {
+	case Data:
+		a.st.DeliveredBytes += uint64(len(data))
+	case Gap:
+		a.st.Gaps++
+		if n > 0 {
+			a.st.GapBytes += uint64(n)
+		}
+	}
+	a.chunk = Chunk{Conn: s.conn, Dir: dir, Kind: kind, Time: t, Data: data, Len: n, Reason: reason}
+	a.sink.Chunk(&a.chunk)
+}

@@ -1,0 +1,63 @@
+// Command kwire analyses Kafka traffic from the wire: capture files, live
+// interfaces or eBPF socket probes. See `kwire help`.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `kwire: a wire-level Kafka protocol analyzer
+
+Usage:
+  kwire read [flags] FILE...      decode every Kafka request and response in
+                                  pcap/pcapng files (merged by time)
+  kwire help [COMMAND]            show help for a command
+
+Files captured per broker host are merged by packet time, so a consumer's
+traffic to several brokers is analysed together. Capture with, e.g.:
+  tcpdump -i any -s 0 -w broker1.pcapng 'tcp port 9092'
+
+Run 'kwire help read' for the flags and the output format.
+`
+
+// errUsage is returned for a bad command line; main prints usage and exits 2.
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "read":
+		err = cmdRead(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[1] == "read" {
+			err = cmdRead([]string{"-h"}, stdout, stderr)
+			break
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "kwire: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	fmt.Fprintf(stderr, "kwire: %v\n", err)
+	return 1
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/jsonout"
+)
+
+const readHelp = `Usage: kwire read [flags] FILE...
+
+Decode every Kafka request and its response in one or more pcap/pcapng
+files. Several files are merged by packet time (one capture per broker host
+is normal). Link types: Ethernet, Linux cooked v1/v2 (tcpdump -i any),
+loopback, raw IP; IPv4/IPv6; VLAN tags.
+
+The broker side of each TCP connection is the end whose port is in --port;
+for other connections it is inferred (the SYN's destination, or the side
+that receives bytes that parse as Kafka requests), so Kafka on other ports
+is found too.
+
+Output: one line per exchange (request + response) and per anomaly, then a
+final stats line. On a terminal the lines are human-readable; otherwise, or
+with --json, they are NDJSON (schema: docs/schema.md).
+
+Examples:
+  kwire read capture.pcapng
+  kwire read --json b1.pcapng b2.pcapng b3.pcapng | jq 'select(.api=="OffsetCommit")'
+  kwire read --port 19092-19094 cluster.pcap
+
+Flags:
+`
+
+// commonFlags are the flags of every command that reads traffic.
+type commonFlags struct {
+	ports    capture.Ports
+	json     bool
+	text     bool
+	maxFrame int
+}
+
+func (c *commonFlags) register(fs *flag.FlagSet) {
+	c.ports, _ = capture.ParsePorts("9092")
+	fs.Var(&c.ports, "port", "broker `PORTS`: a list and/or ranges, e.g. 9092,9093 or 19092-19094")
+	fs.BoolVar(&c.json, "json", false, "write NDJSON (the default when stdout is not a terminal)")
+	fs.BoolVar(&c.text, "text", false, "write human-readable lines (the default on a terminal)")
+	fs.IntVar(&c.maxFrame, "max-frame", 100<<20, "largest Kafka frame decoded, in `BYTES`; larger ones are skipped and counted")
+}
+
+// writer returns the output writer the flags ask for.
+func (c *commonFlags) writer(stdout io.Writer) *jsonout.Writer {
+	text := c.text || (!c.json && isTerminal(stdout))
+	return jsonout.New(stdout, &jsonout.Options{Text: text})
+}
+
+func newFlagSet(name, help string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func cmdRead(args []string, stdout, stderr io.Writer) error {
+	var cf commonFlags
+	fs := newFlagSet("read", readHelp, stderr)
+	cf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fs.SetOutput(stdout)
+			fs.Usage()
+		}
+		return err
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprint(stderr, "kwire read: no capture file given\n\n")
+		fs.Usage()
+		return errUsage
+	}
+	src, err := capture.OpenFiles(fs.Args(), &capture.Options{Ports: cf.ports})
+	if err != nil {
+		return err
+	}
+	out := cf.writer(stdout)
+	dec := decode.New(out, &decode.Options{MaxFrame: cf.maxFrame})
+	clock := &lastTime{next: dec}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	runErr := src.Run(ctx, clock)
+	out.Stats(clock.t, src.Stats(), dec.Stats())
+	if err := out.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return runErr
+}

@@ -1,0 +1,89 @@
+package decode
+
+import "encoding/binary"
+
+// Batches summarises the record batches of one partition in a Produce
+// request or Fetch response, read from batch headers only: nothing is
+// decompressed and no record is looked at.
+type Batches struct {
+	// Batches is the number of complete batches (or legacy messages).
+	Batches int
+	// Records is the number of records they hold. Legacy (magic 0/1)
+	// compressed wrappers count as one record and set Inexact.
+	Records int64
+	// FirstOffset is the base offset of the first batch; NextOffset the
+	// offset after the last record of the last complete batch. Both -1
+	// when there is no complete batch.
+	FirstOffset, NextOffset int64
+	// Bytes is the size of the complete batches.
+	Bytes int64
+	// Codecs has bit 1<<c set for each compression codec c seen (0 none,
+	// 1 gzip, 2 snappy, 3 lz4, 4 zstd).
+	Codecs uint8
+	// Control counts control batches (transaction markers).
+	Control int
+	// Partial is set when the bytes end inside a batch: normal in a Fetch
+	// response, which may cut its last batch at the size limit.
+	Partial bool
+	// Inexact is set when Records is a lower bound (legacy compression).
+	Inexact bool
+}
+
+// v2 record batch header layout (KIP-98).
+const (
+	batchLengthOff    = 8
+	batchMagicOff     = 16
+	batchAttrOff      = 21
+	batchLastDeltaOff = 23
+	batchNumRecsOff   = 57
+	batchHeaderLen    = 61
+	legacyHeaderLen   = 8 + 4 + 4 + 1 + 1 // offset, size, crc, magic, attributes
+)
+
+// ScanBatches reads the batch headers in b.
+func ScanBatches(b []byte) Batches {
+	r := Batches{FirstOffset: -1, NextOffset: -1}
+	for len(b) > 0 {
+		if len(b) < 12 {
+			r.Partial = true
+			break
+		}
+		base := int64(binary.BigEndian.Uint64(b))
+		size := int64(int32(binary.BigEndian.Uint32(b[batchLengthOff:]))) + 12
+		if size < legacyHeaderLen || size > int64(len(b)) || len(b) < batchMagicOff+1 {
+			r.Partial = true
+			break
+		}
+		batch := b[:size]
+		b = b[size:]
+		var next int64
+		switch magic := batch[batchMagicOff]; {
+		case magic == 2 && size >= batchHeaderLen:
+			attrs := binary.BigEndian.Uint16(batch[batchAttrOff:])
+			r.Codecs |= 1 << (attrs & 0x07)
+			if attrs&0x20 != 0 {
+				r.Control++
+			}
+			r.Records += int64(int32(binary.BigEndian.Uint32(batch[batchNumRecsOff:])))
+			next = base + int64(int32(binary.BigEndian.Uint32(batch[batchLastDeltaOff:]))) + 1
+		case magic < 2:
+			codec := batch[legacyHeaderLen-1] & 0x07
+			r.Codecs |= 1 << codec
+			r.Records++
+			if codec != 0 {
+				r.Inexact = true // the wrapper's offset is its last inner record's
+			}
+			next = base + 1
+		default:
+			r.Partial = true
+			return r
+		}
+		if r.FirstOffset < 0 {
+			r.FirstOffset = base
+		}
+		r.NextOffset = next
+		r.Batches++
+		r.Bytes += size
+	}
+	return r
+}

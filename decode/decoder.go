@@ -1,0 +1,161 @@
+package decode
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
+)
+
+// Decoder turns chunks into exchanges. It is a capture.Sink. It is not safe
+// for concurrent use: a source calls it from one goroutine.
+type Decoder struct {
+	opts   Options
+	h      Handler
+	conns  map[uint64]*connState
+	stats  Stats
+	protos [maxKey]kmsg.Request // one request per key, for header checks
+
+	ex      Exchange // reused for every Handler call
+	an      Anomaly
+	scratch []byte // re-encoding buffer for resync validation
+}
+
+// New returns a Decoder calling h. opts may be nil.
+func New(h Handler, opts *Options) *Decoder {
+	d := &Decoder{opts: opts.withDefaults(), h: h, conns: make(map[uint64]*connState)}
+	for k := range d.protos {
+		d.protos[k] = kmsg.RequestForKey(int16(k))
+	}
+	return d
+}
+
+// Stats returns the counters so far.
+func (d *Decoder) Stats() Stats { return d.stats }
+
+// connState is the decoder's state for one connection.
+type connState struct {
+	conn    *capture.Conn
+	dir     [2]stream
+	pending []*pending // requests awaiting responses, in request order
+	free    []*pending
+	frames  int64 // frames decoded; 0 means not yet known to be Kafka
+	sniffed int   // bytes searched without finding a frame
+	first   bool  // first data chunk seen
+	closed  [2]bool
+
+	clientID string // last client id, reused to avoid an allocation per request
+
+	saslRaw    bool // SaslHandshake v0 done: raw SASL tokens follow (KIP-43)
+	saslTokens int  // raw tokens sent, awaiting the broker's token
+	reported   map[AnomalyKind]bool
+}
+
+// Chunk implements capture.Sink.
+func (d *Decoder) Chunk(c *capture.Chunk) {
+	cs := d.conns[c.Conn.ID]
+	if cs == nil {
+		if c.Kind == capture.Close {
+			return
+		}
+		cs = &connState{conn: c.Conn}
+		// A stream seen from its first byte starts at a frame.
+		cs.dir[0].synced, cs.dir[1].synced = c.Conn.Handshake, c.Conn.Handshake
+		d.conns[c.Conn.ID] = cs
+	}
+	switch c.Kind {
+	case capture.Data:
+		if !c.Conn.Ignore && len(c.Data) > 0 {
+			d.data(cs, c)
+		}
+	case capture.Gap:
+		if !c.Conn.Ignore {
+			d.gap(cs, c)
+		}
+	case capture.Close:
+		d.close(cs, c)
+	}
+}
+
+// data handles the next bytes of one direction.
+func (d *Decoder) data(cs *connState, c *capture.Chunk) {
+	dir := c.Dir
+	if !cs.first {
+		cs.first = true
+		ignored, swapped := d.sniffFirst(cs, c)
+		if ignored {
+			return
+		}
+		if swapped {
+			dir = 1 - dir
+		}
+	}
+	d.feed(cs, dir, c)
+}
+
+// sniffFirst looks at a connection's first bytes: TLS is reported and the
+// connection ignored; on a connection whose sides were guessed, a request at
+// offset 0 in the broker->client direction means the guess was wrong.
+// It reports whether the connection is now ignored and whether it swapped
+// the connection's sides.
+func (d *Decoder) sniffFirst(cs *connState, c *capture.Chunk) (ignored, swapped bool) {
+	p := c.Data
+	if len(p) >= 3 && (p[0] == 0x16 || p[0] == 0x17) && p[1] == 0x03 && p[2] <= 0x04 {
+		// A TLS record (handshake or application data): Kafka frames
+		// never start this way, since a 0x1603xxxx length is > 369 MB.
+		d.stats.TLSConns++
+		d.anomaly(cs, c.Dir, c.Time, AnomalyTLS, 0, -1, "TLS on a Kafka connection: not decoded (capture the plaintext listener, or use --ebpf on the client host)")
+		c.Conn.Ignore = true
+		return true, false
+	}
+	if c.Conn.Role == capture.RoleGuess && c.Dir == capture.ToClient {
+		if r := d.requestAt(p); r == found || r == candidate {
+			c.Conn.Swap()
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// close handles the end of one direction. When both directions ended, or
+// the connection was reset, evicted or the capture ended, the requests still
+// awaiting a response are reported as missing and the state is dropped.
+func (d *Decoder) close(cs *connState, c *capture.Chunk) {
+	cs.closed[c.Dir] = true
+	if c.Reason == capture.CloseFIN && !(cs.closed[0] && cs.closed[1]) {
+		return
+	}
+	for _, p := range cs.pending {
+		d.emit(cs, p, nil, ResponseMissing, time.Time{}, 0, nil)
+		cs.put(p)
+	}
+	cs.pending = cs.pending[:0]
+	if !cs.conn.Ignore {
+		for i := range cs.dir {
+			// Bytes never decoded: a partial last frame (normal when a
+			// capture stops), or data with no frame boundary found.
+			s := &cs.dir[i]
+			d.stats.SkippedBytes += s.skipped + int64(len(s.buf))
+		}
+	}
+	delete(d.conns, cs.conn.ID)
+}
+
+// anomaly reports an anomaly through the handler.
+func (d *Decoder) anomaly(cs *connState, dir capture.Dir, t time.Time, kind AnomalyKind, n int64, key int16, detail string) {
+	d.an = Anomaly{Kind: kind, Conn: cs.conn, Dir: dir, Time: t, Bytes: n, Key: key, Version: -1, CorrelationID: -1, Detail: detail}
+	d.h.Anomaly(&d.an)
+}
+
+// once reports whether kind was not yet reported on cs, and marks it.
+func (cs *connState) once(kind AnomalyKind) bool {
+	if cs.reported[kind] {
+		return false
+	}
+	if cs.reported == nil {
+		cs.reported = make(map[AnomalyKind]bool)
+	}
+	cs.reported[kind] = true
+	return true
+}

@@ -1,0 +1,79 @@
+package decode
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/kwire/kwire/capture"
+)
+
+// damaged handles a frame that a gap cut: part is the frame's bytes seen
+// before the gap (after the length prefix). A request whose header was seen
+// still awaits its response; a response whose correlation id was seen still
+// completes its exchange, without a body.
+func (d *Decoder) damaged(cs *connState, dir capture.Dir, part []byte, t time.Time) {
+	if dir == capture.ToServer {
+		h, ok := parseRequestHeader(&d.protos, part)
+		if !ok || !h.plausible() && h.known {
+			return
+		}
+		p := d.begin(cs, &h, t, 0)
+		if p.reqErr == nil {
+			p.reqErr = ErrLost
+		}
+		d.enqueue(cs, p, t)
+		return
+	}
+	if len(part) < 4 {
+		return
+	}
+	if p := d.match(cs, int32(binary.BigEndian.Uint32(part)), 0, t); p != nil {
+		d.emit(cs, p, nil, ResponseSeen, t, 0, ErrLost)
+		cs.put(p)
+	}
+}
+
+// oversize handles a frame longer than MaxFrame at the start of rem. It
+// returns false when more bytes are needed to judge its header. Otherwise
+// the frame is skipped (s.skip) while the stream stays in sync, and its
+// request still awaits (or its response completes) an exchange; or, when
+// the header is not plausible, the direction loses sync.
+func (d *Decoder) oversize(cs *connState, dir capture.Dir, rem []byte, l int64, t time.Time) bool {
+	s := &cs.dir[dir]
+	if len(rem) < 8 {
+		return false
+	}
+	ok := false
+	if dir == capture.ToServer {
+		switch d.requestHead(rem, l) {
+		case tail:
+			return false
+		case none:
+			d.desync(cs, dir, t)
+			return true
+		}
+		if len(rem) < maxHeaderProbe && int64(len(rem)) < 4+l {
+			return false
+		}
+		h, hok := parseRequestHeader(&d.protos, rem[4:])
+		if ok = hok && h.plausible(); ok {
+			p := d.begin(cs, &h, t, int(min(l+4, 1<<62)))
+			p.reqErr = ErrOversize
+			d.enqueue(cs, p, t)
+		}
+	} else if p := d.match(cs, int32(binary.BigEndian.Uint32(rem[4:])), 0, t); p != nil {
+		ok = true
+		d.emit(cs, p, nil, ResponseSeen, t, int(4+l), ErrOversize)
+		cs.put(p)
+	}
+	if !ok {
+		d.desync(cs, dir, t)
+		return true
+	}
+	d.stats.Oversize++
+	d.anomaly(cs, dir, t, AnomalyOversize, 4+l, -1,
+		fmt.Sprintf("frame of %d bytes is above --max-frame %d: skipped", l, d.opts.MaxFrame))
+	s.skip = 4 + l
+	return true
+}

@@ -1,0 +1,276 @@
+package decode
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
+)
+
+// Reasons a request or response body is missing from an Exchange.
+var (
+	ErrUnknownAPI         = errors.New("api key unknown to kmsg")
+	ErrUnsupportedVersion = errors.New("api version above what kmsg decodes")
+	ErrLost               = errors.New("bytes lost in a capture gap")
+	ErrOversize           = errors.New("frame larger than --max-frame, skipped")
+)
+
+// pending is a request awaiting its response.
+type pending struct {
+	key, version int16
+	corr         int32
+	clientID     string
+	reqTime      time.Time
+	reqSize      int
+	req          kmsg.Request
+	reqErr       error
+	buf          []byte // owns the request body that req aliases
+}
+
+// rawSASL reports whether the next frame in dir may be a raw SASL token
+// (KIP-43: after SaslHandshake v0, tokens are framed by a bare length).
+func (cs *connState) rawSASL(dir capture.Dir) bool {
+	if dir == capture.ToServer {
+		return cs.saslRaw
+	}
+	return cs.saslTokens > 0
+}
+
+// find returns the index of the oldest pending request with correlation id
+// corr, or -1.
+func (cs *connState) find(corr int32) int {
+	for i, p := range cs.pending {
+		if p.corr == corr {
+			return i
+		}
+	}
+	return -1
+}
+
+func (cs *connState) get() *pending {
+	if n := len(cs.free); n > 0 {
+		p := cs.free[n-1]
+		cs.free = cs.free[:n-1]
+		return p
+	}
+	return new(pending)
+}
+
+func (cs *connState) put(p *pending) {
+	buf := p.buf[:0]
+	if cap(buf) > 1<<20 {
+		buf = nil
+	}
+	*p = pending{buf: buf}
+	if len(cs.free) < 8 {
+		cs.free = append(cs.free, p)
+	}
+}
+
+// intern returns id as a string, reusing the connection's last client id.
+func (cs *connState) intern(id []byte) string {
+	if string(id) != cs.clientID {
+		cs.clientID = string(id)
+	}
+	return cs.clientID
+}
+
+// request handles one complete request frame. It returns false when the
+// frame is not a request header at all (the stream lost sync).
+func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
+	h, ok := parseRequestHeader(&d.protos, frame)
+	if cs.saslRaw {
+		if !ok || !h.plausible() {
+			// A raw SASL token after SaslHandshake v0: never decoded.
+			cs.saslTokens++
+			d.stats.SASLFrames++
+			return true
+		}
+		cs.saslRaw = false
+	}
+	if !ok || h.corr < 0 || h.key < 0 || h.version < 0 {
+		return false
+	}
+	p := d.begin(cs, &h, t, 4+len(frame))
+	if p.reqErr == nil {
+		p.buf = append(p.buf[:0], frame[h.body:]...)
+		req := kmsg.RequestForKey(h.key)
+		req.SetVersion(h.version)
+		if err := req.ReadFrom(p.buf); err != nil {
+			d.decodeError(cs, capture.ToServer, t, &h, err)
+			p.reqErr = err
+		} else {
+			redactRequest(req)
+			p.req = req
+		}
+	}
+	if r, ok := p.req.(*kmsg.ProduceRequest); ok && r.Acks == 0 {
+		d.stats.NoResponse++
+		d.emit(cs, p, nil, ResponseNotExpected, time.Time{}, 0, nil)
+		cs.put(p)
+		return true
+	}
+	d.enqueue(cs, p, t)
+	return true
+}
+
+// begin counts a request whose header is known and returns its pending
+// entry, with reqErr set when kmsg cannot decode the body.
+func (d *Decoder) begin(cs *connState, h *reqHeader, t time.Time, size int) *pending {
+	d.stats.Requests++
+	if cs.frames == 0 {
+		d.stats.KafkaConns++
+	}
+	cs.frames++
+	p := cs.get()
+	p.key, p.version, p.corr = h.key, h.version, h.corr
+	p.clientID = cs.intern(h.clientID)
+	p.reqTime, p.reqSize = t, size
+	if !h.known {
+		p.reqErr = ErrUnsupportedVersion
+		kind := AnomalyUnsupported
+		if keyKnown(&d.protos, h.key) == nil {
+			p.reqErr, kind = ErrUnknownAPI, AnomalyUnknownAPI
+			d.stats.UnknownAPI++
+		} else {
+			d.stats.Unsupported++
+		}
+		if cs.once(kind) {
+			d.an = Anomaly{Kind: kind, Conn: cs.conn, Dir: capture.ToServer, Time: t, Key: h.key, Version: h.version, CorrelationID: h.corr,
+				Detail: fmt.Sprintf("key %d version %d: header only (reported once per connection)", h.key, h.version)}
+			d.h.Anomaly(&d.an)
+		}
+	}
+	return p
+}
+
+// enqueue adds p to the requests awaiting a response.
+func (d *Decoder) enqueue(cs *connState, p *pending, t time.Time) {
+	if len(cs.pending) >= d.opts.MaxPending {
+		d.stats.PendingOverflow++
+		if cs.once(AnomalyPendingOverflow) {
+			d.anomaly(cs, capture.ToServer, t, AnomalyPendingOverflow, 0, -1,
+				fmt.Sprintf("more than %d requests awaiting responses: oldest reported missing", d.opts.MaxPending))
+		}
+		old := cs.pending[0]
+		cs.pending = cs.pending[1:]
+		d.emit(cs, old, nil, ResponseMissing, time.Time{}, 0, nil)
+		cs.put(old)
+	}
+	cs.pending = append(cs.pending, p)
+}
+
+// response handles one complete response frame.
+func (d *Decoder) response(cs *connState, frame []byte, t time.Time) {
+	if len(frame) < 4 || cs.saslTokens > 0 && cs.find(int32(binary.BigEndian.Uint32(frame))) < 0 {
+		cs.saslTokens-- // the broker's raw SASL token
+		d.stats.SASLFrames++
+		return
+	}
+	corr := int32(binary.BigEndian.Uint32(frame))
+	p := d.match(cs, corr, 4+len(frame), t)
+	if p == nil {
+		return
+	}
+	resp, err := d.decodeResponse(p, frame[4:])
+	if err != nil && !errors.Is(err, ErrUnknownAPI) && !errors.Is(err, ErrUnsupportedVersion) {
+		d.decodeError(cs, capture.ToClient, t, &reqHeader{key: p.key, version: p.version, corr: p.corr}, err)
+	}
+	if r, ok := resp.(*kmsg.SASLHandshakeResponse); ok && p.version == 0 && r.ErrorCode == 0 {
+		cs.saslRaw = true // KIP-43: v0 is followed by raw, unframed-by-header tokens
+	}
+	d.emit(cs, p, resp, ResponseSeen, t, 4+len(frame), err)
+	cs.put(p)
+}
+
+// match finds and removes the pending request that a response with
+// correlation id corr answers. Older requests still pending lost their
+// responses (brokers answer in order). It returns nil, after counting,
+// for a response with no request.
+func (d *Decoder) match(cs *connState, corr int32, size int, t time.Time) *pending {
+	i := cs.find(corr)
+	if i < 0 {
+		d.stats.Unmatched++
+		d.an = Anomaly{Kind: AnomalyUnmatchedResponse, Conn: cs.conn, Dir: capture.ToClient, Time: t, Bytes: int64(size), Key: -1, Version: -1, CorrelationID: corr,
+			Detail: "response whose request was not seen"}
+		d.h.Anomaly(&d.an)
+		return nil
+	}
+	for _, old := range cs.pending[:i] {
+		d.emit(cs, old, nil, ResponseLost, time.Time{}, 0, nil)
+		cs.put(old)
+	}
+	p := cs.pending[i]
+	n := copy(cs.pending, cs.pending[i+1:])
+	cs.pending = cs.pending[:n]
+	d.stats.Responses++
+	return p
+}
+
+// decodeResponse decodes a response body (after the correlation id) for p.
+func (d *Decoder) decodeResponse(p *pending, body []byte) (kmsg.Response, error) {
+	proto := keyKnown(&d.protos, p.key)
+	if proto == nil {
+		return nil, ErrUnknownAPI
+	}
+	if p.version > proto.MaxVersion() {
+		return nil, ErrUnsupportedVersion
+	}
+	if isFlexibleResponse(proto, p.key, p.version) {
+		r := kbin.Reader{Src: body}
+		kmsg.SkipTags(&r)
+		if !r.Ok() {
+			return nil, errors.New("response header tags truncated")
+		}
+		body = r.Src
+	}
+	resp := kmsg.ResponseForKey(p.key)
+	resp.SetVersion(p.version)
+	err := resp.ReadFrom(body)
+	if p.key == 18 && p.version > 0 && (err != nil || resp.(*kmsg.ApiVersionsResponse).ErrorCode == 35) {
+		// A broker that does not support the ApiVersions version asked
+		// for answers UNSUPPORTED_VERSION in a v0 body.
+		v0 := kmsg.NewPtrApiVersionsResponse()
+		v0.SetVersion(0)
+		if v0.ReadFrom(body) == nil {
+			return v0, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	redactResponse(resp)
+	return resp, nil
+}
+
+// emit reports an exchange to the handler.
+func (d *Decoder) emit(cs *connState, p *pending, resp kmsg.Response, state ResponseState, rt time.Time, size int, respErr error) {
+	d.stats.Exchanges++
+	if p.key >= 0 && int(p.key) < maxKey {
+		d.stats.ByKey[p.key]++
+	}
+	switch state {
+	case ResponseMissing:
+		d.stats.Missing++
+	case ResponseLost:
+		d.stats.Lost++
+	}
+	d.ex = Exchange{
+		Conn: cs.conn, Key: p.key, Version: p.version, CorrelationID: p.corr, ClientID: p.clientID,
+		ReqTime: p.reqTime, RespTime: rt, ReqSize: p.reqSize, RespSize: size,
+		Req: p.req, Resp: resp, Response: state, ReqErr: p.reqErr, RespErr: respErr,
+	}
+	d.h.Exchange(&d.ex)
+}
+
+func (d *Decoder) decodeError(cs *connState, dir capture.Dir, t time.Time, h *reqHeader, err error) {
+	d.stats.DecodeErrors++
+	d.an = Anomaly{Kind: AnomalyDecodeError, Conn: cs.conn, Dir: dir, Time: t, Key: h.key, Version: h.version, CorrelationID: h.corr,
+		Detail: fmt.Sprintf("%s v%d: %v", kmsg.NameForKey(h.key), h.version, err)}
+	d.h.Anomaly(&d.an)
+}

@@ -1,0 +1,70 @@
+package decode
+
+// Options tune a Decoder. A nil *Options means defaults.
+type Options struct {
+	// MaxFrame is the largest frame decoded, in bytes (default 100 MiB,
+	// Kafka's socket.request.max.bytes). Larger frames whose header is
+	// plausible are skipped and reported as oversize; the stream stays in
+	// sync. It also bounds the bytes buffered per stream direction.
+	MaxFrame int
+	// MaxPending caps requests awaiting a response per connection
+	// (default 1024). Beyond it the oldest is reported missing.
+	MaxPending int
+	// SniffBytes is how many bytes of a connection are searched for a
+	// Kafka frame before it is declared not Kafka (default 64 KiB).
+	SniffBytes int
+}
+
+const (
+	defaultMaxFrame   = 100 << 20
+	defaultMaxPending = 1024
+	defaultSniffBytes = 64 << 10
+)
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.MaxFrame <= 0 {
+		r.MaxFrame = defaultMaxFrame
+	}
+	if r.MaxPending <= 0 {
+		r.MaxPending = defaultMaxPending
+	}
+	if r.SniffBytes <= 0 {
+		r.SniffBytes = defaultSniffBytes
+	}
+	return r
+}
+
+// maxKey bounds the per-API counters; kmsg knows keys well below it.
+const maxKey = 128
+
+// Stats are a Decoder's counters. Every byte or frame the decoder could not
+// decode is counted somewhere here.
+type Stats struct {
+	KafkaConns      int64 `json:"kafka_connections"`
+	NonKafkaConns   int64 `json:"non_kafka_connections"`
+	TLSConns        int64 `json:"tls_connections"`
+	Requests        int64 `json:"requests"`
+	Responses       int64 `json:"responses"`
+	Exchanges       int64 `json:"exchanges"`
+	Unmatched       int64 `json:"unmatched_responses"`
+	Missing         int64 `json:"responses_missing"`
+	Lost            int64 `json:"responses_lost"`
+	NoResponse      int64 `json:"acks0_produce"`
+	Gaps            int64 `json:"gaps"`
+	GapBytes        int64 `json:"gap_bytes"`
+	Resyncs         int64 `json:"resyncs"`
+	SkippedBytes    int64 `json:"skipped_bytes"`
+	DecodeErrors    int64 `json:"decode_errors"`
+	UnknownAPI      int64 `json:"unknown_api"`
+	Unsupported     int64 `json:"unsupported_versions"`
+	Oversize        int64 `json:"oversize_frames"`
+	PendingOverflow int64 `json:"pending_overflow"`
+	SASLFrames      int64 `json:"sasl_frames"`
+
+	// ByKey counts exchanges per API key (index = key).
+	ByKey [maxKey]int64 `json:"-"`
+}

@@ -1,0 +1,119 @@
+package decode
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
+)
+
+func saslHandshakeReq() *kmsg.SASLHandshakeRequest {
+	r := kmsg.NewPtrSASLHandshakeRequest()
+	r.Mechanism = "PLAIN"
+	return r
+}
+
+// rawToken is a SASL token framed by a bare int32 length (KIP-43, v0).
+func rawToken(s string) []byte {
+	b := []byte{0, 0, 0, byte(len(s))}
+	return append(b, s...)
+}
+
+func TestResync(t *testing.T) {
+	big := reqFrame(produceReq(-1, 5000), 9, 1, "p")
+	bigResp := respFrame(produceResp(), 9, 1)
+	hb := func(corr int32) []step {
+		return []step{req(reqFrame(heartbeatReq(1), 4, corr, "c")), resp(respFrame(heartbeatResp(0), 4, corr))}
+	}
+	tests := []struct {
+		name      string
+		opts      *Options
+		midstream bool
+		steps     []step
+		want      []string
+		anomalies []AnomalyKind
+	}{{
+		name:      "capture starts mid-frame in both directions",
+		midstream: true,
+		steps: append([]step{
+			req(big[1234:]), resp(bigResp[5:]),
+		}, hb(2)...),
+		want:      []string{"Heartbeat v4 #2 seen"},
+		anomalies: []AnomalyKind{AnomalyResync, AnomalyResync},
+	}, {
+		name: "gap inside a request of known length: stays in sync",
+		steps: append([]step{
+			req(big[:100]), gap(capture.ToServer, 1000), req(big[1100:]), resp(bigResp),
+		}, hb(2)...),
+		want:      []string{"Produce v9 #1 seen noreq", "Heartbeat v4 #2 seen"},
+		anomalies: []AnomalyKind{AnomalyGap},
+	}, {
+		name: "gap inside a response of known length: stays in sync",
+		steps: append([]step{
+			req(big), resp(bigResp[:10]), gap(capture.ToClient, 5), resp(bigResp[15:]),
+		}, hb(2)...),
+		want:      []string{"Produce v9 #1 seen noresp", "Heartbeat v4 #2 seen"},
+		anomalies: []AnomalyKind{AnomalyGap},
+	}, {
+		name: "gap across a frame boundary: resync on the next request",
+		steps: append([]step{
+			req(big[:100]), gap(capture.ToServer, len(big)-100+10), req(reqFrame(heartbeatReq(1), 4, 9, "c")[10:]), resp(bigResp),
+			resp(respFrame(heartbeatResp(0), 4, 9)),
+		}, hb(2)...),
+		want:      []string{"Produce v9 #1 seen noreq", "Heartbeat v4 #2 seen"},
+		anomalies: []AnomalyKind{AnomalyGap, AnomalyUnmatchedResponse, AnomalyResync},
+	}, {
+		name: "gap of unknown size",
+		steps: append([]step{
+			req(big[:100]), gap(capture.ToServer, -1), req(big[3000:]),
+		}, hb(2)...),
+		want:      []string{"Heartbeat v4 #2 seen"},
+		anomalies: []AnomalyKind{AnomalyGap, AnomalyResync},
+	}, {
+		name: "oversize frame skipped in sync",
+		opts: &Options{MaxFrame: 1000},
+		steps: append([]step{
+			req(big), resp(bigResp),
+		}, hb(2)...),
+		want:      []string{"Produce v9 #1 seen noreq", "Heartbeat v4 #2 seen"},
+		anomalies: []AnomalyKind{AnomalyOversize},
+	}, {
+		name:      "TLS client hello",
+		steps:     []step{req([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03}), req(big)},
+		anomalies: []AnomalyKind{AnomalyTLS},
+	}, {
+		name:      "HTTP on a broker port",
+		opts:      &Options{SniffBytes: 100},
+		steps:     []step{req([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")), req(make([]byte, 200)), req(big)},
+		anomalies: []AnomalyKind{AnomalyNotKafka},
+	}, {
+		name: "unknown API key: header-level exchange",
+		steps: []step{
+			req(func() []byte { b := reqFrame(heartbeatReq(1), 4, 5, "c"); b[4], b[5] = 0, 120; return b }()),
+			resp(respFrame(heartbeatResp(0), 4, 5)),
+			req(func() []byte { b := reqFrame(heartbeatReq(1), 4, 6, "c"); b[4], b[5] = 0, 120; return b }()),
+			resp(respFrame(heartbeatResp(0), 4, 6)),
+		},
+		want:      []string{"Unknown v4 #5 seen noreq noresp", "Unknown v4 #6 seen noreq noresp"},
+		anomalies: []AnomalyKind{AnomalyUnknownAPI},
+	}, {
+		name: "SASL v0 raw tokens are skipped, never decoded",
+		steps: append([]step{
+			req(reqFrame(saslHandshakeReq(), 0, 1, "c")), resp(respFrame(kmsg.NewPtrSASLHandshakeResponse(), 0, 1)),
+			req(rawToken("\x00user\x00secret-password")), resp([]byte{0, 0, 0, 0}),
+		}, hb(2)...),
+		want: []string{"SASLHandshake v0 #1 seen", "Heartbeat v4 #2 seen"},
+	}}
+	for _, tt := range tests {
+		for _, split := range []int{0, 3, 500} {
+			t.Run(fmt.Sprintf("%s/split=%d", tt.name, split), func(t *testing.T) {
+				r, _, _ := feed(tt.opts, newConn(capture.RolePort, !tt.midstream), split, tt.steps...)
+				got := summary(r)
+				diff(t, "exchanges", tt.want, got)
+				diff(t, "anomalies", tt.anomalies, r.kinds())
+			})
+		}
+	}
+}

@@ -1,0 +1,379 @@
+package decode
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// stream is the decoder's state for one direction of a connection.
+type stream struct {
+	buf     []byte    // bytes not yet consumed: a partial frame, or unsynced data
+	start   time.Time // capture time of buf[0]
+	synced  bool      // the next byte (after skip) starts a frame
+	skip    int64     // bytes of the current frame still to skip (oversize, damaged)
+	skipped int64     // bytes skipped since sync was lost
+	lostAt  time.Time // when sync was lost
+	cands   []int     // resync: offsets in buf of plausible frame starts
+	scan    int       // resync: next offset in buf to judge
+}
+
+// scan is the result of looking for a frame at an offset.
+type scan uint8
+
+const (
+	none      scan = iota // no frame starts here
+	found                 // a frame starts here
+	candidate             // a plausible header; the frame is not complete yet
+	tail                  // too few bytes left to judge the header
+)
+
+// maxHeaderProbe bounds the bytes a request header can need to be judged:
+// length, key, version, correlation id, a client id of up to 255 bytes.
+const maxHeaderProbe = 4 + 10 + 255
+
+// feed handles a data chunk on one direction.
+func (d *Decoder) feed(cs *connState, dir capture.Dir, c *capture.Chunk) {
+	s := &cs.dir[dir]
+	p := c.Data
+	if s.skip > 0 {
+		n := min(int64(len(p)), s.skip)
+		s.skip -= n
+		p = p[n:]
+		if len(p) == 0 {
+			return
+		}
+	}
+	if len(s.buf) == 0 {
+		rest := d.consume(cs, dir, p, c.Time, 0, c.Time)
+		if len(rest) > 0 {
+			s.buf = append(s.buf[:0], rest...)
+			s.start = c.Time
+		}
+		return
+	}
+	old := len(s.buf)
+	s.buf = append(s.buf, p...)
+	rest := d.consume(cs, dir, s.buf, s.start, old, c.Time)
+	if len(rest) <= len(s.buf)-old { // what is left began in this chunk
+		s.start = c.Time
+	}
+	n := copy(s.buf, rest)
+	s.buf = s.buf[:n]
+	if cap(s.buf) > 4<<20 && n < 1<<20 { // let a huge frame's buffer go
+		s.buf = append([]byte(nil), s.buf...)
+	}
+}
+
+// consume decodes the frames at the start of p and returns what is left: a
+// partial frame, or bytes kept while looking for a frame boundary. Bytes
+// before offset old arrived at time t0, the rest at time t.
+func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time, old int, t time.Time) []byte {
+	s := &cs.dir[dir]
+	off := 0
+	for off < len(p) {
+		if s.skip > 0 {
+			n := min(int64(len(p)-off), s.skip)
+			s.skip -= n
+			off += int(n)
+			continue
+		}
+		if !s.synced {
+			i, ok := d.resync(cs, dir, p[off:])
+			off += i
+			s.skipped += int64(i)
+			if d.notKafka(cs, dir, t) {
+				return nil
+			}
+			if !ok {
+				return p[off:]
+			}
+			d.synced(cs, dir, t)
+		}
+		rem := p[off:]
+		if len(rem) < 4 {
+			return rem
+		}
+		l := int64(int32(binary.BigEndian.Uint32(rem)))
+		if l < 4 || (dir == capture.ToServer && l < 8) {
+			if l < 0 || !cs.rawSASL(dir) {
+				d.desync(cs, dir, t)
+				continue
+			}
+		}
+		if l > int64(d.opts.MaxFrame) {
+			if !d.oversize(cs, dir, rem, l, t) {
+				return rem // need the header first
+			}
+			continue // s.skip now covers the frame
+		}
+		if int64(len(rem)) < 4+l {
+			return rem
+		}
+		frame := rem[4 : 4+l]
+		ft := t
+		if off < old {
+			ft = t0
+		}
+		if dir == capture.ToServer {
+			if !d.request(cs, frame, t) {
+				d.desync(cs, dir, t)
+				continue
+			}
+		} else {
+			d.response(cs, frame, ft)
+		}
+		off += int(4 + l)
+	}
+	return nil
+}
+
+// maxCands bounds the candidate frame starts remembered while resyncing.
+const maxCands = 64
+
+// resync looks for the next frame boundary in p, the unsynced bytes of a
+// direction. It returns the offset of the first frame and true; or the
+// number of leading bytes that cannot hold a frame start (to drop) and false.
+//
+// A candidate is an offset where a plausible header starts. Its frame is
+// accepted only once complete, when kmsg decodes it and re-encodes it to
+// exactly its length; meanwhile scanning goes on, so that a false candidate
+// with a huge length (record data that looks like a header) cannot stall
+// the stream: the first later frame that validates wins.
+func (d *Decoder) resync(cs *connState, dir capture.Dir, p []byte) (int, bool) {
+	s := &cs.dir[dir]
+	kept := s.cands[:0]
+	for _, c := range s.cands {
+		switch d.frameAt(cs, dir, p[c:]) {
+		case found:
+			s.cands, s.scan = s.cands[:0], 0
+			return c, true
+		case candidate, tail:
+			kept = append(kept, c)
+		}
+	}
+	s.cands = kept
+	i := s.scan
+	for ; i < len(p); i++ {
+		r := d.frameAt(cs, dir, p[i:])
+		if r == found {
+			s.cands, s.scan = s.cands[:0], 0
+			return i, true
+		}
+		if r == tail {
+			break
+		}
+		if r == candidate {
+			if len(s.cands) == maxCands {
+				s.cands = append(s.cands[:0], s.cands[1:]...)
+			}
+			s.cands = append(s.cands, i)
+		}
+	}
+	drop := i
+	if len(s.cands) > 0 && s.cands[0] < drop {
+		drop = s.cands[0]
+	}
+	for k := range s.cands {
+		s.cands[k] -= drop
+	}
+	s.scan = i - drop
+	return drop, false
+}
+
+// frameAt judges whether a frame starts at p[0] on an unsynced direction.
+func (d *Decoder) frameAt(cs *connState, dir capture.Dir, p []byte) scan {
+	if dir == capture.ToServer {
+		return d.requestAt(p)
+	}
+	return d.responseAt(cs, p)
+}
+
+// requestAt judges a request frame at p[0]: a sane length, a key and
+// version kmsg knows, a printable client id and, once complete, a body that
+// kmsg decodes and re-encodes to its exact size.
+func (d *Decoder) requestAt(p []byte) scan {
+	if len(p) < 4 {
+		return tail
+	}
+	l := int64(int32(binary.BigEndian.Uint32(p)))
+	if l < 10 || l > int64(d.opts.MaxFrame) {
+		return none
+	}
+	if r := d.requestHead(p, l); r != found {
+		return r
+	}
+	frame := p[4:min(int64(len(p)), 4+l)]
+	if int64(len(frame)) < l {
+		return candidate
+	}
+	h, ok := parseRequestHeader(&d.protos, frame)
+	if !ok || !h.plausible() {
+		return none
+	}
+	req := d.protos[h.key]
+	req.SetVersion(h.version)
+	body := frame[h.body:]
+	if req.ReadFrom(body) != nil || len(req.AppendTo(d.scratch[:0])) != len(body) {
+		return none
+	}
+	return found
+}
+
+// requestHead judges the fixed part of a request header at p[0] (length l):
+// key and version kmsg knows, correlation id >= 0, a client id that fits
+// the frame and is printable as far as p goes. It returns found when they
+// are plausible, tail when p is too short to tell.
+func (d *Decoder) requestHead(p []byte, l int64) scan {
+	if len(p) < 14 {
+		return tail
+	}
+	key, version := int16(binary.BigEndian.Uint16(p[4:])), int16(binary.BigEndian.Uint16(p[6:]))
+	proto := keyKnown(&d.protos, key)
+	n := int64(int16(binary.BigEndian.Uint16(p[12:])))
+	if proto == nil || version < 0 || version > proto.MaxVersion() || p[8]&0x80 != 0 || n < -1 || 10+n > l {
+		return none
+	}
+	if !printable(p[14:min(int64(len(p)), 14+max(n, 0))]) {
+		return none
+	}
+	return found
+}
+
+// responseAt judges a response frame at p[0]: a sane length, the
+// correlation id of a request awaiting its response on cs and, once
+// complete, a body that decodes and re-encodes to its exact size.
+func (d *Decoder) responseAt(cs *connState, p []byte) scan {
+	if len(p) < 8 {
+		return tail
+	}
+	l := int64(int32(binary.BigEndian.Uint32(p)))
+	if l < 4 || l > int64(d.opts.MaxFrame) || len(cs.pending) == 0 {
+		return none
+	}
+	i := cs.find(int32(binary.BigEndian.Uint32(p[4:])))
+	if i < 0 {
+		return none
+	}
+	if int64(len(p)) < 4+l {
+		return candidate
+	}
+	pd := cs.pending[i]
+	if keyKnown(&d.protos, pd.key) == nil {
+		return found // nothing more to check
+	}
+	resp, err := d.decodeResponse(pd, p[8:4+l])
+	if err != nil {
+		return none
+	}
+	if pd.key != 18 && !exactSize(resp, pd, int(l-4), &d.scratch) {
+		return none
+	}
+	return found
+}
+
+// exactSize reports whether resp re-encodes to n bytes (plus the header tag
+// byte of flexible versions).
+func exactSize(resp kmsg.Response, pd *pending, n int, scratch *[]byte) bool {
+	b := resp.AppendTo((*scratch)[:0])
+	*scratch = b[:0]
+	if resp.IsFlexible() {
+		return len(b)+1 == n
+	}
+	return len(b) == n
+}
+
+// desync records that a direction lost its frame boundaries.
+func (d *Decoder) desync(cs *connState, dir capture.Dir, t time.Time) {
+	s := &cs.dir[dir]
+	if s.synced {
+		s.synced = false
+		s.lostAt = t
+	}
+}
+
+// synced records that a direction found a frame boundary again.
+func (d *Decoder) synced(cs *connState, dir capture.Dir, t time.Time) {
+	s := &cs.dir[dir]
+	s.synced = true
+	if s.skipped > 0 {
+		d.stats.Resyncs++
+		d.stats.SkippedBytes += s.skipped
+		d.anomaly(cs, dir, t, AnomalyResync, s.skipped, -1,
+			fmt.Sprintf("skipped %d bytes to the next frame boundary", s.skipped))
+		s.skipped = 0
+	}
+}
+
+// notKafka judges a connection whose requests have not yet yielded a
+// frame: bytes skipped before the first request beyond the sniff limit (0
+// when the stream was seen from its first byte on a port not known to be a
+// broker's) mean it is not Kafka. It is then ignored.
+func (d *Decoder) notKafka(cs *connState, dir capture.Dir, t time.Time) bool {
+	skipped := cs.dir[capture.ToServer].skipped
+	if dir != capture.ToServer || cs.frames > 0 || skipped == 0 {
+		return false
+	}
+	limit := int64(d.opts.SniffBytes)
+	if cs.conn.Handshake && cs.conn.Role != capture.RolePort {
+		limit = 0
+	}
+	if skipped <= limit {
+		return false
+	}
+	d.stats.NonKafkaConns++
+	cs.conn.Ignore = true
+	if cs.conn.Role == capture.RolePort {
+		d.anomaly(cs, dir, t, AnomalyNotKafka, skipped, -1,
+			"no Kafka request found on a broker port: connection ignored")
+	}
+	cs.dir[0].skipped, cs.dir[1].skipped = 0, 0
+	cs.dir[0].buf, cs.dir[1].buf = nil, nil
+	return true
+}
+
+// gap handles bytes missing from one direction. A gap of known size inside
+// a frame whose length is known keeps the direction in sync: that frame is
+// lost (its header, when seen, still matches its request or response), the
+// next is decoded.
+func (d *Decoder) gap(cs *connState, c *capture.Chunk) {
+	s := &cs.dir[c.Dir]
+	d.stats.Gaps++
+	if c.Len > 0 {
+		d.stats.GapBytes += int64(c.Len)
+	}
+	d.anomaly(cs, c.Dir, c.Time, AnomalyGap, int64(c.Len), -1, "bytes missing from the capture")
+	n := int64(c.Len)
+	switch {
+	case n < 0:
+	case s.skip > 0:
+		if n <= s.skip {
+			s.skip -= n
+			return
+		}
+		s.skip = 0
+	case s.synced && len(s.buf) >= 4:
+		total := 4 + int64(int32(binary.BigEndian.Uint32(s.buf)))
+		if total <= int64(d.opts.MaxFrame)+4 {
+			// The frame is lost; its header still pairs request and
+			// response. If the gap ends inside it, the next frame
+			// starts right after it: the direction stays in sync.
+			d.damaged(cs, c.Dir, s.buf[4:], s.start)
+			if have := int64(len(s.buf)); have+n <= total {
+				s.skip = total - have - n
+				s.buf = s.buf[:0]
+				return
+			}
+		}
+	}
+	if !s.synced {
+		s.skipped += int64(len(s.buf))
+	} else {
+		d.stats.SkippedBytes += int64(len(s.buf))
+		d.desync(cs, c.Dir, c.Time)
+	}
+	s.buf = s.buf[:0]
+}

@@ -1,0 +1,122 @@
+package jsonout
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// clock is the time of day a text line starts with, like tcpdump's.
+func clock(t time.Time) string { return t.UTC().Format("15:04:05.000000") }
+
+func textExchange(l *exchangeLine) string {
+	var b strings.Builder
+	ts := l.TS
+	if i := strings.IndexByte(ts, 'T'); i >= 0 {
+		ts = strings.TrimSuffix(ts[i+1:], "Z")
+	}
+	fmt.Fprintf(&b, "%s c%d %s>%s %s v%d #%d", ts, l.Conn.ID, l.Conn.Client, l.Conn.Broker, l.API, l.APIVersion, l.CorrelationID)
+	if l.ClientID != "" {
+		fmt.Fprintf(&b, " %q", l.ClientID)
+	}
+	switch {
+	case l.ResponseSeen:
+		fmt.Fprintf(&b, " %s", time.Duration(l.LatencyUS)*time.Microsecond)
+		if l.Error != "" {
+			b.WriteString(" " + l.Error)
+		}
+	default:
+		b.WriteString(" response:" + l.Response)
+	}
+	textSummary(&b, l.Req)
+	if l.Resp != nil {
+		b.WriteString(" =>")
+		textSummary(&b, l.Resp)
+	}
+	if l.ReqErr != "" {
+		b.WriteString(" [request: " + l.ReqErr + "]")
+	}
+	if l.RespErr != "" {
+		b.WriteString(" [response: " + l.RespErr + "]")
+	}
+	return b.String()
+}
+
+func textSummary(b *strings.Builder, s *Summary) {
+	if s == nil {
+		return
+	}
+	kv := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(b, " %s=%s", k, v)
+		}
+	}
+	kv("group", s.Group)
+	kv("groups", strings.Join(s.Groups, ","))
+	kv("key", strings.Join(s.CoordinatorKey, ","))
+	kv("member", s.MemberID)
+	if s.InstanceID != nil {
+		kv("instance", *s.InstanceID)
+	}
+	if s.Generation != nil {
+		kv("gen", fmt.Sprint(*s.Generation))
+	}
+	if s.MemberEpoch != nil {
+		kv("epoch", fmt.Sprint(*s.MemberEpoch))
+	}
+	kv("leader", s.Leader)
+	kv("protocols", strings.Join(s.Protocols, ","))
+	kv("protocol", s.Protocol)
+	if len(s.Members) > 0 {
+		kv("members", fmt.Sprint(len(s.Members)))
+	}
+	kv("reason", s.Reason)
+	if s.Acks != nil {
+		kv("acks", fmt.Sprint(*s.Acks))
+	}
+	for _, c := range s.Coordinators {
+		fmt.Fprintf(b, " coordinator=%d@%s:%d", c.NodeID, c.Host, c.Port)
+	}
+	for _, t := range s.Topics {
+		name := t.Topic
+		if name == "" {
+			name = "id:" + t.TopicID
+		}
+		fmt.Fprintf(b, " %s[%s]", name, textPartitions(t.Partitions))
+	}
+}
+
+func textPartitions(ps []Partition) string {
+	parts := make([]string, 0, len(ps))
+	for _, p := range ps {
+		s := fmt.Sprint(p.Partition)
+		if p.Offset != nil {
+			s += fmt.Sprintf("@%d", *p.Offset)
+		}
+		if p.Records > 0 {
+			s += fmt.Sprintf("+%d", p.Records)
+		}
+		if p.ErrorCode != 0 {
+			s += ":" + ErrorName(p.ErrorCode)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
+}
+
+func textStats(l *statsLine) string {
+	c, d := &l.Capture, &l.Decode
+	keys := make([]string, 0, len(d.ByAPI))
+	for k := range d.ByAPI {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var apis []string
+	for _, k := range keys {
+		apis = append(apis, fmt.Sprintf("%s=%d", k, d.ByAPI[k]))
+	}
+	return fmt.Sprintf("-- %d packets, %d bytes, %d kafka connections (%d not kafka, %d tls); %d exchanges (%d responses missing, %d lost, %d unmatched); %d gaps (%d bytes), %d resyncs (%d bytes skipped), %d decode errors\n-- by api: %s",
+		c.Packets, c.Bytes, d.KafkaConns, d.NonKafkaConns, d.TLSConns, d.Exchanges, d.Missing, d.Lost, d.Unmatched,
+		d.Gaps, d.GapBytes, d.Resyncs, d.SkippedBytes, d.DecodeErrors, strings.Join(apis, " "))
+}

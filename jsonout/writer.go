@@ -1,0 +1,236 @@
+package jsonout
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/decode"
+)
+
+// SchemaVersion is the "v" of every NDJSON line.
+const SchemaVersion = 1
+
+// TimeFormat is how capture times are written: RFC 3339, UTC, microseconds.
+const TimeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// Options tune a Writer. nil means NDJSON.
+type Options struct {
+	// Text writes a human-readable line per item instead of NDJSON.
+	Text bool
+	// LineFlush flushes after every line (live use: a consumer like jq sees
+	// each event at once). Offline output is buffered.
+	LineFlush bool
+}
+
+// Writer writes output lines. It implements decode.Handler.
+type Writer struct {
+	bw    *bufio.Writer
+	enc   *json.Encoder
+	opts  Options
+	names decode.Topics
+	err   error
+}
+
+// New returns a Writer on w. opts may be nil.
+func New(w io.Writer, opts *Options) *Writer {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	return &Writer{bw: bw, enc: enc, opts: o}
+}
+
+// Conn is how a connection appears in output.
+type Conn struct {
+	ID     uint64 `json:"id"`
+	Client string `json:"client"`
+	Broker string `json:"broker"`
+	PID    uint32 `json:"pid,omitempty"`
+	Comm   string `json:"comm,omitempty"`
+}
+
+// ConnOf returns the output form of c.
+func ConnOf(c *capture.Conn) Conn {
+	o := Conn{ID: c.ID, Client: c.Client.String(), Broker: c.Server.String()}
+	if c.Process != nil {
+		o.PID, o.Comm = c.Process.PID, c.Process.Comm
+	}
+	return o
+}
+
+// Time formats a capture time.
+func Time(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// ErrorName returns Kafka's name for an error code ("NONE" for 0).
+func ErrorName(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return e.Message
+	}
+	return fmt.Sprintf("UNKNOWN_%d", code)
+}
+
+type exchangeLine struct {
+	V             int     `json:"v"`
+	Type          string  `json:"type"`
+	TS            string  `json:"ts"`
+	Conn          Conn    `json:"conn"`
+	APIKey        int16   `json:"api_key"`
+	API           string  `json:"api"`
+	APIVersion    int16   `json:"api_version"`
+	CorrelationID int32   `json:"correlation_id"`
+	ClientID      string  `json:"client_id"`
+	Response      string  `json:"response"`
+	ResponseSeen  bool    `json:"response_seen"`
+	LatencyUS     int64   `json:"latency_us"`
+	ErrorCode     int16   `json:"error_code"`
+	Error         string  `json:"error,omitempty"`
+	ReqBytes      int     `json:"req_bytes"`
+	RespBytes     int     `json:"resp_bytes,omitempty"`
+	ReqErr        string  `json:"req_decode_error,omitempty"`
+	RespErr       string  `json:"resp_decode_error,omitempty"`
+	Req           *Summary `json:"req,omitempty"`
+	Resp          *Summary `json:"resp,omitempty"`
+}
+
+// APIName is kmsg's name for key, or "Unknown(key)".
+func APIName(key int16) string {
+	if n := kmsg.NameForKey(key); n != "" {
+		return n
+	}
+	return fmt.Sprintf("Unknown(%d)", key)
+}
+
+// Exchange writes an exchange line. It implements decode.Handler.
+func (w *Writer) Exchange(e *decode.Exchange) {
+	w.names.Learn(e)
+	code := decode.ErrorCode(e.Resp)
+	l := exchangeLine{
+		V: SchemaVersion, Type: "exchange", TS: Time(e.ReqTime), Conn: ConnOf(e.Conn),
+		APIKey: e.Key, API: APIName(e.Key), APIVersion: e.Version, CorrelationID: e.CorrelationID,
+		ClientID: e.ClientID, Response: e.Response.String(), ResponseSeen: e.Response == decode.ResponseSeen,
+		LatencyUS: e.Latency().Microseconds(), ErrorCode: code, ReqBytes: e.ReqSize, RespBytes: e.RespSize,
+	}
+	if code != 0 {
+		l.Error = ErrorName(code)
+	}
+	if e.ReqErr != nil {
+		l.ReqErr = e.ReqErr.Error()
+	}
+	if e.RespErr != nil {
+		l.RespErr = e.RespErr.Error()
+	}
+	l.Req, l.Resp = Summarize(e.Req, e.Resp, &w.names)
+	l.Req, l.Resp = nilIfEmpty(l.Req), nilIfEmpty(l.Resp)
+	if w.opts.Text {
+		w.line(textExchange(&l))
+		return
+	}
+	w.json(&l)
+}
+
+func nilIfEmpty(s *Summary) *Summary {
+	if s == nil || reflect.ValueOf(*s).IsZero() {
+		return nil
+	}
+	return s
+}
+
+type anomalyLine struct {
+	V             int    `json:"v"`
+	Type          string `json:"type"`
+	TS            string `json:"ts"`
+	Kind          string `json:"kind"`
+	Conn          Conn   `json:"conn"`
+	Dir           string `json:"dir"`
+	Bytes         int64  `json:"bytes,omitempty"`
+	APIKey        *int16 `json:"api_key,omitempty"`
+	CorrelationID *int32 `json:"correlation_id,omitempty"`
+	Detail        string `json:"detail"`
+}
+
+// Anomaly writes an anomaly line. It implements decode.Handler.
+func (w *Writer) Anomaly(a *decode.Anomaly) {
+	l := anomalyLine{V: SchemaVersion, Type: "anomaly", TS: Time(a.Time), Kind: string(a.Kind), Conn: ConnOf(a.Conn),
+		Dir: a.Dir.String(), Bytes: a.Bytes, Detail: a.Detail}
+	if a.Key >= 0 {
+		l.APIKey = &a.Key
+	}
+	if a.CorrelationID >= 0 {
+		l.CorrelationID = &a.CorrelationID
+	}
+	if w.opts.Text {
+		w.line(fmt.Sprintf("%s ANOMALY %s c%d %s>%s %s: %s", clock(a.Time), l.Kind, a.Conn.ID, l.Conn.Client, l.Conn.Broker, l.Dir, l.Detail))
+		return
+	}
+	w.json(&l)
+}
+
+type statsLine struct {
+	V       int           `json:"v"`
+	Type    string        `json:"type"`
+	TS      string        `json:"ts"`
+	Capture capture.Stats `json:"capture"`
+	Decode  decodeStats   `json:"decode"`
+}
+
+type decodeStats struct {
+	decode.Stats
+	ByAPI map[string]int64 `json:"exchanges_by_api"`
+}
+
+// Stats writes the final (or periodic) counters line.
+func (w *Writer) Stats(ts time.Time, cs capture.Stats, ds decode.Stats) {
+	l := statsLine{V: SchemaVersion, Type: "stats", TS: Time(ts), Capture: cs, Decode: decodeStats{Stats: ds, ByAPI: map[string]int64{}}}
+	for k, n := range ds.ByKey {
+		if n > 0 {
+			l.Decode.ByAPI[APIName(int16(k))] = n
+		}
+	}
+	if w.opts.Text {
+		w.line(textStats(&l))
+		return
+	}
+	w.json(&l) // encoding/json sorts map keys: deterministic
+}
+
+func (w *Writer) json(v any) {
+	if w.err != nil {
+		return
+	}
+	w.err = w.enc.Encode(v)
+	if w.opts.LineFlush && w.err == nil {
+		w.err = w.bw.Flush()
+	}
+}
+
+func (w *Writer) line(s string) {
+	if w.err != nil {
+		return
+	}
+	_, w.err = w.bw.WriteString(s + "\n")
+	if w.opts.LineFlush && w.err == nil {
+		w.err = w.bw.Flush()
+	}
+}
+
+// Flush writes what is buffered and returns the first write error.
+func (w *Writer) Flush() error {
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
+	return w.err
+}
