@@ -43,9 +43,15 @@ type connState struct {
 	frames  int64 // frames decoded; 0 means not yet known to be Kafka
 	sniffed int   // bytes searched without finding a frame
 	first   bool  // first data chunk seen
-	closed  [2]bool
+	// guessing: the source guessed the sides (mid-stream, no broker port)
+	// and no request was found yet: both directions are searched for one.
+	guessing bool
+	closed   [2]bool
 
 	clientID string // last client id, reused to avoid an allocation per request
+
+	early      []early // responses that came before their requests
+	earlyBytes int
 
 	saslRaw    bool // SaslHandshake v0 done: raw SASL tokens follow (KIP-43)
 	saslTokens int  // raw tokens sent, awaiting the broker's token
@@ -59,7 +65,7 @@ func (d *Decoder) Chunk(c *capture.Chunk) {
 		if c.Kind == capture.Close {
 			return
 		}
-		cs = &connState{conn: c.Conn}
+		cs = &connState{conn: c.Conn, guessing: c.Conn.Role == capture.RoleGuess}
 		// A stream seen from its first byte starts at a frame.
 		cs.dir[0].synced, cs.dir[1].synced = c.Conn.Handshake, c.Conn.Handshake
 		d.conns[c.Conn.ID] = cs
@@ -80,26 +86,19 @@ func (d *Decoder) Chunk(c *capture.Chunk) {
 
 // data handles the next bytes of one direction.
 func (d *Decoder) data(cs *connState, c *capture.Chunk) {
-	dir := c.Dir
 	if !cs.first {
 		cs.first = true
-		ignored, swapped := d.sniffFirst(cs, c)
-		if ignored {
+		if d.sniffFirst(cs, c) {
 			return
 		}
-		if swapped {
-			dir = 1 - dir
-		}
 	}
-	d.feed(cs, dir, c)
+	d.feed(cs, c.Dir, c)
 }
 
 // sniffFirst looks at a connection's first bytes: TLS is reported and the
-// connection ignored; on a connection whose sides were guessed, a request at
-// offset 0 in the broker->client direction means the guess was wrong.
-// It reports whether the connection is now ignored and whether it swapped
-// the connection's sides.
-func (d *Decoder) sniffFirst(cs *connState, c *capture.Chunk) (ignored, swapped bool) {
+// connection ignored. It reports whether the connection is now ignored.
+// (Sides guessed wrong are settled by resync, see settle.)
+func (d *Decoder) sniffFirst(cs *connState, c *capture.Chunk) bool {
 	p := c.Data
 	if len(p) >= 3 && (p[0] == 0x16 || p[0] == 0x17) && p[1] == 0x03 && p[2] <= 0x04 {
 		// A TLS record (handshake or application data): Kafka frames
@@ -107,15 +106,9 @@ func (d *Decoder) sniffFirst(cs *connState, c *capture.Chunk) (ignored, swapped 
 		d.stats.TLSConns++
 		d.anomaly(cs, c.Dir, c.Time, AnomalyTLS, 0, -1, "TLS on a Kafka connection: not decoded (capture the plaintext listener, or use --ebpf on the client host)")
 		c.Conn.Ignore = true
-		return true, false
+		return true
 	}
-	if c.Conn.Role == capture.RoleGuess && c.Dir == capture.ToClient {
-		if r := d.requestAt(p); r == found || r == candidate {
-			c.Conn.Swap()
-			return false, true
-		}
-	}
-	return false, false
+	return false
 }
 
 // close handles the end of one direction. When both directions ended, or
@@ -126,6 +119,7 @@ func (d *Decoder) close(cs *connState, c *capture.Chunk) {
 	if c.Reason == capture.CloseFIN && !(cs.closed[0] && cs.closed[1]) {
 		return
 	}
+	d.unmatched(cs, len(cs.early))
 	for _, p := range cs.pending {
 		d.emit(cs, p, nil, ResponseMissing, time.Time{}, 0, nil)
 		cs.put(p)

@@ -163,6 +163,9 @@ func (d *Decoder) enqueue(cs *connState, p *pending, t time.Time) {
 		cs.put(old)
 	}
 	cs.pending = append(cs.pending, p)
+	if len(cs.early) > 0 {
+		d.pairEarly(cs, p.corr)
+	}
 }
 
 // response handles one complete response frame.
@@ -173,10 +176,15 @@ func (d *Decoder) response(cs *connState, frame []byte, t time.Time) {
 		return
 	}
 	corr := int32(binary.BigEndian.Uint32(frame))
-	p := d.match(cs, corr, 4+len(frame), t)
-	if p == nil {
+	if cs.find(corr) < 0 {
+		d.hold(cs, corr, frame, t)
 		return
 	}
+	d.complete(cs, d.match(cs, corr, 4+len(frame), t), frame, t)
+}
+
+// complete decodes p's response frame and reports the exchange.
+func (d *Decoder) complete(cs *connState, p *pending, frame []byte, t time.Time) {
 	resp, err := d.decodeResponse(p, frame[4:])
 	if err != nil && !errors.Is(err, ErrUnknownAPI) && !errors.Is(err, ErrUnsupportedVersion) {
 		d.decodeError(cs, capture.ToClient, t, &reqHeader{key: p.key, version: p.version, corr: p.corr}, err)
@@ -188,6 +196,68 @@ func (d *Decoder) response(cs *connState, frame []byte, t time.Time) {
 	cs.put(p)
 }
 
+// Limits on responses held for requests not yet seen, per connection.
+const (
+	maxEarly      = 64
+	maxEarlyBytes = 8 << 20
+)
+
+// early is a response that arrived before its request.
+type early struct {
+	corr  int32
+	frame []byte
+	t     time.Time
+}
+
+// hold keeps a response whose request has not been seen: when a segment is
+// missing from the request direction, reassembly holds that direction's
+// later bytes until it gives up on the segment, while responses flow on.
+// The request may still come; if it does not, the response is reported
+// unmatched (on overflow, when a later request is matched, or at close).
+func (d *Decoder) hold(cs *connState, corr int32, frame []byte, t time.Time) {
+	for len(cs.early) > 0 && (len(cs.early) >= maxEarly || cs.earlyBytes+len(frame) > maxEarlyBytes) {
+		d.unmatched(cs, 1)
+	}
+	if len(frame) > maxEarlyBytes {
+		d.unmatchedFrame(cs, corr, 4+len(frame), t)
+		return
+	}
+	cs.early = append(cs.early, early{corr: corr, frame: append([]byte(nil), frame...), t: t})
+	cs.earlyBytes += len(frame)
+}
+
+// unmatched reports the n oldest held responses as unmatched.
+func (d *Decoder) unmatched(cs *connState, n int) {
+	for _, e := range cs.early[:n] {
+		d.unmatchedFrame(cs, e.corr, 4+len(e.frame), e.t)
+		cs.earlyBytes -= len(e.frame)
+	}
+	cs.early = cs.early[:copy(cs.early, cs.early[n:])]
+}
+
+func (d *Decoder) unmatchedFrame(cs *connState, corr int32, size int, t time.Time) {
+	d.stats.Unmatched++
+	d.an = Anomaly{Kind: AnomalyUnmatchedResponse, Conn: cs.conn, Dir: capture.ToClient, Time: t, Bytes: int64(size), Key: -1, Version: -1, CorrelationID: corr,
+		Detail: "response whose request was not seen"}
+	d.h.Anomaly(&d.an)
+}
+
+// early pairs a request just enqueued with a response held for it. Held
+// responses older than it can no longer be matched: brokers answer in order.
+func (d *Decoder) pairEarly(cs *connState, corr int32) {
+	for i, e := range cs.early {
+		if e.corr != corr {
+			continue
+		}
+		d.unmatched(cs, i)
+		e = cs.early[0]
+		cs.earlyBytes -= len(e.frame)
+		cs.early = cs.early[:copy(cs.early, cs.early[1:])]
+		d.complete(cs, d.match(cs, corr, 4+len(e.frame), e.t), e.frame, e.t)
+		return
+	}
+}
+
 // match finds and removes the pending request that a response with
 // correlation id corr answers. Older requests still pending lost their
 // responses (brokers answer in order). It returns nil, after counting,
@@ -195,10 +265,7 @@ func (d *Decoder) response(cs *connState, frame []byte, t time.Time) {
 func (d *Decoder) match(cs *connState, corr int32, size int, t time.Time) *pending {
 	i := cs.find(corr)
 	if i < 0 {
-		d.stats.Unmatched++
-		d.an = Anomaly{Kind: AnomalyUnmatchedResponse, Conn: cs.conn, Dir: capture.ToClient, Time: t, Bytes: int64(size), Key: -1, Version: -1, CorrelationID: corr,
-			Detail: "response whose request was not seen"}
-		d.h.Anomaly(&d.an)
+		d.unmatchedFrame(cs, corr, size, t)
 		return nil
 	}
 	for _, old := range cs.pending[:i] {

@@ -63,7 +63,7 @@ func TestResync(t *testing.T) {
 			resp(respFrame(heartbeatResp(0), 4, 9)),
 		}, hb(2)...),
 		want:      []string{"Produce v9 #1 seen noreq", "Heartbeat v4 #2 seen"},
-		anomalies: []AnomalyKind{AnomalyGap, AnomalyUnmatchedResponse, AnomalyResync},
+		anomalies: []AnomalyKind{AnomalyGap, AnomalyResync, AnomalyUnmatchedResponse},
 	}, {
 		name: "gap of unknown size",
 		steps: append([]step{
@@ -71,6 +71,17 @@ func TestResync(t *testing.T) {
 		}, hb(2)...),
 		want:      []string{"Heartbeat v4 #2 seen"},
 		anomalies: []AnomalyKind{AnomalyGap, AnomalyResync},
+	}, {
+		// Reassembly holds a direction with a missing segment until it
+		// gives up on it, while the other direction flows on.
+		name: "responses delivered before their requests are paired",
+		steps: []step{
+			req(reqFrame(heartbeatReq(1), 4, 1, "c")),
+			resp(respFrame(heartbeatResp(0), 4, 1)), resp(respFrame(heartbeatResp(0), 4, 2)), resp(respFrame(heartbeatResp(0), 4, 3)),
+			req(reqFrame(heartbeatReq(1), 4, 3, "c")),
+		},
+		want:      []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 seen"},
+		anomalies: []AnomalyKind{AnomalyUnmatchedResponse},
 	}, {
 		name: "oversize frame skipped in sync",
 		opts: &Options{MaxFrame: 1000},
@@ -115,5 +126,27 @@ func TestResync(t *testing.T) {
 				diff(t, "anomalies", tt.anomalies, r.kinds())
 			})
 		}
+	}
+}
+
+// TestGuessedSides checks a mid-stream connection on no known broker port,
+// whose sides the source guessed wrong: requests are found in the direction
+// the source called ToClient, and the sides are swapped.
+func TestGuessedSides(t *testing.T) {
+	big := reqFrame(produceReq(-1, 3000), 9, 1, "p")
+	flip := func(s step) step { s.dir = 1 - s.dir; return s }
+	steps := []step{
+		flip(req(big[700:])), flip(resp(respFrame(produceResp(), 9, 1)[3:])),
+		flip(req(reqFrame(heartbeatReq(1), 4, 2, "c"))), resp(respFrame(heartbeatResp(0), 4, 2)),
+		req(reqFrame(heartbeatReq(1), 4, 3, "c")), resp(respFrame(heartbeatResp(0), 4, 3)),
+	}
+	// The swap happens on the third step; after it, the source names
+	// directions by the new sides, so the later steps are not flipped.
+	conn := newConn(capture.RoleGuess, false)
+	client, server := conn.Client, conn.Server
+	r, _, _ := feed(nil, conn, 0, steps...)
+	diff(t, "exchanges", []string{"Heartbeat v4 #2 seen", "Heartbeat v4 #3 seen"}, summary(r))
+	if conn.Client != server || conn.Server != client {
+		t.Errorf("sides not swapped: client %v server %v", conn.Client, conn.Server)
 	}
 }

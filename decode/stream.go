@@ -48,8 +48,8 @@ func (d *Decoder) feed(cs *connState, dir capture.Dir, c *capture.Chunk) {
 		}
 	}
 	if len(s.buf) == 0 {
-		rest := d.consume(cs, dir, p, c.Time, 0, c.Time)
-		if len(rest) > 0 {
+		rest, dir := d.consume(cs, dir, p, c.Time, 0, c.Time)
+		if s := &cs.dir[dir]; len(rest) > 0 {
 			s.buf = append(s.buf[:0], rest...)
 			s.start = c.Time
 		}
@@ -57,7 +57,8 @@ func (d *Decoder) feed(cs *connState, dir capture.Dir, c *capture.Chunk) {
 	}
 	old := len(s.buf)
 	s.buf = append(s.buf, p...)
-	rest := d.consume(cs, dir, s.buf, s.start, old, c.Time)
+	rest, dir := d.consume(cs, dir, s.buf, s.start, old, c.Time)
+	s = &cs.dir[dir]
 	if len(rest) <= len(s.buf)-old { // what is left began in this chunk
 		s.start = c.Time
 	}
@@ -70,8 +71,10 @@ func (d *Decoder) feed(cs *connState, dir capture.Dir, c *capture.Chunk) {
 
 // consume decodes the frames at the start of p and returns what is left: a
 // partial frame, or bytes kept while looking for a frame boundary. Bytes
-// before offset old arrived at time t0, the rest at time t.
-func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time, old int, t time.Time) []byte {
+// before offset old arrived at time t0, the rest at time t. It also returns
+// the direction of p, which changes when a guessed connection's sides are
+// settled the other way round.
+func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time, old int, t time.Time) ([]byte, capture.Dir) {
 	s := &cs.dir[dir]
 	off := 0
 	for off < len(p) {
@@ -86,16 +89,20 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 			off += i
 			s.skipped += int64(i)
 			if d.notKafka(cs, dir, t) {
-				return nil
+				return nil, dir
 			}
 			if !ok {
-				return p[off:]
+				return p[off:], dir
+			}
+			if cs.guessing {
+				dir = d.settle(cs, dir)
+				s = &cs.dir[dir]
 			}
 			d.synced(cs, dir, t)
 		}
 		rem := p[off:]
 		if len(rem) < 4 {
-			return rem
+			return rem, dir
 		}
 		l := int64(int32(binary.BigEndian.Uint32(rem)))
 		if l < 4 || (dir == capture.ToServer && l < 8) {
@@ -106,12 +113,12 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 		}
 		if l > int64(d.opts.MaxFrame) {
 			if !d.oversize(cs, dir, rem, l, t) {
-				return rem // need the header first
+				return rem, dir // need the header first
 			}
 			continue // s.skip now covers the frame
 		}
 		if int64(len(rem)) < 4+l {
-			return rem
+			return rem, dir
 		}
 		frame := rem[4 : 4+l]
 		ft := t
@@ -128,7 +135,24 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 		}
 		off += int(4 + l)
 	}
-	return nil
+	return nil, dir
+}
+
+// settle ends the guessing on a connection whose sides were guessed: dir
+// just yielded a request, so it is the client->broker direction. If that
+// is the direction the source called ToClient, the sides are swapped.
+// It returns dir's new name, ToServer.
+func (d *Decoder) settle(cs *connState, dir capture.Dir) capture.Dir {
+	cs.guessing = false
+	if dir == capture.ToClient {
+		cs.conn.Swap()
+		cs.dir[0], cs.dir[1] = cs.dir[1], cs.dir[0]
+	}
+	// The other direction was searched for requests: search it again,
+	// for responses.
+	other := &cs.dir[capture.ToClient]
+	other.cands, other.scan = other.cands[:0], 0
+	return capture.ToServer
 }
 
 // maxCands bounds the candidate frame starts remembered while resyncing.
@@ -145,6 +169,9 @@ const maxCands = 64
 // the stream: the first later frame that validates wins.
 func (d *Decoder) resync(cs *connState, dir capture.Dir, p []byte) (int, bool) {
 	s := &cs.dir[dir]
+	if s.scan > len(p) { // defensive: state from bytes no longer here
+		s.cands, s.scan = s.cands[:0], 0
+	}
 	kept := s.cands[:0]
 	for _, c := range s.cands {
 		switch d.frameAt(cs, dir, p[c:]) {
@@ -186,7 +213,7 @@ func (d *Decoder) resync(cs *connState, dir capture.Dir, p []byte) (int, bool) {
 
 // frameAt judges whether a frame starts at p[0] on an unsynced direction.
 func (d *Decoder) frameAt(cs *connState, dir capture.Dir, p []byte) scan {
-	if dir == capture.ToServer {
+	if dir == capture.ToServer || cs.guessing {
 		return d.requestAt(p)
 	}
 	return d.responseAt(cs, p)
@@ -292,6 +319,7 @@ func (d *Decoder) desync(cs *connState, dir capture.Dir, t time.Time) {
 	if s.synced {
 		s.synced = false
 		s.lostAt = t
+		s.cands, s.scan = s.cands[:0], 0
 	}
 }
 
@@ -314,10 +342,16 @@ func (d *Decoder) synced(cs *connState, dir capture.Dir, t time.Time) {
 // broker's) mean it is not Kafka. It is then ignored.
 func (d *Decoder) notKafka(cs *connState, dir capture.Dir, t time.Time) bool {
 	skipped := cs.dir[capture.ToServer].skipped
-	if dir != capture.ToServer || cs.frames > 0 || skipped == 0 {
+	limit := int64(d.opts.SniffBytes)
+	if cs.guessing { // both directions are searched for requests
+		skipped += cs.dir[capture.ToClient].skipped
+		limit *= 2
+	} else if dir != capture.ToServer {
 		return false
 	}
-	limit := int64(d.opts.SniffBytes)
+	if cs.frames > 0 || skipped == 0 {
+		return false
+	}
 	if cs.conn.Handshake && cs.conn.Role != capture.RolePort {
 		limit = 0
 	}
@@ -331,7 +365,8 @@ func (d *Decoder) notKafka(cs *connState, dir capture.Dir, t time.Time) bool {
 			"no Kafka request found on a broker port: connection ignored")
 	}
 	cs.dir[0].skipped, cs.dir[1].skipped = 0, 0
-	cs.dir[0].buf, cs.dir[1].buf = nil, nil
+	cs.dir[0].drop()
+	cs.dir[1].drop()
 	return true
 }
 
@@ -364,7 +399,7 @@ func (d *Decoder) gap(cs *connState, c *capture.Chunk) {
 			d.damaged(cs, c.Dir, s.buf[4:], s.start)
 			if have := int64(len(s.buf)); have+n <= total {
 				s.skip = total - have - n
-				s.buf = s.buf[:0]
+				s.drop()
 				return
 			}
 		}
@@ -375,5 +410,13 @@ func (d *Decoder) gap(cs *connState, c *capture.Chunk) {
 		d.stats.SkippedBytes += int64(len(s.buf))
 		d.desync(cs, c.Dir, c.Time)
 	}
+	s.drop()
+}
+
+// drop discards the buffered bytes and the resync state that points
+// into them.
+func (s *stream) drop() {
 	s.buf = s.buf[:0]
+	s.cands = s.cands[:0]
+	s.scan = 0
 }
