@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.ndjson from the current output")
+
+// testdataDir is where the committed captures are; KWIRE_TESTDATA points
+// the tests at another set (e.g. freshly generated ones).
+func testdataDir() string {
+	if d := os.Getenv("KWIRE_TESTDATA"); d != "" {
+		return d
+	}
+	return "../../testdata"
+}
+
+// captures returns the committed captures, by case name (file name without
+// .pcapng).
+func captures(t testing.TB) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(testdataDir(), "*.pcapng"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no captures in testdata: run 'make captures'")
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		out[strings.TrimSuffix(filepath.Base(f), ".pcapng")] = f
+	}
+	return out
+}
+
+// runKwire runs the command line and returns its stdout; it fails the test
+// on a non-zero exit.
+func runKwire(t testing.TB, args ...string) []byte {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("kwire %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// TestGolden checks `kwire read --json` on every committed capture against
+// its golden file: the NDJSON output is a public contract, and offline runs
+// must be deterministic.
+func TestGolden(t *testing.T) {
+	for name, file := range captures(t) {
+		t.Run(name, func(t *testing.T) {
+			got := runKwire(t, "read", "--json", file)
+			again := runKwire(t, "read", "--json", file)
+			if !bytes.Equal(got, again) {
+				t.Fatal("two runs on the same capture differ: output is not deterministic")
+			}
+			golden := strings.TrimSuffix(file, ".pcapng") + ".golden.ndjson"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run 'make goldens')", err)
+			}
+			if !bytes.Equal(want, got) {
+				t.Errorf("output differs from %s (-want +got):\n%s", golden, lineDiff(want, got))
+			}
+		})
+	}
+}
+
+// lineDiff shows the first differing lines of two NDJSON outputs.
+func lineDiff(want, got []byte) string {
+	wl, gl := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < max(len(wl), len(gl)) && shown < 5; i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			b.WriteString("line " + itoa(i+1) + ":\n-" + w + "\n+" + g + "\n")
+			shown++
+		}
+	}
+	if len(wl) != len(gl) {
+		b.WriteString("line counts: want " + itoa(len(wl)) + ", got " + itoa(len(gl)) + "\n")
+	}
+	return b.String()
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
