@@ -84,24 +84,24 @@ func ErrorName(code int16) string {
 }
 
 type exchangeLine struct {
-	V             int     `json:"v"`
-	Type          string  `json:"type"`
-	TS            string  `json:"ts"`
-	Conn          Conn    `json:"conn"`
-	APIKey        int16   `json:"api_key"`
-	API           string  `json:"api"`
-	APIVersion    int16   `json:"api_version"`
-	CorrelationID int32   `json:"correlation_id"`
-	ClientID      string  `json:"client_id"`
-	Response      string  `json:"response"`
-	ResponseSeen  bool    `json:"response_seen"`
-	LatencyUS     int64   `json:"latency_us"`
-	ErrorCode     int16   `json:"error_code"`
-	Error         string  `json:"error,omitempty"`
-	ReqBytes      int     `json:"req_bytes"`
-	RespBytes     int     `json:"resp_bytes,omitempty"`
-	ReqErr        string  `json:"req_decode_error,omitempty"`
-	RespErr       string  `json:"resp_decode_error,omitempty"`
+	V             int      `json:"v"`
+	Type          string   `json:"type"`
+	TS            string   `json:"ts"`
+	Conn          Conn     `json:"conn"`
+	APIKey        int16    `json:"api_key"`
+	API           string   `json:"api"`
+	APIVersion    int16    `json:"api_version"`
+	CorrelationID int32    `json:"correlation_id"`
+	ClientID      string   `json:"client_id"`
+	Response      string   `json:"response"`
+	ResponseSeen  bool     `json:"response_seen"`
+	LatencyUS     int64    `json:"latency_us"`
+	ErrorCode     int16    `json:"error_code"`
+	Error         string   `json:"error,omitempty"`
+	ReqBytes      int      `json:"req_bytes"`
+	RespBytes     int      `json:"resp_bytes,omitempty"`
+	ReqErr        string   `json:"req_decode_error,omitempty"`
+	RespErr       string   `json:"resp_decode_error,omitempty"`
 	Req           *Summary `json:"req,omitempty"`
 	Resp          *Summary `json:"resp,omitempty"`
 }
