@@ -1,0 +1,112 @@
+package correlate
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// fetch handles Fetch (key 1). A Fetch names no group: it is attributed to
+// one through its client's bindings (client host + client id). Positions
+// come from the request's fetch offsets; records, bytes, high watermark,
+// last stable offset and log start offset from the response.
+//
+// Records and bytes are counted from batch headers as they are: a batch
+// that starts before the fetch offset (a compressed batch the consumer
+// resumes inside) counts whole, as the consumer receives and decodes it.
+func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
+	if req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 {
+		c.stats.ReplicaFetches++
+		return
+	}
+	c.stats.Fetches++
+	resp, _ := e.Resp.(*kmsg.FetchResponse)
+	k := keyOf(e)
+	a := c.attribute(k)
+	switch a.status {
+	case AttrGroup, AttrFormer:
+		c.stats.FetchesAttributed++
+	case AttrAmbiguous:
+		c.stats.FetchesAmbiguous++
+	default:
+		c.stats.FetchesUnknown++
+	}
+	asked := make(map[tp]int64)
+	for _, t := range req.Topics {
+		topic := c.topicKey(t.Topic, t.TopicID)
+		for _, p := range t.Partitions {
+			asked[tp{topic, p.Partition}] = p.FetchOffset
+		}
+	}
+	offsets := c.fetchSession(e, req, resp, asked)
+	for _, p := range sortedTPs(asked) {
+		for _, f := range c.fetchTargets(a, k, p) {
+			f.position, f.positionAt = asked[p], e.ReqTime.UTC()
+		}
+	}
+	if resp == nil {
+		return
+	}
+	for _, t := range resp.Topics {
+		topic := c.topicKey(t.Topic, t.TopicID)
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			p := tp{topic, rp.Partition}
+			b := decode.ScanBatches(rp.RecordBatches)
+			for _, f := range c.fetchTargets(a, k, p) {
+				f.got(rp, &b, e.RespTime.UTC(), a.member, k)
+				if off, ok := offsets[p]; ok && f.position < 0 {
+					f.position, f.positionAt = off, e.ReqTime.UTC() // from the session
+				}
+			}
+		}
+	}
+}
+
+// fetchTargets returns the fetch states a Fetch of client k for p updates:
+// its group's partition and, when known, its member's; or the client's
+// unattributed consumption.
+func (c *Correlator) fetchTargets(a attribution, k clientKey, p tp) []*fetchState {
+	if g := c.groups[a.group]; g != nil && a.group != "" {
+		var out []*fetchState
+		if ps := c.part(g, p); ps != nil {
+			out = append(out, &ps.fetch)
+		}
+		if m := g.members[a.member]; m != nil {
+			if m.fetched == nil {
+				m.fetched = make(map[tp]*fetchState)
+			}
+			out = append(out, fetchOf(m.fetched, p))
+		}
+		return out
+	}
+	cs := c.client(k)
+	cs.lastSeen, cs.lastStatus, cs.candidates = c.now, a.status, a.candidates
+	if cs.unattributed == nil {
+		cs.unattributed = make(map[tp]*fetchState)
+	}
+	if cs.unattributed[p] == nil && len(cs.unattributed) >= c.opts.MaxPartitionsPerGroup {
+		c.stats.Limits.PartitionsDropped++
+		return nil
+	}
+	return []*fetchState{fetchOf(cs.unattributed, p)}
+}
+
+// got records one partition of a Fetch response.
+func (f *fetchState) got(rp *kmsg.FetchResponseTopicPartition, b *decode.Batches, at time.Time, member string, k clientKey) {
+	f.fetches++
+	f.lastFetch, f.fetchedBy, f.client = at, member, k
+	if rp.ErrorCode != 0 {
+		f.errCode, f.errAt = rp.ErrorCode, at
+		return
+	}
+	f.hwm, f.lso, f.logStart = rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset
+	f.records += b.Records
+	f.bytes += b.Bytes
+	f.batches += int64(b.Batches)
+	if b.NextOffset > f.delivered {
+		f.delivered = b.NextOffset
+	}
+}

@@ -1,0 +1,174 @@
+package correlate
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// joinGroup handles JoinGroup (key 11): a member entering or re-entering a
+// rebalance. The responses of one rebalance carry the new generation; the
+// leader's also lists every member with its metadata.
+func (c *Correlator) joinGroup(e *decode.Exchange, req *kmsg.JoinGroupRequest) {
+	g := c.group(req.Group)
+	if g == nil {
+		return
+	}
+	g.setType(GroupClassic)
+	if g.protocolType == "" {
+		g.protocolType = req.ProtocolType
+	}
+	resp, _ := e.Resp.(*kmsg.JoinGroupResponse)
+	if resp == nil {
+		// Unanswered (the capture ended, or lost it): a rebalance began.
+		c.touch(g, g.members[req.MemberID], e.ReqTime, false)
+		g.openRebalance(e.ReqTime.UTC())
+		c.bind(e, g.name, req.MemberID, req.InstanceID)
+		return
+	}
+	c.answered(g, e, "JoinGroup", resp.ErrorCode)
+	switch resp.ErrorCode {
+	case 0:
+		c.joined(g, e, req, resp)
+	case kerr.MemberIDRequired.Code:
+		// KIP-394: a new member's first join only gets it a member id;
+		// it joins with its second JoinGroup. One member, not two.
+		rb := g.openRebalance(e.ReqTime.UTC())
+		if _, ok := rb.fresh[resp.MemberID]; !ok && resp.MemberID != "" {
+			rb.fresh[resp.MemberID] = e.ReqTime.UTC()
+		}
+		c.bind(e, g.name, "", req.InstanceID)
+	case kerr.UnknownMemberID.Code, kerr.FencedInstanceID.Code:
+		if m := g.members[req.MemberID]; m != nil && m.status == statusLive {
+			c.removed(g, m, e.RespTime, "JoinGroup answered "+errName(resp.ErrorCode))
+		}
+	default:
+		c.touch(g, g.members[req.MemberID], e.ReqTime, false)
+		c.bind(e, g.name, req.MemberID, req.InstanceID)
+	}
+}
+
+// joined handles an accepted JoinGroup.
+func (c *Correlator) joined(g *groupState, e *decode.Exchange, req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse) {
+	id := resp.MemberID
+	if id == "" {
+		id = req.MemberID
+	}
+	fresh, freshAt := req.MemberID == "", e.ReqTime.UTC()
+	if rb := g.pendJoin; rb != nil {
+		if t, ok := rb.fresh[id]; ok {
+			fresh, freshAt = true, t
+		}
+	}
+	gen := c.generationFor(g, resp.Generation, e.ReqTime.UTC())
+	if gen != nil {
+		if t, ok := gen.fresh[id]; ok {
+			fresh, freshAt = true, t
+		}
+	}
+	m := c.member(g, id, e)
+	if m == nil {
+		return
+	}
+	c.replaceStatic(g, m, req.InstanceID, e.ReqTime.UTC())
+	c.memberJoinInfo(m, req, resp)
+	c.touch(g, m, e.RespTime, true)
+	m.setGeneration(resp.Generation)
+	if fresh && m.joinedAt.IsZero() {
+		m.joinedAt = freshAt
+	}
+	c.bind(e, g.name, id, req.InstanceID)
+	if gen != nil {
+		c.joinedGeneration(g, gen, m, e, req, resp)
+		if fresh {
+			if t, ok := gen.fresh[id]; !ok || freshAt.Before(t) {
+				gen.fresh[id] = freshAt
+			}
+		}
+	}
+	if fresh {
+		c.announceJoin(g, m, resp.Generation, "", freshAt)
+	}
+}
+
+// memberJoinInfo records what a member's JoinGroup says about it.
+func (c *Correlator) memberJoinInfo(m *memberState, req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse) {
+	if req.InstanceID != nil {
+		m.instanceID = strPtr(req.InstanceID)
+	}
+	m.sessionMillis, m.rebalanceMillis = req.SessionTimeoutMillis, req.RebalanceTimeoutMillis
+	m.protocols = m.protocols[:0]
+	for _, p := range req.Protocols {
+		m.protocols = append(m.protocols, p.Name)
+	}
+	if !decodable(req.ProtocolType) {
+		return
+	}
+	if meta, ok := protocolMetadata(req, strVal(resp.Protocol)); ok {
+		if sub, ok := decodeSubscription(meta); ok {
+			m.subscription = sub
+		}
+	}
+}
+
+// joinedGeneration adds an accepted JoinGroup to its generation.
+func (c *Correlator) joinedGeneration(g *groupState, gen *genState, m *memberState, e *decode.Exchange, req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse) {
+	gen.joinsSeen = true
+	if t := e.ReqTime.UTC(); gen.started.IsZero() || t.Before(gen.started) {
+		gen.started = t
+	}
+	ptype := req.ProtocolType
+	if resp.ProtocolType != nil {
+		ptype = *resp.ProtocolType
+	}
+	gen.protocolType, g.protocolType = ptype, ptype
+	if resp.Protocol != nil {
+		gen.protocol, g.protocol = *resp.Protocol, *resp.Protocol
+	}
+	if resp.LeaderID != "" {
+		gen.leader = resp.LeaderID
+	}
+	if req.Reason != nil && *req.Reason != "" {
+		gen.joinReasons[m.id] = *req.Reason
+	}
+	if gen.members[m.id] != nil || authority(gen.membersFrom) == authority(fromObserved) {
+		gm := gen.member(m)
+		gm.opaque = !decodable(ptype)
+	}
+	if len(resp.Members) == 0 {
+		return
+	}
+	list := make([]listedMember, 0, len(resp.Members))
+	for _, rm := range resp.Members {
+		lm := listedMember{id: rm.MemberID, instanceID: strPtr(rm.InstanceID), opaque: !decodable(ptype)}
+		if !lm.opaque {
+			lm.subscription, _ = decodeSubscription(rm.ProtocolMetadata)
+		}
+		list = append(list, lm)
+	}
+	c.setMembership(g, gen, fromJoin, list, e.RespTime.UTC())
+}
+
+// replaceStatic ends the live member that held m's group instance id
+// under another member id (KIP-345: a static member restarted). That alone
+// starts no rebalance, so it is no cause of the next generation; m takes
+// over the old member's place and assignment in the current generation.
+func (c *Correlator) replaceStatic(g *groupState, m *memberState, instanceID *string, at time.Time) {
+	if instanceID == nil {
+		return
+	}
+	old := g.liveByInstance(*instanceID)
+	if old == nil || old == m {
+		return
+	}
+	c.memberGone(g, old, MemberLeft, "replaced by static member "+m.id+" (same group.instance.id)", at)
+	g.departures = g.departures[:len(g.departures)-1]
+	m.assignment, m.assigned = old.assignment, old.assigned
+	if cur := g.cur(); cur != nil && cur.members[old.id] != nil && cur.members[m.id] == nil {
+		cur.members[m.id] = cur.members[old.id]
+		delete(cur.members, old.id)
+	}
+}

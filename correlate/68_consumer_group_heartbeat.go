@@ -1,0 +1,165 @@
+package correlate
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// consumerGroupHeartbeat handles ConsumerGroupHeartbeat (key 68, KIP-848):
+// member epoch 0 joins, -1 leaves, -2 leaves as a static member, and any
+// other epoch heartbeats. The member epoch stands for the generation: the
+// generation of a KIP-848 group is the epoch its members reach, completed
+// when every live member has reached it. Assignments name topics by id.
+func (c *Correlator) consumerGroupHeartbeat(e *decode.Exchange, req *kmsg.ConsumerGroupHeartbeatRequest) {
+	g := c.group(req.Group)
+	if g == nil {
+		return
+	}
+	g.setType(GroupConsumer)
+	g.protocolType = consumerProtocol
+	if req.ServerAssignor != nil {
+		g.protocol = *req.ServerAssignor
+	}
+	resp, _ := e.Resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+	id := req.MemberID
+	if resp != nil && resp.MemberID != nil && *resp.MemberID != "" {
+		id = *resp.MemberID
+	}
+	m := g.members[id]
+	switch {
+	case resp == nil:
+		c.touch(g, m, e.ReqTime, false)
+		if req.MemberEpoch < 0 && m != nil {
+			c.consumerLeave(g, m, req.MemberEpoch, e.ReqTime, " (no response seen)")
+		}
+	case resp.ErrorCode == kerr.UnknownMemberID.Code || resp.ErrorCode == kerr.FencedMemberEpoch.Code:
+		c.answered(g, e, "ConsumerGroupHeartbeat", resp.ErrorCode)
+		if m != nil && m.status == statusLive {
+			c.removed(g, m, e.RespTime, "ConsumerGroupHeartbeat answered "+errName(resp.ErrorCode))
+		}
+	case resp.ErrorCode != 0:
+		c.answered(g, e, "ConsumerGroupHeartbeat", resp.ErrorCode)
+		c.touch(g, m, e.ReqTime, false)
+	case req.MemberEpoch < 0:
+		c.answered(g, e, "ConsumerGroupHeartbeat", 0)
+		if m = c.member(g, id, e); m != nil {
+			m.consumer = true
+			c.consumerLeave(g, m, req.MemberEpoch, e.ReqTime, "")
+		}
+	default:
+		c.answered(g, e, "ConsumerGroupHeartbeat", 0)
+		c.consumerBeat(g, e, req, resp, id)
+	}
+	c.bind(e, g.name, id, req.InstanceID)
+}
+
+// consumerLeave records a KIP-848 leave (epoch -1, or -2 for a static
+// member that will come back).
+func (c *Correlator) consumerLeave(g *groupState, m *memberState, epoch int32, at time.Time, note string) {
+	reason := fmt.Sprintf("left (member epoch %d)%s", epoch, note)
+	if epoch == -2 {
+		reason = fmt.Sprintf("static member left, expecting to return (member epoch -2)%s", note)
+	}
+	c.touch(g, m, at, false)
+	c.memberGone(g, m, MemberLeft, reason, at)
+}
+
+// consumerBeat handles an accepted KIP-848 heartbeat or join.
+func (c *Correlator) consumerBeat(g *groupState, e *decode.Exchange, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse, id string) {
+	m := c.member(g, id, e)
+	if m == nil {
+		return
+	}
+	join := req.MemberEpoch == 0
+	if join && m.status != statusLive {
+		m.status, m.goneAt, m.goneReason, m.announced = statusLive, time.Time{}, "", false // a fenced member rejoining
+	}
+	m.consumer = true
+	if req.InstanceID != nil {
+		m.instanceID = strPtr(req.InstanceID)
+	}
+	c.touch(g, m, e.ReqTime, true)
+	beat(m, e.ReqTime.UTC())
+	c.consumerSubscription(g, m, req.SubscribedTopicNames)
+	if a := resp.Assignment; a != nil {
+		m.assignment, m.assigned = make(map[string][]int32, len(a.Topics)), true
+		for _, t := range a.Topics {
+			k := c.topicKey("", t.TopicID)
+			m.assignment[k] = append(m.assignment[k], t.Partitions...)
+		}
+		m.assignment = sortedAssignment(m.assignment)
+	}
+	m.generation = resp.MemberEpoch
+	at := e.ReqTime.UTC()
+	if join && m.joinedAt.IsZero() {
+		m.joinedAt = at
+	}
+	if gen := c.generationFor(g, resp.MemberEpoch, at); gen != nil {
+		c.consumerReached(g, gen, m, at, join)
+	}
+	if join {
+		c.announceJoin(g, m, resp.MemberEpoch, "", at)
+	}
+	c.consumerFinish(g, e.RespTime.UTC())
+}
+
+// consumerSubscription records a member's subscribed topics (sent only
+// when they change); a change is a cause of the next epoch.
+func (c *Correlator) consumerSubscription(g *groupState, m *memberState, topics []string) {
+	if topics == nil {
+		return
+	}
+	sub := slices.Clone(topics)
+	slices.Sort(sub)
+	sub = slices.Compact(sub)
+	if m.subscription != nil && !slices.Equal(m.subscription, sub) && g.subChange == "" {
+		g.subChange = fmt.Sprintf("subscription changed: %s %v -> %v", m.id, m.subscription, sub)
+	}
+	m.subscription = sub
+}
+
+// consumerReached records that m reached epoch gen.
+func (c *Correlator) consumerReached(g *groupState, gen *genState, m *memberState, at time.Time, join bool) {
+	gen.joinsSeen = true
+	gen.protocolType, gen.protocol = consumerProtocol, g.protocol
+	if authority(gen.membersFrom) < authority(fromHeartbeat) {
+		gen.membersFrom = fromHeartbeat
+	}
+	if gen.started.IsZero() || at.Before(gen.started) {
+		gen.started = at
+	}
+	if join {
+		if _, ok := gen.fresh[m.id]; !ok {
+			gen.fresh[m.id] = at
+		}
+	}
+	gm := gen.member(m)
+	gm.synced = true
+	if m.assigned {
+		gm.assignment, gm.assigned = sortedAssignment(m.assignment), true
+	}
+}
+
+// consumerFinish emits the latest epoch of a KIP-848 group once every live
+// member has reached it.
+func (c *Correlator) consumerFinish(g *groupState, at time.Time) {
+	cur := g.cur()
+	if cur == nil || cur.emitted {
+		return
+	}
+	for _, m := range g.members {
+		if m.status == statusLive && m.generation < cur.id {
+			return
+		}
+	}
+	if at.After(cur.completed) {
+		cur.completed = at
+	}
+	c.maybeFinish(g, cur)
+}

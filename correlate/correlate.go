@@ -1,0 +1,203 @@
+package correlate
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// Correlator rebuilds consumer groups from exchanges. It is not safe for
+// concurrent use: call it from the goroutine that runs the decoder.
+type Correlator struct {
+	opts Options
+	sink Sink
+
+	topics     decode.Topics
+	unresolved map[[16]byte]bool // topic ids used as "id:<hex>" keys
+	brokers    map[int32]string  // node id -> host:port, from Metadata
+	groups     map[string]*groupState
+	clients    map[clientKey]*clientState
+	sessions   map[sessionKey]*fetchSession
+
+	now       time.Time // latest capture time seen
+	lastSweep time.Time
+	closed    bool
+	stats     Stats
+}
+
+// sweepEvery is how much capture time passes between looks for silent
+// members.
+const sweepEvery = time.Second
+
+// New returns a Correlator that passes its events to sink (nil: none).
+// opts may be nil.
+func New(opts *Options, sink Sink) *Correlator {
+	return &Correlator{
+		opts:       opts.withDefaults(),
+		sink:       sink,
+		unresolved: make(map[[16]byte]bool),
+		brokers:    make(map[int32]string),
+		groups:     make(map[string]*groupState),
+		clients:    make(map[clientKey]*clientState),
+		sessions:   make(map[sessionKey]*fetchSession),
+	}
+}
+
+// Exchange takes in one decoded exchange. e is only read during the call.
+// Exchanges must come in capture order (as the decoder delivers them).
+func (c *Correlator) Exchange(e *decode.Exchange) {
+	if c.closed || e == nil {
+		return
+	}
+	c.stats.Exchanges++
+	c.advance(e)
+	c.topics.Learn(e)
+	if e.Req != nil {
+		c.dispatch(e)
+	}
+	if c.now.Sub(c.lastSweep) >= sweepEvery {
+		c.lastSweep = c.now
+		c.sweep()
+	}
+}
+
+// dispatch hands e to the handler of its API.
+func (c *Correlator) dispatch(e *decode.Exchange) {
+	switch req := e.Req.(type) {
+	case *kmsg.FetchRequest:
+		c.fetch(e, req)
+	case *kmsg.ListOffsetsRequest:
+		c.listOffsets(e, req)
+	case *kmsg.MetadataRequest:
+		c.metadata(e)
+	case *kmsg.OffsetCommitRequest:
+		c.offsetCommit(e, req)
+	case *kmsg.OffsetFetchRequest:
+		c.offsetFetch(e, req)
+	case *kmsg.FindCoordinatorRequest:
+		c.findCoordinator(e, req)
+	case *kmsg.JoinGroupRequest:
+		c.joinGroup(e, req)
+	case *kmsg.HeartbeatRequest:
+		c.heartbeat(e, req)
+	case *kmsg.LeaveGroupRequest:
+		c.leaveGroup(e, req)
+	case *kmsg.SyncGroupRequest:
+		c.syncGroup(e, req)
+	case *kmsg.DescribeGroupsRequest:
+		c.describeGroups(e)
+	case *kmsg.ListGroupsRequest:
+		c.listGroups(e)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		c.consumerGroupHeartbeat(e, req)
+	}
+}
+
+// advance moves the clock to the latest time of e.
+func (c *Correlator) advance(e *decode.Exchange) {
+	t := e.ReqTime
+	if e.RespTime.After(t) {
+		t = e.RespTime
+	}
+	if t.After(c.now) {
+		c.now = t.UTC()
+	}
+}
+
+// Close ends the input at capture time t: members silent past their
+// session timeout by t expire, and generations not yet emitted are. Later
+// calls to Exchange are ignored. Snapshot still works.
+func (c *Correlator) Close(t time.Time) {
+	if c.closed {
+		return
+	}
+	if t.After(c.now) {
+		c.now = t.UTC()
+	}
+	for _, g := range c.sortedGroups() {
+		c.emitPending(g)
+	}
+	for _, g := range c.sortedGroups() {
+		for _, m := range g.sortedMembers() {
+			if m.status != statusLive {
+				continue
+			}
+			if d, ok := m.deadline(c); ok && !d.After(c.now) {
+				c.memberGone(g, m, MemberExpired, "", d)
+			}
+		}
+		c.emitPending(g)
+	}
+	c.closed = true
+}
+
+// Stats returns the counters so far.
+func (c *Correlator) Stats() Stats {
+	s := c.stats
+	s.UnresolvedTopicIDs = len(c.unresolved)
+	return s
+}
+
+func (c *Correlator) emit(ev Event) {
+	if c.sink != nil {
+		c.sink.Event(ev)
+	}
+}
+
+func (c *Correlator) sortedGroups() []*groupState {
+	names := make([]string, 0, len(c.groups))
+	for n := range c.groups {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]*groupState, len(names))
+	for i, n := range names {
+		out[i] = c.groups[n]
+	}
+	return out
+}
+
+// errName returns Kafka's name for an error code ("" for 0).
+func errName(code int16) string {
+	switch code {
+	case 0:
+		return ""
+	case -1:
+		return "UNKNOWN_SERVER_ERROR"
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && e.Code == code {
+		return e.Message
+	}
+	return fmt.Sprintf("UNKNOWN_%d", code)
+}
+
+// millis converts a duration to whole milliseconds.
+func millis(d time.Duration) int64 { return d.Milliseconds() }
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func strPtr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	v := *s
+	return &v
+}
+
+func strVal(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,50 @@
+// Package correlate rebuilds Kafka consumer groups from the exchanges of
+// package decode, across every connection and broker of the capture(s):
+// coordinators, members, generations and their assignments, commits, and
+// what each group consumed.
+//
+// It takes in decode.Exchange values (Correlator.Exchange, synchronously,
+// in capture order) and gives out events through a Sink as it learns them
+// (GenerationEvent, MemberEvent, CommitEvent, CoordinatorEvent) and, on
+// demand, a Snapshot of the state for the final summary and report.
+//
+// Time comes only from capture timestamps, and every map is iterated in
+// sorted order before anything is emitted, so an offline run is
+// deterministic.
+//
+// # What is read from the wire
+//
+//   - Coordinators: FindCoordinator answers (one key v0-v3, batched v4+),
+//     confirmed by the broker that then answers the group's requests;
+//     NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE answers are counted.
+//   - Classic groups: JoinGroup (session and rebalance timeouts, instance id,
+//     subscription; the MEMBER_ID_REQUIRED two-step of KIP-394 counts as one
+//     member), SyncGroup (the leader's assignments and each member's own),
+//     Heartbeat, LeaveGroup (batched v3+, reasons v5+), DescribeGroups and
+//     ListGroups answers. Consumer-protocol metadata and assignments are
+//     decoded with kmsg; other protocol types are kept as sizes only.
+//   - KIP-848 groups: ConsumerGroupHeartbeat; the member epoch stands for
+//     the generation.
+//   - Commits: every partition of every OffsetCommit with the broker's
+//     answer; OffsetFetch answers give the committed offset the broker has.
+//   - Consumption: a Fetch names no group. It is attributed through its
+//     client's bindings: client host + client id, bound to a group by any
+//     group request of that client, for as long as its member lives, not
+//     for the life of one connection (field report 1). A client bound to
+//     several groups is ambiguous and is not guessed.
+//
+// Topic ids (Fetch v13+, OffsetCommit v10+, KIP-848) are named from Metadata
+// responses; until one is, the topic appears as "id:" followed by 32 hex
+// digits, and the state is renamed when a Metadata response names it.
+//
+// # Judgements
+//
+// A member expires when it sends nothing to the coordinator for its session
+// timeout. The capture confirms an expiry when the member is missing from a
+// later generation, when the broker answers it UNKNOWN_MEMBER_ID, when it
+// stays silent past its rebalance timeout as well (a member waiting in
+// JoinGroup is silent that long), or at Close. A generation's cause is the
+// earliest join, leave or expiry before it; with none, the same members
+// rejoined (metadata_change); and when the capture does not show enough, the
+// cause is unknown and says what is missing.
+package correlate

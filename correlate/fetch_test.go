@@ -1,0 +1,129 @@
+package correlate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var ordersID = [16]byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+
+// metadataResp names topic id ordersID "orders" (Metadata v12).
+func metadataExchange(h *harness, at time.Duration) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	resp := kmsg.NewPtrMetadataResponse()
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = 0, "10.0.0.8", 9092
+	resp.Brokers = append(resp.Brokers, b)
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID = kmsg.StringPtr("orders"), ordersID
+	resp.Topics = append(resp.Topics, mt)
+	h.ex(at, h.conn("10.0.0.1:5009", "10.0.0.8:9092"), "c-m1", req, resp)
+}
+
+func TestTopicIDFetch(t *testing.T) {
+	tests := []struct {
+		name          string
+		metadataFirst bool
+	}{
+		{"metadata before fetches", true},
+		{"metadata between fetches", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"orders": {0}}})
+			if tt.metadataFirst {
+				metadataExchange(h, 50*ms)
+			}
+			fc := h.conn("10.0.0.1:5001", "10.0.0.8:9092")
+			f := fetchReqID(13, "", ordersID, map[int32]int64{0: 0})
+			h.ex(time.Second, fc, "c-m1", f, fetchResp(f, 10, map[int32][]byte{0: batches(0, 3)}))
+			if !tt.metadataFirst {
+				if p := findPartition(h.c.Snapshot(), "g", idKey(ordersID), 0); p == nil || p.Records != 3 {
+					t.Fatalf("before Metadata, partition %s/0 = %+v, want 3 records", idKey(ordersID), p)
+				}
+				metadataExchange(h, 2*time.Second)
+			}
+			f = fetchReqID(13, "", ordersID, map[int32]int64{0: 3})
+			h.ex(3*time.Second, fc, "c-m1", f, fetchResp(f, 10, map[int32][]byte{0: batches(3, 2)}))
+
+			s := h.c.Snapshot()
+			g := findGroup(s, "g")
+			if len(g.Partitions) != 1 {
+				t.Fatalf("partitions = %+v, want orders/0 only", g.Partitions)
+			}
+			p := g.Partitions[0]
+			got := []any{p.Topic, *p.Position, p.Records, *p.HighWatermark, *p.Lag, *p.DeliveredTo, p.Owner}
+			want := []any{"orders", 3, 5, 10, 7, 5, "m1"}
+			if d := diff(want, got); d != "" {
+				t.Errorf("topic, position, records, hwm, lag, delivered, owner (-want +got):\n%s", d)
+			}
+			if n := s.Stats.UnresolvedTopicIDs; n != 0 {
+				t.Errorf("UnresolvedTopicIDs = %d, want 0", n)
+			}
+			m := s.Groups[0].Members[0]
+			if len(m.Fetched) != 1 || m.Fetched[0].Topic != "orders" || m.Fetched[0].Records != 5 {
+				t.Errorf("member fetched = %+v, want orders/0 with 5 records", m.Fetched)
+			}
+		})
+	}
+}
+
+// TestFetchSession: an incremental fetch (KIP-227) omits the partitions
+// whose offset did not change, but its response may carry them.
+func TestFetchSession(t *testing.T) {
+	h := newHarness(t, nil)
+	stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0, 1}}})
+	fc := h.conn("10.0.0.1:5001", "10.0.0.8:9092")
+	full := fetchReq(12, "t", map[int32]int64{0: 0, 1: 0})
+	full.SessionID, full.SessionEpoch = 0, 0
+	resp := fetchResp(full, 2, map[int32][]byte{0: batches(0, 2), 1: nil})
+	resp.SessionID = 77
+	h.ex(time.Second, fc, "c-m1", full, resp)
+
+	inc := fetchReq(12, "t", map[int32]int64{0: 2})
+	inc.SessionID, inc.SessionEpoch = 77, 1
+	resp = fetchResp(inc, 3, map[int32][]byte{1: batches(0, 3)})
+	resp.SessionID = 77
+	h.ex(2*time.Second, fc, "c-m1", inc, resp)
+
+	// Partition 1 is forgotten; a later response without it changes nothing.
+	inc = fetchReq(12, "t", map[int32]int64{0: 2})
+	inc.SessionID, inc.SessionEpoch = 77, 2
+	ft := kmsg.NewFetchRequestForgottenTopic()
+	ft.Topic, ft.Partitions = "t", []int32{1}
+	inc.ForgottenTopics = append(inc.ForgottenTopics, ft)
+	h.ex(3*time.Second, fc, "c-m1", inc, fetchResp(inc, 2, map[int32][]byte{0: nil}))
+
+	s := h.c.Snapshot()
+	type row struct {
+		P                 int32
+		Position, Records int64
+		Fetches           int64
+	}
+	var got []row
+	for _, p := range findGroup(s, "g").Partitions {
+		got = append(got, row{p.Partition, *p.Position, p.Records, p.Fetches})
+	}
+	want := []row{{0, 2, 2, 2}, {1, 0, 3, 2}}
+	if d := diff(want, got); d != "" {
+		t.Errorf("partitions (-want +got):\n%s", d)
+	}
+	if n := s.Stats.UnknownFetchSessions; n != 0 {
+		t.Errorf("UnknownFetchSessions = %d, want 0", n)
+	}
+}
+
+func TestReplicaFetchIgnored(t *testing.T) {
+	h := newHarness(t, nil)
+	f := fetchReq(11, "t", map[int32]int64{0: 0})
+	f.ReplicaID = 2
+	h.ex(0, h.conn("10.0.0.12:40000", "10.0.0.11:9092"), "broker-2", f, fetchResp(f, 1, map[int32][]byte{0: batches(0, 1)}))
+	st := h.c.Stats()
+	if st.ReplicaFetches != 1 || st.Fetches != 0 || len(h.c.Snapshot().Unattributed) != 0 {
+		t.Errorf("stats = %+v, want one replica fetch and nothing else", st)
+	}
+}

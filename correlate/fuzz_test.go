@@ -1,0 +1,203 @@
+package correlate
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"net/netip"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/decode"
+)
+
+// Fuzz input: a sequence of exchanges, each
+//
+//	key int16, version int16, client uint8, server uint8, advance uint16 (ms),
+//	request length uint32, request body, response length uint32, response body
+//
+// (lengths 0xffffffff: no response). Client and server pick among a few
+// addresses and client ids so that bindings and groups collide.
+const fuzzHeader = 2 + 2 + 1 + 1 + 2
+
+// fuzzRecorder encodes decoded exchanges as fuzz input (seeds).
+type fuzzRecorder struct {
+	out   []byte
+	n     int
+	last  time.Time
+	hosts map[string]uint8
+}
+
+func (r *fuzzRecorder) Exchange(e *decode.Exchange) {
+	switch {
+	case e.Req == nil, r.n >= 150, e.Key == 0, e.Key == 18:
+		return // Produce and ApiVersions: large, and not the correlator's
+	}
+	r.n++
+	id := func(s string) uint8 {
+		if v, ok := r.hosts[s]; ok {
+			return v
+		}
+		r.hosts[s] = uint8(len(r.hosts))
+		return r.hosts[s]
+	}
+	var dt uint16
+	if !r.last.IsZero() && e.ReqTime.After(r.last) {
+		dt = uint16(min(e.ReqTime.Sub(r.last).Milliseconds(), 65535))
+	}
+	r.last = e.ReqTime
+	r.out = binary.BigEndian.AppendUint16(r.out, uint16(e.Key))
+	r.out = binary.BigEndian.AppendUint16(r.out, uint16(e.Version))
+	r.out = append(r.out, id(e.Conn.Client.String()+"/"+e.ClientID), id(e.Conn.Server.String()))
+	r.out = binary.BigEndian.AppendUint16(r.out, dt)
+	req := e.Req.AppendTo(nil)
+	r.out = binary.BigEndian.AppendUint32(r.out, uint32(len(req)))
+	r.out = append(r.out, req...)
+	if e.Resp == nil {
+		r.out = binary.BigEndian.AppendUint32(r.out, 0xffffffff)
+		return
+	}
+	resp := trimmed(e.Resp).AppendTo(nil)
+	r.out = binary.BigEndian.AppendUint32(r.out, uint32(len(resp)))
+	r.out = append(r.out, resp...)
+}
+
+func (r *fuzzRecorder) Anomaly(*decode.Anomaly) {}
+
+// trimmed returns resp with Fetch record batches cut to their first 100
+// bytes (a partial batch), to keep seeds small; resp is not modified.
+func trimmed(resp kmsg.Response) kmsg.Response {
+	fr, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return resp
+	}
+	cp := *fr
+	cp.Topics = make([]kmsg.FetchResponseTopic, len(fr.Topics))
+	for i, t := range fr.Topics {
+		cp.Topics[i] = t
+		cp.Topics[i].Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		for j, p := range t.Partitions {
+			p.RecordBatches = p.RecordBatches[:min(len(p.RecordBatches), 100)]
+			cp.Topics[i].Partitions[j] = p
+		}
+	}
+	return &cp
+}
+
+// fuzzSeed returns the first exchanges of a generated capture as fuzz input.
+func fuzzSeed(f testing.TB, file string) []byte {
+	src, err := capture.OpenFiles([]string{filepath.Join("..", "testdata", file)}, nil)
+	if err != nil {
+		return nil
+	}
+	defer src.Close()
+	r := &fuzzRecorder{hosts: map[string]uint8{}}
+	if err := src.Run(context.Background(), decode.New(r, nil)); err != nil {
+		f.Fatal(err)
+	}
+	return r.out
+}
+
+// FuzzCorrelator feeds arbitrary exchanges to a Correlator. Invariants: it
+// never panics, whatever the order, versions or contents of the messages;
+// every event and the snapshot marshal to JSON; Close may follow anything.
+func FuzzCorrelator(f *testing.F) {
+	for _, file := range fuzzSeedFiles {
+		if seed := fuzzSeed(f, file); seed != nil {
+			f.Add(seed)
+		}
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var events []Event
+		c := New(&Options{MaxGroups: 8, MaxMembersPerGroup: 8, MaxClients: 8, MaxCommitHistory: 4, MaxFetchSessions: 4},
+			SinkFunc(func(ev Event) { events = append(events, ev) }))
+		now := base
+		for len(in) >= fuzzHeader {
+			e, rest, ok := fuzzExchange(in, &now)
+			if !ok {
+				break
+			}
+			in = rest
+			c.Exchange(e)
+		}
+		c.Close(now.Add(time.Hour))
+		for _, ev := range events {
+			switch ev.Type() {
+			case "generation", "member", "commit", "coordinator":
+			default:
+				t.Fatalf("event type %q", ev.Type())
+			}
+		}
+		if _, err := json.Marshal(struct {
+			E []Event
+			S *Snapshot
+		}{events, c.Snapshot()}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+var fuzzSeedFiles = []string{"group.pcapng", "newest.pcapng", "sarama.pcapng"}
+
+var fuzzAddrs = []string{"10.0.0.1:5000", "10.0.0.1:5001", "10.0.0.2:5000", "10.0.0.9:9092", "10.0.0.8:9092"}
+var fuzzClientIDs = []string{"a", "a", "b", ""}
+
+// fuzzExchange decodes one exchange of fuzz input.
+func fuzzExchange(in []byte, now *time.Time) (*decode.Exchange, []byte, bool) {
+	key, version := int16(binary.BigEndian.Uint16(in)), int16(binary.BigEndian.Uint16(in[2:]))
+	client, server := int(in[4]), int(in[5])
+	*now = now.Add(time.Duration(binary.BigEndian.Uint16(in[6:])) * time.Millisecond)
+	in = in[fuzzHeader:]
+	body := func() ([]byte, bool) {
+		if len(in) < 4 {
+			return nil, false
+		}
+		n := binary.BigEndian.Uint32(in)
+		in = in[4:]
+		if n == 0xffffffff {
+			return nil, true
+		}
+		if uint64(n) > uint64(len(in)) {
+			return nil, false
+		}
+		b := in[:n]
+		in = in[n:]
+		return b, true
+	}
+	reqBytes, ok := body()
+	if !ok {
+		return nil, nil, false
+	}
+	respBytes, ok := body()
+	if !ok {
+		return nil, nil, false
+	}
+	conn := &capture.Conn{
+		ID:     uint64(client*16 + server),
+		Client: netip.MustParseAddrPort(fuzzAddrs[client%3]),
+		Server: netip.MustParseAddrPort(fuzzAddrs[3+server%2]),
+	}
+	e := &decode.Exchange{Conn: conn, Key: key, Version: version, ClientID: fuzzClientIDs[client%4],
+		ReqTime: *now, Response: decode.ResponseMissing}
+	req := kmsg.RequestForKey(key)
+	if req == nil || version < 0 || version > req.MaxVersion() {
+		return e, in, true
+	}
+	req.SetVersion(version)
+	if req.ReadFrom(reqBytes) != nil {
+		return e, in, true
+	}
+	e.Req = req
+	if respBytes != nil {
+		resp := req.ResponseKind()
+		resp.SetVersion(version)
+		if resp.ReadFrom(respBytes) == nil {
+			e.Resp, e.Response, e.RespTime = resp, decode.ResponseSeen, now.Add(time.Millisecond)
+		}
+	}
+	return e, in, true
+}

@@ -1,0 +1,184 @@
+package correlate
+
+import (
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// Group types (GenerationEvent.GroupType).
+const (
+	GroupClassic  = "classic"  // JoinGroup/SyncGroup/Heartbeat
+	GroupConsumer = "consumer" // KIP-848 ConsumerGroupHeartbeat
+)
+
+// groupState is everything known about one group.
+type groupState struct {
+	name         string
+	typ          string // GroupClassic, GroupConsumer or "" until known
+	protocolType string
+	protocol     string
+
+	members map[string]*memberState
+	gens    []*genState // ascending generation ids
+
+	// Until the next generation forms: the rebalance under way (classic),
+	// the departures and subscription changes that will be its cause, and
+	// whether the group became empty (the broker then bumps the
+	// generation once without a member seeing it).
+	pendJoin   *rebalance
+	departures []departure
+	subChange  string
+	emptied    bool
+
+	parts     map[tp]*partState
+	coord     coordState
+	errors    map[string]int64 // "API:ERROR_NAME" -> answers
+	described *Described
+	listed    string // state from the last ListGroups answer
+}
+
+// rebalance is a classic rebalance whose generation has not formed yet.
+type rebalance struct {
+	first time.Time            // earliest JoinGroup request
+	fresh map[string]time.Time // members joining anew (MEMBER_ID_REQUIRED)
+}
+
+// departure is a member that left or expired, remembered as a possible
+// cause of the next generation.
+type departure struct {
+	member string
+	kind   string // CauseMemberLeft or CauseMemberExpired
+	reason string
+	at     time.Time
+}
+
+// group returns the group named name, creating it; nil when the group cap
+// bites.
+func (c *Correlator) group(name string) *groupState {
+	if g := c.groups[name]; g != nil {
+		return g
+	}
+	if len(c.groups) >= c.opts.MaxGroups {
+		c.stats.Limits.GroupsDropped++
+		return nil
+	}
+	g := &groupState{
+		name:    name,
+		members: make(map[string]*memberState),
+		parts:   make(map[tp]*partState),
+		errors:  make(map[string]int64),
+		coord:   coordState{nodeID: -1},
+	}
+	c.groups[name] = g
+	return g
+}
+
+// setType records the group type the first time it is known.
+func (g *groupState) setType(typ string) {
+	if g.typ == "" {
+		g.typ = typ
+	}
+}
+
+// cur returns the latest generation, or nil.
+func (g *groupState) cur() *genState {
+	if len(g.gens) == 0 {
+		return nil
+	}
+	return g.gens[len(g.gens)-1]
+}
+
+// gen returns generation id, or nil.
+func (g *groupState) gen(id int32) *genState {
+	i := sort.Search(len(g.gens), func(i int) bool { return g.gens[i].id >= id })
+	if i < len(g.gens) && g.gens[i].id == id {
+		return g.gens[i]
+	}
+	return nil
+}
+
+// before returns the generation seen before gen, or nil.
+func (g *groupState) before(gen *genState) *genState {
+	i := sort.Search(len(g.gens), func(i int) bool { return g.gens[i].id >= gen.id })
+	if i == 0 {
+		return nil
+	}
+	return g.gens[i-1]
+}
+
+// openRebalance returns the rebalance under way, starting one at t.
+func (g *groupState) openRebalance(t time.Time) *rebalance {
+	if g.pendJoin == nil {
+		g.pendJoin = &rebalance{first: t, fresh: make(map[string]time.Time)}
+	}
+	if t.Before(g.pendJoin.first) {
+		g.pendJoin.first = t
+	}
+	return g.pendJoin
+}
+
+// live reports whether any member is live.
+func (g *groupState) live() bool {
+	for _, m := range g.members {
+		if m.status == statusLive {
+			return true
+		}
+	}
+	return false
+}
+
+// state is kwire's view of the group's state now.
+func (g *groupState) state() string {
+	switch {
+	case g.pendJoin != nil:
+		return "rebalancing"
+	case !g.live() && len(g.gens) > 0:
+		return "empty"
+	case g.cur() == nil:
+		return "unknown"
+	case !g.cur().complete():
+		return "rebalancing"
+	}
+	return "stable"
+}
+
+// answered records the broker's answer to one of the group's requests:
+// error counts, and which broker serves the group (see coordServed).
+func (c *Correlator) answered(g *groupState, e *decode.Exchange, api string, code int16) {
+	if code != 0 {
+		g.errors[api+":"+errName(code)]++
+	}
+	switch code {
+	case kerr.NotCoordinator.Code:
+		g.coord.notCoordinator++
+	case kerr.CoordinatorNotAvailable.Code:
+		g.coord.notAvailable++
+	case kerr.CoordinatorLoadInProgress.Code:
+	default:
+		c.coordServed(g, e)
+	}
+}
+
+// sortedMembers returns the members sorted by id.
+func (g *groupState) sortedMembers() []*memberState {
+	out := make([]*memberState, 0, len(g.members))
+	for _, m := range g.members {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// liveByInstance returns the live member with instance id id, if any.
+func (g *groupState) liveByInstance(id string) *memberState {
+	for _, m := range g.sortedMembers() {
+		if m.status == statusLive && m.instanceID != nil && *m.instanceID == id {
+			return m
+		}
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package correlate
+
+import "time"
+
+// Options tune a Correlator. A nil *Options, or a zero field, means the
+// default. The caps bound memory on long live captures; when one bites, the
+// matching counter in Limits says how often.
+type Options struct {
+	// MaxGroups caps the groups tracked (default 10000). Requests for
+	// further groups are ignored and counted in Limits.GroupsDropped.
+	MaxGroups int
+	// MaxMembersPerGroup caps the members remembered per group, live or
+	// departed (default 2000). Departed members are forgotten first.
+	MaxMembersPerGroup int
+	// MaxPartitionsPerGroup caps the topic partitions tracked per group
+	// (default 100000).
+	MaxPartitionsPerGroup int
+	// MaxClients caps the clients (client host + client id) remembered,
+	// with their group bindings and unattributed consumption (default
+	// 100000). The least recently seen clients are forgotten first.
+	MaxClients int
+	// MaxGenerations caps the generations remembered per group (default
+	// 200); the oldest emitted ones are forgotten first.
+	MaxGenerations int
+	// MaxCommitHistory caps the commits remembered per group partition
+	// (default 32); the committed offset itself is always kept.
+	MaxCommitHistory int
+	// MaxFetchSessions caps the fetch sessions (KIP-227) tracked (default
+	// 10000); the least recently used are forgotten first.
+	MaxFetchSessions int
+	// ConsumerSessionTimeout is the session timeout assumed for KIP-848
+	// groups, whose members do not send it (the broker's
+	// group.consumer.session.timeout.ms; default 45s).
+	ConsumerSessionTimeout time.Duration
+}
+
+const (
+	defaultMaxGroups         = 10000
+	defaultMaxMembers        = 2000
+	defaultMaxPartitions     = 100000
+	defaultMaxClients        = 100000
+	defaultMaxGenerations    = 200
+	defaultMaxCommitHistory  = 32
+	defaultMaxFetchSessions  = 10000
+	defaultConsumerSessionTO = 45 * time.Second
+)
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	setDefault(&r.MaxGroups, defaultMaxGroups)
+	setDefault(&r.MaxMembersPerGroup, defaultMaxMembers)
+	setDefault(&r.MaxPartitionsPerGroup, defaultMaxPartitions)
+	setDefault(&r.MaxClients, defaultMaxClients)
+	setDefault(&r.MaxGenerations, defaultMaxGenerations)
+	setDefault(&r.MaxCommitHistory, defaultMaxCommitHistory)
+	setDefault(&r.MaxFetchSessions, defaultMaxFetchSessions)
+	setDefault(&r.ConsumerSessionTimeout, defaultConsumerSessionTO)
+	return r
+}
+
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// Limits count how often the caps of Options bit: each counter counts the
+// requests (or items) refused or the entries forgotten.
+type Limits struct {
+	GroupsDropped      int64 `json:"groups_dropped"`
+	MembersDropped     int64 `json:"members_dropped"`
+	PartitionsDropped  int64 `json:"partitions_dropped"`
+	ClientsEvicted     int64 `json:"clients_evicted"`
+	GenerationsDropped int64 `json:"generations_dropped"`
+	CommitsDropped     int64 `json:"commits_dropped"`
+	SessionsEvicted    int64 `json:"fetch_sessions_evicted"`
+}
+
+// Stats are a Correlator's counters.
+type Stats struct {
+	// Exchanges counts exchanges handed to the Correlator.
+	Exchanges int64 `json:"exchanges"`
+	// Fetches counts consumer Fetch requests (replica fetches excluded),
+	// split by how they were attributed to a group.
+	Fetches           int64 `json:"fetches"`
+	FetchesAttributed int64 `json:"fetches_attributed"`
+	FetchesAmbiguous  int64 `json:"fetches_ambiguous"`
+	FetchesUnknown    int64 `json:"fetches_unattributed"`
+	// ReplicaFetches counts Fetch requests from brokers (replica id >= 0),
+	// which are not consumption.
+	ReplicaFetches int64 `json:"replica_fetches"`
+	// UnknownFetchSessions counts incremental fetches (KIP-227) of a
+	// session whose full fetch was not seen: the positions of the
+	// partitions they omit are unknown.
+	UnknownFetchSessions int64 `json:"unknown_fetch_sessions"`
+	// Commits counts committed partitions, split by outcome.
+	Commits           int64 `json:"commits"`
+	CommitsAccepted   int64 `json:"commits_accepted"`
+	CommitsRejected   int64 `json:"commits_rejected"`
+	CommitsUnanswered int64 `json:"commits_unanswered"`
+	// ExpiriesRetracted counts members judged expired that the broker
+	// later answered as members: the judgement was wrong (a capture that
+	// misses traffic), the member is live again.
+	ExpiriesRetracted int64 `json:"expiries_retracted"`
+	// UnresolvedTopicIDs counts topic ids still without a name (no
+	// Metadata response named them); they appear as "id:<hex>".
+	UnresolvedTopicIDs int `json:"unresolved_topic_ids"`
+
+	Limits Limits `json:"limits"`
+}

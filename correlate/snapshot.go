@@ -1,0 +1,255 @@
+package correlate
+
+import (
+	"strconv"
+	"time"
+)
+
+// Snapshot is the Correlator's state at one moment, for the final
+// "type":"summary" NDJSON object and the text report of kwire analyze. It
+// shares nothing the Correlator modifies later. Lists are sorted: groups by name,
+// members by id, partitions by topic and partition, clients by host and
+// client id.
+type Snapshot struct {
+	// Time is the latest capture time seen.
+	Time         time.Time     `json:"time"`
+	Groups       []Group       `json:"groups"`
+	Clients      []Client      `json:"clients"`
+	Unattributed []Consumption `json:"unattributed"`
+	// Brokers maps node id -> host:port, from Metadata responses.
+	Brokers map[string]string `json:"brokers"`
+	Stats   Stats             `json:"stats"`
+}
+
+// Group is one group in a Snapshot.
+type Group struct {
+	Group        string `json:"group"`
+	GroupType    string `json:"group_type"` // classic, consumer (KIP-848) or "" unknown
+	ProtocolType string `json:"protocol_type"`
+	Protocol     string `json:"protocol"`
+	// State is kwire's view: stable, rebalancing, empty or unknown.
+	State string `json:"state"`
+	// Generation is the latest seen (KIP-848: epoch), -1 for none.
+	Generation  int32       `json:"generation"`
+	Leader      string      `json:"leader"`
+	Coordinator Coordinator `json:"coordinator"`
+	// Members are all remembered members, live and departed (Status).
+	Members []Member `json:"members"`
+	// Generations is the remembered history, oldest first, in the form
+	// of the generation events.
+	Generations []GenerationEvent `json:"generations"`
+	Partitions  []Partition       `json:"partitions"`
+	// Errors counts the group's error answers by "API:ERROR_NAME".
+	Errors map[string]int64 `json:"errors"`
+	// Described is the last DescribeGroups answer; ListedState the state
+	// in the last ListGroups answer.
+	Described   *Described `json:"described,omitempty"`
+	ListedState string     `json:"listed_state,omitempty"`
+}
+
+// Coordinator is what the capture says about a group's coordinator.
+type Coordinator struct {
+	// From the last FindCoordinator answer (NodeID -1 when none).
+	NodeID      int32      `json:"node_id"`
+	Host        string     `json:"host"`
+	Port        int32      `json:"port"`
+	ErrorCode   int16      `json:"error_code"`
+	LearnedFrom string     `json:"learned_from"`
+	LearnedAt   *time.Time `json:"learned_at"`
+	// ServedBy is the broker (ip:port) that last answered the group's
+	// requests as coordinator.
+	ServedBy       string     `json:"served_by"`
+	ServedAt       *time.Time `json:"served_at"`
+	NotCoordinator int64      `json:"not_coordinator"`
+	NotAvailable   int64      `json:"coordinator_not_available"`
+}
+
+// Member is one member in a Snapshot.
+type Member struct {
+	MemberID   string  `json:"member_id"`
+	InstanceID *string `json:"instance_id"`
+	ClientID   string  `json:"client_id"`
+	ClientHost string  `json:"client_host"`
+	// Status is live, left or expired.
+	Status     string     `json:"status"`
+	Generation int32      `json:"generation"`
+	JoinedAt   *time.Time `json:"joined_at"` // null when its join was not seen
+	FirstSeen  time.Time  `json:"first_seen"`
+	LastSeen   *time.Time `json:"last_seen"`
+	GoneAt     *time.Time `json:"gone_at,omitempty"`
+	Reason     string     `json:"reason,omitempty"`
+
+	SessionTimeoutMillis   int32              `json:"session_timeout_ms"`
+	RebalanceTimeoutMillis int32              `json:"rebalance_timeout_ms"`
+	Protocols              []string           `json:"protocols,omitempty"`
+	Subscription           []string           `json:"subscription,omitempty"`
+	Assignment             map[string][]int32 `json:"assignment"`
+
+	Heartbeats            int64 `json:"heartbeats"`
+	MaxHeartbeatGapMillis int64 `json:"max_heartbeat_gap_ms"`
+	RebalanceInProgress   int64 `json:"rebalance_in_progress"`
+	// Fetched is what Fetches attributed to this member got.
+	Fetched []PartitionFetch `json:"fetched,omitempty"`
+}
+
+// Fetch is what Fetches asked for and got for one partition. Pointers are
+// null when unknown.
+type Fetch struct {
+	// Position is the fetch offset last asked for.
+	Position      *int64 `json:"position"`
+	HighWatermark *int64 `json:"high_watermark"`
+	LastStable    *int64 `json:"last_stable_offset"`
+	LogStart      *int64 `json:"log_start_offset"`
+	// Lag is HighWatermark - Position.
+	Lag *int64 `json:"lag"`
+	// DeliveredTo is the offset after the last complete batch delivered.
+	DeliveredTo *int64 `json:"delivered_to"`
+	// Records, Bytes and Batches count record batches delivered, from
+	// their headers, whole (a batch starting before the fetch offset
+	// counts whole; control batches count).
+	Records   int64      `json:"records"`
+	Bytes     int64      `json:"bytes"`
+	Batches   int64      `json:"batches"`
+	Fetches   int64      `json:"fetches"`
+	LastFetch *time.Time `json:"last_fetch"`
+	FetchedBy string     `json:"fetched_by,omitempty"`
+	// LastErrorCode is the last partition error (OFFSET_OUT_OF_RANGE...).
+	LastErrorCode int16      `json:"last_error_code,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
+	LastErrorAt   *time.Time `json:"last_error_at,omitempty"`
+}
+
+// PartitionFetch is a Fetch of one topic partition.
+type PartitionFetch struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Fetch
+}
+
+// Partition is one group's partition in a Snapshot.
+type Partition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Owner is the live member assigned the partition, "" if none known.
+	Owner string `json:"owner"`
+	// Committed is the committed offset now: the last accepted commit,
+	// or a later OffsetFetch answer (CommittedSource "offset_fetch").
+	Committed           *int64     `json:"committed"`
+	CommittedAt         *time.Time `json:"committed_at"`
+	CommittedBy         string     `json:"committed_by"`
+	CommittedGeneration int32      `json:"committed_generation"`
+	CommittedSource     string     `json:"committed_source,omitempty"`
+	// Commits are the last commits (Options.MaxCommitHistory), oldest
+	// first; CommitsDropped counts older ones forgotten.
+	Commits        []Commit `json:"commits"`
+	CommitsDropped int64    `json:"commits_dropped"`
+	Fetch
+	ListOffsets *ListOffsets `json:"list_offsets,omitempty"`
+}
+
+// Commit is one remembered commit of a partition.
+type Commit struct {
+	Time       time.Time `json:"time"`
+	MemberID   string    `json:"member_id"`
+	Generation int32     `json:"generation"`
+	Offset     int64     `json:"offset"`
+	Metadata   *string   `json:"metadata"`
+	ErrorCode  int16     `json:"error_code"` // -1: no response seen
+	ClientID   string    `json:"client_id"`
+	ClientHost string    `json:"client_host"`
+	Conn       Conn      `json:"conn"`
+}
+
+// ListOffsets is the last ListOffsets answer for a partition.
+type ListOffsets struct {
+	Time      time.Time `json:"time"`
+	Timestamp int64     `json:"timestamp"` // -1 latest, -2 earliest
+	Offset    int64     `json:"offset"`
+	ErrorCode int16     `json:"error_code"`
+}
+
+// Client is one client (host + client id) and its group bindings.
+type Client struct {
+	ClientHost string `json:"client_host"`
+	ClientID   string `json:"client_id"`
+	// Attribution is how its Fetches are attributed now: group,
+	// former_member, ambiguous or unknown; Group the group, if one.
+	Attribution string    `json:"attribution"`
+	Group       string    `json:"group"`
+	Candidates  []string  `json:"candidates,omitempty"`
+	Bindings    []Binding `json:"bindings"`
+}
+
+// Binding ties a client to a group.
+type Binding struct {
+	Group string `json:"group"`
+	// Members are its live members; EndedMembers those that left or expired.
+	Members       []string `json:"members"`
+	EndedMembers  []string `json:"ended_members,omitempty"`
+	WithoutMember bool     `json:"without_member"`
+	InstanceID    string   `json:"instance_id,omitempty"`
+	// LearnedFrom is the API of the request that created the binding,
+	// LearnedOnConn its connection (the binding outlives it).
+	LearnedFrom   string    `json:"learned_from"`
+	LearnedOnConn uint64    `json:"learned_on_conn"`
+	First         time.Time `json:"first"`
+	Last          time.Time `json:"last"`
+}
+
+// Consumption is what a client's Fetches got while they could not be
+// attributed to one group.
+type Consumption struct {
+	ClientHost string           `json:"client_host"`
+	ClientID   string           `json:"client_id"`
+	Status     string           `json:"status"` // ambiguous or unknown
+	Candidates []string         `json:"candidates,omitempty"`
+	Partitions []PartitionFetch `json:"partitions"`
+}
+
+// Snapshot returns the state now.
+func (c *Correlator) Snapshot() *Snapshot {
+	s := &Snapshot{Time: c.now, Brokers: map[string]string{}, Stats: c.Stats()}
+	for id, addr := range c.brokers {
+		s.Brokers[strconv.Itoa(int(id))] = addr
+	}
+	s.Groups = make([]Group, 0, len(c.groups))
+	for _, g := range c.sortedGroups() {
+		s.Groups = append(s.Groups, c.groupSnapshot(g))
+	}
+	s.Clients, s.Unattributed = c.clientSnapshots()
+	return s
+}
+
+func i64p(v int64) *int64 {
+	if v < 0 {
+		return nil
+	}
+	return &v
+}
+
+// snapshot returns the output form of f.
+func (f *fetchState) snapshot() Fetch {
+	o := Fetch{
+		Position: i64p(f.position), HighWatermark: i64p(f.hwm), LastStable: i64p(f.lso),
+		LogStart: i64p(f.logStart), DeliveredTo: i64p(f.delivered),
+		Records: f.records, Bytes: f.bytes, Batches: f.batches, Fetches: f.fetches,
+		LastFetch: timePtr(f.lastFetch), FetchedBy: f.fetchedBy,
+	}
+	if f.hwm >= 0 && f.position >= 0 {
+		lag := f.hwm - f.position
+		o.Lag = &lag
+	}
+	if f.errCode != 0 {
+		o.LastErrorCode, o.LastError, o.LastErrorAt = f.errCode, errName(f.errCode), timePtr(f.errAt)
+	}
+	return o
+}
+
+// partitionFetches returns the output form of a fetch-state map.
+func partitionFetches(m map[tp]*fetchState) []PartitionFetch {
+	out := make([]PartitionFetch, 0, len(m))
+	for _, p := range sortedTPs(m) {
+		out = append(out, PartitionFetch{Topic: p.topic, Partition: p.partition, Fetch: m[p].snapshot()})
+	}
+	return out
+}

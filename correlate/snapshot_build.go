@@ -1,0 +1,145 @@
+package correlate
+
+import (
+	"maps"
+	"slices"
+	"sort"
+)
+
+// groupSnapshot returns the output form of g.
+func (c *Correlator) groupSnapshot(g *groupState) Group {
+	o := Group{
+		Group: g.name, GroupType: g.typ, ProtocolType: g.protocolType, Protocol: g.protocol,
+		State: g.state(), Generation: -1, Coordinator: g.coord.snapshot(),
+		Members: make([]Member, 0, len(g.members)), Errors: maps.Clone(g.errors),
+		ListedState: g.listed,
+	}
+	if g.described != nil {
+		d := *g.described
+		o.Described = &d
+	}
+	if cur := g.cur(); cur != nil {
+		o.Generation, o.Leader = cur.id, cur.leader
+		if cur.protocol != "" {
+			o.Protocol = cur.protocol
+		}
+	}
+	for _, m := range g.sortedMembers() {
+		o.Members = append(o.Members, m.snapshot())
+	}
+	o.Generations = make([]GenerationEvent, 0, len(g.gens))
+	for _, gen := range g.gens {
+		o.Generations = append(o.Generations, *c.generationEvent(g, gen))
+	}
+	owners := g.owners()
+	o.Partitions = make([]Partition, 0, len(g.parts))
+	for _, p := range sortedTPs(g.parts) {
+		o.Partitions = append(o.Partitions, g.parts[p].snapshot(p, owners[p]))
+	}
+	return o
+}
+
+// owners maps each partition to the live member assigned it.
+func (g *groupState) owners() map[tp]string {
+	out := make(map[tp]string)
+	for _, m := range g.sortedMembers() {
+		if m.status != statusLive || !m.assigned {
+			continue
+		}
+		for t, ps := range m.assignment {
+			for _, p := range ps {
+				out[tp{t, p}] = m.id
+			}
+		}
+	}
+	return out
+}
+
+func (cs *coordState) snapshot() Coordinator {
+	return Coordinator{
+		NodeID: cs.nodeID, Host: cs.host, Port: cs.port, ErrorCode: cs.code,
+		LearnedFrom: cs.learnedFrom, LearnedAt: timePtr(cs.learnedAt),
+		ServedBy: cs.servedBy, ServedAt: timePtr(cs.servedAt),
+		NotCoordinator: cs.notCoordinator, NotAvailable: cs.notAvailable,
+	}
+}
+
+func (m *memberState) snapshot() Member {
+	o := Member{
+		MemberID: m.id, InstanceID: strPtr(m.instanceID), ClientID: m.clientID, ClientHost: m.clientHost,
+		Status: m.status.String(), Generation: m.generation, JoinedAt: timePtr(m.joinedAt),
+		FirstSeen: m.firstSeen, LastSeen: timePtr(m.lastSeen), GoneAt: timePtr(m.goneAt), Reason: m.goneReason,
+		SessionTimeoutMillis: m.sessionMillis, RebalanceTimeoutMillis: m.rebalanceMillis,
+		Protocols: slices.Clone(m.protocols), Subscription: slices.Clone(m.subscription),
+		Heartbeats: m.heartbeats, MaxHeartbeatGapMillis: millis(m.maxHeartbeatGap),
+		RebalanceInProgress: m.rebalancing,
+	}
+	if m.assigned {
+		o.Assignment = sortedAssignment(m.assignment)
+	}
+	if len(m.fetched) > 0 {
+		o.Fetched = partitionFetches(m.fetched)
+	}
+	return o
+}
+
+func (ps *partState) snapshot(p tp, owner string) Partition {
+	o := Partition{
+		Topic: p.topic, Partition: p.partition, Owner: owner, CommittedGeneration: ps.committedGen,
+		Commits: make([]Commit, 0, len(ps.commits)), CommitsDropped: ps.commitsDropped,
+		Fetch: ps.fetch.snapshot(),
+	}
+	if ps.hasCommitted {
+		off := ps.committed
+		o.Committed, o.CommittedAt = &off, timePtr(ps.committedAt)
+		o.CommittedBy, o.CommittedSource = ps.committedBy, ps.committedSource
+	}
+	for _, r := range ps.commits {
+		o.Commits = append(o.Commits, Commit{
+			Time: r.at, MemberID: r.member, Generation: r.generation, Offset: r.offset,
+			Metadata: strPtr(r.metadata), ErrorCode: r.code, ClientID: r.clientID,
+			ClientHost: r.clientHost, Conn: r.conn,
+		})
+	}
+	if l := ps.listed; l != nil {
+		o.ListOffsets = &ListOffsets{Time: l.at, Timestamp: l.timestamp, Offset: l.offset, ErrorCode: l.code}
+	}
+	return o
+}
+
+// clientSnapshots returns every client's bindings, and the consumption of
+// clients whose Fetches could not be attributed.
+func (c *Correlator) clientSnapshots() ([]Client, []Consumption) {
+	keys := make([]clientKey, 0, len(c.clients))
+	for k := range c.clients {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
+	clients := make([]Client, 0, len(keys))
+	var unattributed []Consumption
+	for _, k := range keys {
+		cs := c.clients[k]
+		a := c.attribute(k)
+		cl := Client{ClientHost: k.host, ClientID: k.clientID, Attribution: a.status, Group: a.group,
+			Candidates: a.candidates, Bindings: make([]Binding, 0, len(cs.bindings))}
+		for _, g := range sortedKeys(cs.bindings) {
+			cl.Bindings = append(cl.Bindings, cs.bindings[g].snapshot(g))
+		}
+		clients = append(clients, cl)
+		if len(cs.unattributed) > 0 {
+			unattributed = append(unattributed, Consumption{
+				ClientHost: k.host, ClientID: k.clientID, Status: cs.lastStatus,
+				Candidates: cs.candidates, Partitions: partitionFetches(cs.unattributed),
+			})
+		}
+	}
+	return clients, unattributed
+}
+
+func (b *binding) snapshot(group string) Binding {
+	return Binding{
+		Group: group, Members: sortedKeys(b.live), EndedMembers: sortedKeys(b.ended),
+		WithoutMember: b.memberless, InstanceID: b.instanceID, LearnedFrom: b.learnedFrom,
+		LearnedOnConn: b.conn, First: b.first, Last: b.last,
+	}
+}
