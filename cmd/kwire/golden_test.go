@@ -21,9 +21,15 @@ func testdataDir() string {
 	return "../../testdata"
 }
 
-// captures returns the committed captures, by case name (file name without
-// .pcapng).
-func captures(t testing.TB) map[string]string {
+// goldenCase is one input of the golden tests: a capture, or the files
+// captured per broker (X.b0.pcapng, X.b1.pcapng...) analysed together.
+type goldenCase struct {
+	name  string
+	files []string
+}
+
+// captures returns the golden cases of the committed captures.
+func captures(t testing.TB) []goldenCase {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(testdataDir(), "*.pcapng"))
 	if err != nil {
@@ -32,11 +38,21 @@ func captures(t testing.TB) map[string]string {
 	if len(files) == 0 {
 		t.Fatal("no captures in testdata: run 'make captures'")
 	}
-	out := map[string]string{}
+	var cases []goldenCase
+	perBroker := map[string][]string{}
 	for _, f := range files {
-		out[strings.TrimSuffix(filepath.Base(f), ".pcapng")] = f
+		name := strings.TrimSuffix(filepath.Base(f), ".pcapng")
+		cases = append(cases, goldenCase{name, []string{f}})
+		if i := strings.LastIndex(name, ".b"); i > 0 {
+			perBroker[name[:i]] = append(perBroker[name[:i]], f)
+		}
 	}
-	return out
+	for set, fs := range perBroker {
+		if len(fs) > 1 {
+			cases = append(cases, goldenCase{set + ".brokers", fs})
+		}
+	}
+	return cases
 }
 
 // runKwire runs the command line and returns its stdout; it fails the test
@@ -50,32 +66,34 @@ func runKwire(t testing.TB, args ...string) []byte {
 	return stdout.Bytes()
 }
 
-// TestGolden checks `kwire read --json` on every committed capture against
-// its golden file: the NDJSON output is a public contract, and offline runs
-// must be deterministic.
+// TestGolden checks 'kwire read --json' and 'kwire analyze --json' on every
+// committed capture against golden files: the NDJSON output is a public
+// contract, and offline runs must be deterministic.
 func TestGolden(t *testing.T) {
-	for name, file := range captures(t) {
-		t.Run(name, func(t *testing.T) {
-			got := runKwire(t, "read", "--json", file)
-			again := runKwire(t, "read", "--json", file)
-			if !bytes.Equal(got, again) {
-				t.Fatal("two runs on the same capture differ: output is not deterministic")
-			}
-			golden := strings.TrimSuffix(file, ".pcapng") + ".golden.ndjson"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
+	for _, c := range captures(t) {
+		for _, cmd := range []string{"read", "analyze"} {
+			t.Run(c.name+"/"+cmd, func(t *testing.T) {
+				args := append([]string{cmd, "--json"}, c.files...)
+				got := runKwire(t, args...)
+				if again := runKwire(t, args...); !bytes.Equal(got, again) {
+					t.Fatal("two runs on the same capture differ: output is not deterministic")
 				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run 'make goldens')", err)
-			}
-			if !bytes.Equal(want, got) {
-				t.Errorf("output differs from %s (-want +got):\n%s", golden, lineDiff(want, got))
-			}
-		})
+				golden := filepath.Join(testdataDir(), c.name+"."+cmd+".golden.ndjson")
+				if *update {
+					if err := os.WriteFile(golden, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run 'make goldens')", err)
+				}
+				if !bytes.Equal(want, got) {
+					t.Errorf("output differs from %s (-want +got):\n%s", golden, lineDiff(want, got))
+				}
+			})
+		}
 	}
 }
 

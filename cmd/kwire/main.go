@@ -13,15 +13,17 @@ import (
 const usage = `kwire: a wire-level Kafka protocol analyzer
 
 Usage:
-  kwire read [flags] FILE...      decode every Kafka request and response in
-                                  pcap/pcapng files (merged by time)
+  kwire analyze [flags] FILE...   rebuild consumer groups (generations,
+                                  members, assignments, fetches, commits)
+                                  from pcap/pcapng files (merged by time)
+  kwire read [flags] FILE...      decode every Kafka request and response
   kwire help [COMMAND]            show help for a command
 
 Files captured per broker host are merged by packet time, so a consumer's
 traffic to several brokers is analysed together. Capture with, e.g.:
   tcpdump -i any -s 0 -w broker1.pcapng 'tcp port 9092'
 
-Run 'kwire help read' for the flags and the output format.
+Run 'kwire help analyze' or 'kwire help read' for flags and output.
 `
 
 // errUsage is returned for a bad command line; main prints usage and exits 2.
@@ -41,10 +43,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "read":
 		err = cmdRead(args[1:], stdout, stderr)
+	case "analyze":
+		err = cmdAnalyze(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 && args[1] == "read" {
-			err = cmdRead([]string{"-h"}, stdout, stderr)
-			break
+		if len(args) > 1 {
+			if cmd, ok := map[string]func([]string, io.Writer, io.Writer) error{"read": cmdRead, "analyze": cmdAnalyze}[args[1]]; ok {
+				err = cmd([]string{"-h"}, stdout, stderr)
+				break
+			}
 		}
 		fmt.Fprint(stdout, usage)
 		return 0

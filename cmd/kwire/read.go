@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 
 	"github.com/kwire/kwire/capture"
-	"github.com/kwire/kwire/decode"
 	"github.com/kwire/kwire/jsonout"
 )
 
@@ -25,8 +21,9 @@ for other connections it is inferred (the SYN's destination, or the side
 that receives bytes that parse as Kafka requests), so Kafka on other ports
 is found too.
 
-Output: one line per exchange (request + response) and per anomaly, then a
-final stats line. On a terminal the lines are human-readable; otherwise, or
+Output: one line per exchange (request + response), per anomaly and per
+consumer-group event (generation, member, commit, coordinator), then a final
+stats line. On a terminal the lines are human-readable; otherwise, or
 with --json, they are NDJSON (schema: docs/schema.md).
 
 Examples:
@@ -53,10 +50,11 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxFrame, "max-frame", 100<<20, "largest Kafka frame decoded, in `BYTES`; larger ones are skipped and counted")
 }
 
-// writer returns the output writer the flags ask for.
-func (c *commonFlags) writer(stdout io.Writer) *jsonout.Writer {
+// writer returns the output writer the flags ask for, and whether it
+// writes text.
+func (c *commonFlags) writer(stdout io.Writer) (*jsonout.Writer, bool) {
 	text := c.text || (!c.json && isTerminal(stdout))
-	return jsonout.New(stdout, &jsonout.Options{Text: text})
+	return jsonout.New(stdout, &jsonout.Options{Text: text}), text
 }
 
 func newFlagSet(name, help string, stderr io.Writer) *flag.FlagSet {
@@ -85,19 +83,5 @@ func cmdRead(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	src, err := capture.OpenFiles(fs.Args(), &capture.Options{Ports: cf.ports})
-	if err != nil {
-		return err
-	}
-	out := cf.writer(stdout)
-	dec := decode.New(out, &decode.Options{MaxFrame: cf.maxFrame})
-	clock := &lastTime{next: dec}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	runErr := src.Run(ctx, clock)
-	out.Stats(clock.t, src.Stats(), dec.Stats())
-	if err := out.Flush(); err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	return runErr
+	return newPipeline(&cf, stdout, true).runFiles(fs.Args(), &cf, false)
 }

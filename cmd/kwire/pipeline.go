@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/jsonout"
+)
+
+// pipeline wires decode -> correlate -> jsonout for one run.
+type pipeline struct {
+	out  *jsonout.Writer
+	dec  *decode.Decoder
+	corr *correlate.Correlator
+	// exchanges writes a line per exchange (kwire read); text leaves
+	// commit events out of text output (the exchange lines or the final
+	// report already show them).
+	exchanges, text bool
+}
+
+func newPipeline(cf *commonFlags, stdout io.Writer, exchanges bool) *pipeline {
+	p := &pipeline{exchanges: exchanges}
+	p.out, p.text = cf.writer(stdout)
+	p.corr = correlate.New(nil, correlate.SinkFunc(p.event))
+	p.dec = decode.New(p, &decode.Options{MaxFrame: cf.maxFrame})
+	return p
+}
+
+// Exchange implements decode.Handler.
+func (p *pipeline) Exchange(e *decode.Exchange) {
+	if p.exchanges {
+		p.out.Exchange(e)
+	}
+	p.corr.Exchange(e)
+}
+
+// Anomaly implements decode.Handler.
+func (p *pipeline) Anomaly(a *decode.Anomaly) { p.out.Anomaly(a) }
+
+func (p *pipeline) event(ev correlate.Event) {
+	if _, ok := ev.(*correlate.CommitEvent); ok && p.text {
+		return
+	}
+	p.out.Event(ev)
+}
+
+// runFiles reads capture files through the pipeline until they end or the
+// user interrupts; summary adds the final group report. It always writes
+// the stats line, so that what was decoded before an error is kept.
+func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error {
+	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	clock := &lastTime{next: p.dec}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	runErr := src.Run(ctx, clock)
+	p.corr.Close(clock.t)
+	if summary {
+		p.out.Summary(p.corr.Snapshot())
+	}
+	p.out.Stats(clock.t, src.Stats(), p.dec.Stats())
+	if err := p.out.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	if st := src.Stats(); st.FilesTruncated > 0 {
+		fmt.Fprintf(os.Stderr, "kwire: warning: %d capture file(s) end in a cut record (capture stopped uncleanly?): everything before it was analysed\n", st.FilesTruncated)
+	}
+	return runErr
+}

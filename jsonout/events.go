@@ -1,0 +1,111 @@
+package jsonout
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kwire/kwire/correlate"
+)
+
+// Event writes a correlate event: its fields behind "v", "type" and "ts".
+// It implements correlate.Sink.
+func (w *Writer) Event(ev correlate.Event) {
+	if w.opts.Text {
+		w.line(textEvent(ev))
+		return
+	}
+	w.envelope(ev.Type(), ev.Time(), ev)
+}
+
+// Summary writes the final "type":"summary" object: the correlator's state.
+func (w *Writer) Summary(s *correlate.Snapshot) {
+	if w.opts.Text {
+		w.line(textReport(s))
+		return
+	}
+	w.envelope("summary", s.Time, s)
+}
+
+// envelope writes v's JSON object with the common fields in front.
+func (w *Writer) envelope(typ string, ts time.Time, v any) {
+	if w.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		w.err = fmt.Errorf("encode %s: %w", typ, err)
+		return
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, `{"v":%d,"type":%q,"ts":%q`, SchemaVersion, typ, Time(ts))
+	if len(b) > 2 {
+		buf.WriteByte(',')
+	}
+	buf.Write(b[1:])
+	w.line(buf.String())
+}
+
+func textEvent(ev correlate.Event) string {
+	ts := clock(ev.Time())
+	switch e := ev.(type) {
+	case *correlate.GenerationEvent:
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s GENERATION %s gen %d %s/%s: %d members, leader %s, cause %s", ts, e.Group, e.Generation,
+			e.ProtocolType, e.Protocol, len(e.Members), short(e.Leader), causeText(e.Cause))
+		if e.DurationMillis != nil {
+			fmt.Fprintf(&b, ", rebalance %dms", *e.DurationMillis)
+		}
+		if e.Missed > 0 {
+			fmt.Fprintf(&b, " (%d generations not in the capture)", e.Missed)
+		}
+		for _, m := range e.Members {
+			fmt.Fprintf(&b, "\n    %s %s@%s %s", short(m.MemberID), m.ClientID, m.ClientHost, assignmentText(m.Assignment))
+		}
+		return b.String()
+	case *correlate.MemberEvent:
+		s := fmt.Sprintf("%s MEMBER %s %s %s (%s@%s) gen %d", ts, e.Action, e.Group, short(e.MemberID), e.ClientID, e.ClientHost, e.Generation)
+		if e.SilentMillis > 0 {
+			s += fmt.Sprintf(", silent %dms (session timeout %dms)", e.SilentMillis, e.SessionTimeoutMillis)
+		}
+		if e.Reason != "" {
+			s += ": " + e.Reason
+		}
+		return s
+	case *correlate.CommitEvent:
+		s := fmt.Sprintf("%s COMMIT %s %s[%d]=%d by %s gen %d: %s", ts, e.Group, e.Topic, e.Partition, e.Offset, short(e.MemberID), e.Generation, e.Outcome)
+		if e.Error != "" {
+			s += " " + e.Error
+		}
+		return s
+	case *correlate.CoordinatorEvent:
+		s := fmt.Sprintf("%s COORDINATOR %s -> node %d %s:%d (from %s, %s)", ts, e.Group, e.NodeID, e.Host, e.Port, e.LearnedFrom, e.Source)
+		if e.Error != "" {
+			s += " " + e.Error
+		}
+		return s
+	}
+	return fmt.Sprintf("%s %s", ts, strings.ToUpper(ev.Type()))
+}
+
+func causeText(c correlate.Cause) string {
+	s := c.Kind
+	if c.Member != "" {
+		s += " " + short(c.Member)
+	}
+	if c.Reason != "" {
+		s += " (" + c.Reason + ")"
+	}
+	return s
+}
+
+// short abbreviates long generated member ids for text output; NDJSON
+// always has them whole.
+func short(id string) string {
+	if len(id) > 40 {
+		return id[:28] + "…" + id[len(id)-8:]
+	}
+	return id
+}

@@ -1,0 +1,127 @@
+package jsonout
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kwire/kwire/correlate"
+)
+
+// textReport is kwire analyze's human report: per group, its generation
+// timeline, members and partitions now.
+func textReport(s *correlate.Snapshot) string {
+	var b strings.Builder
+	if len(s.Groups) == 0 {
+		b.WriteString("\nno consumer group traffic in the capture\n")
+	}
+	for i := range s.Groups {
+		groupReport(&b, &s.Groups[i])
+	}
+	for _, u := range s.Unattributed {
+		fmt.Fprintf(&b, "\nfetches not attributed to one group: %s@%s (%s", u.ClientID, u.ClientHost, u.Status)
+		if len(u.Candidates) > 0 {
+			fmt.Fprintf(&b, ": %s", strings.Join(u.Candidates, ", "))
+		}
+		fmt.Fprintf(&b, "), %d partitions\n", len(u.Partitions))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func groupReport(b *strings.Builder, g *correlate.Group) {
+	fmt.Fprintf(b, "\n== group %s (%s", g.Group, orUnknown(g.GroupType))
+	if g.ProtocolType != "" {
+		fmt.Fprintf(b, ", %s/%s", g.ProtocolType, g.Protocol)
+	}
+	fmt.Fprintf(b, ") state %s, generation %d, coordinator %s\n", g.State, g.Generation, coordinatorText(&g.Coordinator))
+	if len(g.Generations) > 0 {
+		b.WriteString("generations:\n")
+		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  gen\tcompleted\ttook\tmembers\tcause")
+		for _, e := range g.Generations {
+			when, took := "?", "?"
+			if e.Completed != nil {
+				when = clock(*e.Completed)
+			}
+			if e.DurationMillis != nil {
+				took = fmt.Sprintf("%dms", *e.DurationMillis)
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", e.Generation, when, took, len(e.Members), causeText(e.Cause))
+		}
+		tw.Flush()
+	}
+	if len(g.Members) > 0 {
+		b.WriteString("members:\n")
+		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  member\tclient\tstatus\tgen\tassignment")
+		for _, m := range g.Members {
+			fmt.Fprintf(tw, "  %s\t%s@%s\t%s\t%d\t%s\n", short(m.MemberID), m.ClientID, m.ClientHost, m.Status, m.Generation, assignmentText(m.Assignment))
+		}
+		tw.Flush()
+	}
+	if len(g.Partitions) > 0 {
+		b.WriteString("partitions:\n")
+		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "topic\tpart\tcommitted\tposition\thigh wm\tlag\trecords\tbytes\towner\t")
+		for _, p := range g.Partitions {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", p.Topic, p.Partition, opt(p.Committed), opt(p.Position),
+				opt(p.HighWatermark), opt(p.Lag), p.Records, p.Bytes, short(orDash(p.Owner)))
+		}
+		tw.Flush()
+	}
+}
+
+func coordinatorText(c *correlate.Coordinator) string {
+	switch {
+	case c.NodeID >= 0:
+		return fmt.Sprintf("node %d (%s:%d)", c.NodeID, c.Host, c.Port)
+	case c.ServedBy != "":
+		return c.ServedBy
+	}
+	return "unknown"
+}
+
+func assignmentText(a map[string][]int32) string {
+	if a == nil {
+		return "-"
+	}
+	topics := make([]string, 0, len(a))
+	for t := range a {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	parts := make([]string, 0, len(topics))
+	for _, t := range topics {
+		ps := make([]string, len(a[t]))
+		for i, p := range a[t] {
+			ps[i] = fmt.Sprint(p)
+		}
+		parts = append(parts, fmt.Sprintf("%s[%s]", t, strings.Join(ps, ",")))
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return strings.Join(parts, " ")
+}
+
+func opt(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown type"
+	}
+	return s
+}
