@@ -1,6 +1,8 @@
 package decode
 
 import (
+	"encoding/binary"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,11 +13,12 @@ import (
 // Decoder turns chunks into exchanges. It is a capture.Sink. It is not safe
 // for concurrent use: a source calls it from one goroutine.
 type Decoder struct {
-	opts   Options
-	h      Handler
-	conns  map[uint64]*connState
-	stats  Stats
-	protos [maxKey]kmsg.Request // one request per key, for header checks
+	opts     Options
+	h        Handler
+	conns    map[uint64]*connState
+	buffered int64 // bytes held in partial frames, all connections
+	stats    Stats
+	protos   [maxKey]kmsg.Request // one request per key, for header checks
 
 	ex      Exchange // reused for every Handler call
 	an      Anomaly
@@ -70,6 +73,7 @@ func (d *Decoder) Chunk(c *capture.Chunk) {
 		cs.dir[0].synced, cs.dir[1].synced = c.Conn.Handshake, c.Conn.Handshake
 		d.conns[c.Conn.ID] = cs
 	}
+	before := cs.buffered()
 	switch c.Kind {
 	case capture.Data:
 		if !c.Conn.Ignore && len(c.Data) > 0 {
@@ -81,6 +85,49 @@ func (d *Decoder) Chunk(c *capture.Chunk) {
 		}
 	case capture.Close:
 		d.close(cs, c)
+		if d.conns[c.Conn.ID] == nil {
+			d.buffered -= before
+			return
+		}
+	}
+	d.buffered += cs.buffered() - before
+	if d.buffered > int64(d.opts.MaxBuffered) && c.Kind == capture.Data {
+		d.shed(cs, c)
+	}
+}
+
+// buffered is the bytes cs holds for partial frames.
+func (cs *connState) buffered() int64 {
+	return int64(len(cs.dir[0].buf) + len(cs.dir[1].buf))
+}
+
+// shed keeps the decoder within Options.MaxBuffered: the stream that just
+// grew gives up its partial frame. In sync, the frame's length is known, so
+// the rest of it is skipped and the stream stays in sync; its header still
+// pairs request and response.
+func (d *Decoder) shed(cs *connState, c *capture.Chunk) {
+	for dir := range cs.dir {
+		s := &cs.dir[dir]
+		if len(s.buf) == 0 {
+			continue
+		}
+		n := int64(len(s.buf))
+		d.stats.BufferLimit++
+		if cs.once(AnomalyBufferLimit) {
+			d.anomaly(cs, capture.Dir(dir), c.Time, AnomalyBufferLimit, n, -1,
+				fmt.Sprintf("more than --max-buffer %d bytes buffered for partial frames: frame skipped (reported once per connection)", d.opts.MaxBuffered))
+		}
+		if s.synced && n >= 4 {
+			total := 4 + int64(int32(binary.BigEndian.Uint32(s.buf)))
+			d.damaged(cs, capture.Dir(dir), s.buf[4:], s.start)
+			s.skip = total - n
+		} else {
+			s.skipped += n
+		}
+		d.stats.SkippedBytes += n
+		s.drop()
+		s.buf = nil
+		d.buffered -= n
 	}
 }
 

@@ -82,6 +82,7 @@ const (
 	AnomalyTLS               AnomalyKind = "tls"                 // TLS on a Kafka connection
 	AnomalyNotKafka          AnomalyKind = "not_kafka"           // non-Kafka bytes on a broker port
 	AnomalyPendingOverflow   AnomalyKind = "pending_overflow"    // too many requests awaiting responses
+	AnomalyBufferLimit       AnomalyKind = "buffer_limit"        // partial frames above --max-buffer, skipped
 )
 
 // Anomaly is something the decoder could not decode normally. Like an

@@ -10,6 +10,10 @@ type Options struct {
 	// MaxPending caps requests awaiting a response per connection
 	// (default 1024). Beyond it the oldest is reported missing.
 	MaxPending int
+	// MaxBuffered caps the bytes held for partial frames across all
+	// connections (default 256 MiB). A stream that would exceed it gives up
+	// its frame, skipping the rest of it in sync, and it is counted.
+	MaxBuffered int
 	// SniffBytes is how many bytes of a connection are searched for a
 	// Kafka frame before it is declared not Kafka (default 64 KiB).
 	SniffBytes int
@@ -19,6 +23,7 @@ const (
 	defaultMaxFrame   = 100 << 20
 	defaultMaxPending = 1024
 	defaultSniffBytes = 64 << 10
+	defaultMaxBuffer  = 256 << 20
 )
 
 func (o *Options) withDefaults() Options {
@@ -31,6 +36,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxPending <= 0 {
 		r.MaxPending = defaultMaxPending
+	}
+	if r.MaxBuffered <= 0 {
+		r.MaxBuffered = defaultMaxBuffer
 	}
 	if r.SniffBytes <= 0 {
 		r.SniffBytes = defaultSniffBytes
@@ -64,6 +72,7 @@ type Stats struct {
 	Oversize        int64 `json:"oversize_frames"`
 	PendingOverflow int64 `json:"pending_overflow"`
 	SASLFrames      int64 `json:"sasl_frames"`
+	BufferLimit     int64 `json:"buffer_limit_frames"`
 
 	// ByKey counts exchanges per API key (index = key).
 	ByKey [maxKey]int64 `json:"-"`

@@ -29,7 +29,7 @@ func newPipeline(cf *commonFlags, stdout io.Writer, exchanges bool) *pipeline {
 	p := &pipeline{exchanges: exchanges}
 	p.out, p.text = cf.writer(stdout)
 	p.corr = correlate.New(nil, correlate.SinkFunc(p.event))
-	p.dec = decode.New(p, &decode.Options{MaxFrame: cf.maxFrame})
+	p.dec = decode.New(p, &decode.Options{MaxFrame: cf.maxFrame, MaxBuffered: cf.maxBuf})
 	return p
 }
 

@@ -40,6 +40,7 @@ type commonFlags struct {
 	json     bool
 	text     bool
 	maxFrame int
+	maxBuf   int
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -48,6 +49,7 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "write NDJSON (the default when stdout is not a terminal)")
 	fs.BoolVar(&c.text, "text", false, "write human-readable lines (the default on a terminal)")
 	fs.IntVar(&c.maxFrame, "max-frame", 100<<20, "largest Kafka frame decoded, in `BYTES`; larger ones are skipped and counted")
+	fs.IntVar(&c.maxBuf, "max-buffer", 256<<20, "memory for partial frames across all connections, in `BYTES`; beyond it frames are skipped and counted")
 }
 
 // writer returns the output writer the flags ask for, and whether it
