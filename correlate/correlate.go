@@ -28,6 +28,7 @@ type Correlator struct {
 	lastSweep time.Time
 	closed    bool
 	stats     Stats
+	hazards   *hazardState // see hazard.go; nil until first used
 }
 
 // sweepEvery is how much capture time passes between looks for silent
@@ -60,6 +61,7 @@ func (c *Correlator) Exchange(e *decode.Exchange) {
 	if e.Req != nil {
 		c.dispatch(e)
 	}
+	c.hazardExchange(e)
 	if c.now.Sub(c.lastSweep) >= sweepEvery {
 		c.lastSweep = c.now
 		c.sweep()
@@ -133,6 +135,7 @@ func (c *Correlator) Close(t time.Time) {
 		}
 		c.emitPending(g)
 	}
+	c.hazardClose()
 	c.closed = true
 }
 

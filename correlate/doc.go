@@ -5,8 +5,9 @@
 //
 // It takes in decode.Exchange values (Correlator.Exchange, synchronously,
 // in capture order) and gives out events through a Sink as it learns them
-// (GenerationEvent, MemberEvent, CommitEvent, CoordinatorEvent) and, on
-// demand, a Snapshot of the state for the final summary and report.
+// (GenerationEvent, MemberEvent, CommitEvent, CoordinatorEvent,
+// HazardEvent) and, on demand, a Snapshot of the state for the final
+// summary and report.
 //
 // Time comes only from capture timestamps, and every map is iterated in
 // sorted order before anything is emitted, so an offline run is
@@ -47,4 +48,16 @@
 // earliest join, leave or expiry before it; with none, the same members
 // rejoined (metadata_change); and when the capture does not show enough, the
 // cause is unknown and says what is missing.
+//
+// # Hazards
+//
+// Consumer and producer mistakes that lose or replay data, read from the
+// same state (field reports 2, 3 and 4): commits going back, striding over
+// records delivered, above what was delivered, refused, or made by a
+// member not owning the partition; fetches by such a member; offset
+// resets; commits on receive; expiries, late heartbeats, rebalance storms
+// and slow rebalances; mixed assignors; weak producer acks; client id
+// churn. HazardEvent lists the kinds, their severities and episodes;
+// Options.Hazards their thresholds. Each is judged from the exchanges the
+// capture holds: what it does not show is not guessed.
 package correlate

@@ -127,7 +127,7 @@ func FuzzCorrelator(f *testing.F) {
 		c.Close(now.Add(time.Hour))
 		for _, ev := range events {
 			switch ev.Type() {
-			case "generation", "member", "commit", "coordinator":
+			case "generation", "member", "commit", "coordinator", "hazard":
 			default:
 				t.Fatalf("event type %q", ev.Type())
 			}

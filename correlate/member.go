@@ -198,6 +198,7 @@ func (c *Correlator) memberGone(g *groupState, m *memberState, action, reason st
 	if !g.live() {
 		g.emptied = true
 	}
+	c.checkGone(g, m, action, at)
 }
 
 // announceJoin reports that m joined g in generation gen.

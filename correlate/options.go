@@ -32,6 +32,8 @@ type Options struct {
 	// groups, whose members do not send it (the broker's
 	// group.consumer.session.timeout.ms; default 45s).
 	ConsumerSessionTimeout time.Duration
+	// Hazards tune hazard detection (see HazardEvent).
+	Hazards HazardOptions
 }
 
 const (
@@ -58,6 +60,7 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.MaxCommitHistory, defaultMaxCommitHistory)
 	setDefault(&r.MaxFetchSessions, defaultMaxFetchSessions)
 	setDefault(&r.ConsumerSessionTimeout, defaultConsumerSessionTO)
+	r.Hazards = r.Hazards.withDefaults()
 	return r
 }
 

@@ -19,6 +19,14 @@ type Snapshot struct {
 	// Brokers maps node id -> host:port, from Metadata responses.
 	Brokers map[string]string `json:"brokers"`
 	Stats   Stats             `json:"stats"`
+	// Hazards are the hazards reported, most severe first, then by time
+	// (judgements still waiting, such as a rejected commit that may be
+	// retried, are reported by Close); HazardCounts counts every hazard
+	// reported by severity (critical, warn, info), HazardsDropped those
+	// not listed, beyond Options.Hazards.MaxHazards.
+	Hazards        []HazardEvent  `json:"hazards"`
+	HazardCounts   map[string]int `json:"hazard_counts"`
+	HazardsDropped int64          `json:"hazards_dropped,omitempty"`
 }
 
 // Group is one group in a Snapshot.
@@ -45,6 +53,9 @@ type Group struct {
 	// in the last ListGroups answer.
 	Described   *Described `json:"described,omitempty"`
 	ListedState string     `json:"listed_state,omitempty"`
+	// Hazards counts the group's hazards by kind and severity, most
+	// severe first.
+	Hazards []HazardCount `json:"hazards,omitempty"`
 }
 
 // Coordinator is what the capture says about a group's coordinator.
@@ -217,6 +228,7 @@ func (c *Correlator) Snapshot() *Snapshot {
 		s.Groups = append(s.Groups, c.groupSnapshot(g))
 	}
 	s.Clients, s.Unattributed = c.clientSnapshots()
+	s.Hazards, s.HazardCounts, s.HazardsDropped = c.hazardSnapshot()
 	return s
 }
 

@@ -12,7 +12,7 @@ func (c *Correlator) groupSnapshot(g *groupState) Group {
 		Group: g.name, GroupType: g.typ, ProtocolType: g.protocolType, Protocol: g.protocol,
 		State: g.state(), Generation: -1, Coordinator: g.coord.snapshot(),
 		Members: make([]Member, 0, len(g.members)), Errors: maps.Clone(g.errors),
-		ListedState: g.listed,
+		ListedState: g.listed, Hazards: c.groupHazardCounts(g.name),
 	}
 	if g.described != nil {
 		d := *g.described

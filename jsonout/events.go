@@ -80,6 +80,8 @@ func textEvent(ev correlate.Event) string {
 			s += " " + e.Error
 		}
 		return s
+	case *correlate.HazardEvent:
+		return fmt.Sprintf("%s HAZARD %s %s: %s", ts, strings.ToUpper(e.Severity), e.Kind, e.Summary)
 	case *correlate.CoordinatorEvent:
 		s := fmt.Sprintf("%s COORDINATOR %s -> node %d %s:%d (from %s, %s)", ts, e.Group, e.NodeID, e.Host, e.Port, e.LearnedFrom, e.Source)
 		if e.Error != "" {

@@ -4,7 +4,10 @@
 //
 //	kwire-gen -out testdata              # every scenario
 //	kwire-gen -out testdata -only group,lossy
+//	kwire-gen -out /tmp/kwire-bench -only bulk -size 1GB [-mss 1448]
 //	kwire-gen -list
+//
+// Scenarios marked explicit in -list (bulk) run only when named.
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,22 +32,41 @@ func main() {
 	out := flag.String("out", "testdata", "directory to write captures and truth files into")
 	only := flag.String("only", "", "comma-separated scenario names to run (default: all)")
 	list := flag.Bool("list", false, "list scenarios and exit")
+	size := flag.String("size", "", "capture `SIZE` for scenarios that grow to one (bulk), e.g. 1GB, 512MB")
+	mss := flag.Int("mss", 0, "TCP payload per packet, e.g. 1448 for an Ethernet MTU (default: each scenario's own)")
 	flag.Parse()
-	if err := run(*out, *only, *list); err != nil {
+	var sizeBytes int64
+	if *size != "" {
+		var err error
+		if sizeBytes, err = parseSize(*size); err != nil {
+			fmt.Fprintln(os.Stderr, "kwire-gen:", err)
+			os.Exit(2)
+		}
+	}
+	if err := run(*out, *only, *list, sizeBytes, *mss); err != nil {
 		fmt.Fprintln(os.Stderr, "kwire-gen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, only string, list bool) error {
+func run(out, only string, list bool, size int64, mss int) error {
 	all := gen.Scenarios()
 	if list {
 		for _, s := range all {
-			fmt.Printf("%-10s %s\n", s.Name, s.Doc)
+			doc := s.Doc
+			if s.Explicit {
+				doc = "(explicit: only with -only) " + doc
+			}
+			fmt.Printf("%-10s %s\n", s.Name, doc)
 		}
 		return nil
 	}
-	todo := all
+	var todo []gen.Scenario
+	for _, s := range all {
+		if !s.Explicit {
+			todo = append(todo, s)
+		}
+	}
 	if only != "" {
 		todo = nil
 		for _, name := range strings.Split(only, ",") {
@@ -60,6 +83,12 @@ func run(out, only string, list bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	for _, s := range todo {
+		if size > 0 {
+			s.Size = size
+		}
+		if mss > 0 {
+			s.Options.MSS = mss
+		}
 		start := time.Now()
 		t, err := gen.Run(ctx, s, out)
 		if err != nil {
@@ -72,4 +101,28 @@ func run(out, only string, list bool) error {
 		fmt.Printf("%-10s %5.1fs  %s\n", s.Name, time.Since(start).Seconds(), strings.Join(files, ", "))
 	}
 	return nil
+}
+
+// parseSize reads a byte count with an optional unit: 1GB, 512MB, 64k,
+// 1g. Units are binary (1GB = 1<<30 bytes).
+func parseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	shift := 0
+	switch {
+	case strings.HasSuffix(t, "K"):
+		shift = 10
+	case strings.HasSuffix(t, "M"):
+		shift = 20
+	case strings.HasSuffix(t, "G"):
+		shift = 30
+	}
+	if shift > 0 {
+		t = t[:len(t)-1]
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("bad -size %q: use a number with an optional unit, e.g. 1GB or 512MB", s)
+	}
+	return int64(n * float64(int64(1)<<shift)), nil
 }

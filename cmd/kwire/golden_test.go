@@ -122,3 +122,12 @@ func lineDiff(want, got []byte) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -62,8 +62,28 @@ func (e *ChildEnv) Kgo(opts ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Brokers...), kgo.WithHooks(e.hooks)}, opts...)...)
 }
 
+// stdoutMu keeps a child's stdout lines (ready, group reports) whole.
+var stdoutMu sync.Mutex
+
+func writeLine(b []byte) {
+	stdoutMu.Lock()
+	defer stdoutMu.Unlock()
+	_, _ = os.Stdout.Write(append(b, '\n'))
+}
+
 // Ready tells the parent the child is up (Child.Ready closes). Call it once.
-func (e *ChildEnv) Ready() { fmt.Println("ready") }
+func (e *ChildEnv) Ready() { writeLine([]byte("ready")) }
+
+// report sends a group fact to the parent as one JSON line, at once, so
+// that a child killed later has reported everything up to its death.
+func (e *ChildEnv) report(r groupReport) {
+	if r.Nanos == 0 {
+		r.Nanos = time.Now().UnixNano()
+	}
+	if b, err := json.Marshal(r); err == nil {
+		writeLine(b)
+	}
+}
 
 // ChildMain runs the child named by args[0] (kwire-gen child NAME) with
 // the spec from the environment, and returns the process exit code.
@@ -145,9 +165,13 @@ func (c *Cluster) StartChild(ctx context.Context, name string, args any) (*Child
 	ch := &Child{Name: name, c: c, cmd: cmd, out: dir, ready: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			if sc.Text() == "ready" {
+			switch line := sc.Bytes(); {
+			case string(line) == "ready":
 				ch.once.Do(func() { close(ch.ready) })
+			case len(line) > 0 && line[0] == '{':
+				c.groups.addLine(line) // a group report (ChildEnv.report)
 			}
 		}
 		ch.err = cmd.Wait()

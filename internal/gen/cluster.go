@@ -68,6 +68,7 @@ type Cluster struct {
 	addrs  []string
 	hooks  *hooks
 	broker brokerCounts
+	groups *groupRecorder
 
 	mu       sync.Mutex
 	clients  []*kgo.Client
@@ -99,6 +100,7 @@ func NewCluster(opts *Options) (*Cluster, error) {
 		rec:      &recorder{mss: o.MSS, chunk: o.Chunk, rate: o.BytesPerSecond},
 		hooks:    newHooks(),
 		produced: newClientCounts(),
+		groups:   newGroupRecorder(),
 	}
 	var nextNode int32 // kfake listens for brokers in node order
 	kopts := []kfake.Opt{

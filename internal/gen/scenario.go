@@ -32,6 +32,18 @@ type Scenario struct {
 	// Edit, if set, is called after the traffic is over (c is closed)
 	// to choose packets to leave out of the files.
 	Edit func(c *Cluster) (*Edit, error)
+
+	// Explicit scenarios are not part of the default set: kwire-gen runs
+	// them only when named with -only (bulk makes a capture of a gigabyte).
+	Explicit bool
+	// Size is the capture size to aim for, in bytes, for scenarios that
+	// grow to one (bulk); 0 means the scenario's default.
+	Size int64
+	// Stream, if set, replaces Run, Edit and Cluster.Write: it drives
+	// clients and writes its capture(s) and truth into dir while the
+	// traffic happens, for captures too large to hold in memory. It must
+	// close c before it writes the end of its capture.
+	Stream func(ctx context.Context, c *Cluster, dir string, size int64) (*Truth, error)
 }
 
 var (
@@ -98,6 +110,11 @@ func runOnce(ctx context.Context, s Scenario, dir string) (*Truth, error) {
 	c, err := NewCluster(&s.Options)
 	if err != nil {
 		return nil, err
+	}
+	if s.Stream != nil {
+		t, err := s.Stream(ctx, c, dir, s.Size)
+		c.Close() // a no-op when Stream closed it, as it must on success
+		return t, err
 	}
 	err = s.Run(ctx, c)
 	c.Close()

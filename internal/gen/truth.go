@@ -46,6 +46,12 @@ type Truth struct {
 	// at the end (also in the capture).
 	EndOffsets map[string]map[string]int64 `json:"end_offsets,omitempty"`
 
+	// Groups is each consumer group's life as its members and the broker
+	// saw it (see GroupTruth); Hazards the misuses scenarios drove on
+	// purpose.
+	Groups  map[string]*GroupTruth `json:"groups,omitempty"`
+	Hazards []Hazard               `json:"hazards,omitempty"`
+
 	// Edit says which packets were left out of the files, if any.
 	Edit *EditInfo `json:"edit,omitempty"`
 	// Frames lists every connection with the frames the tap relayed in
@@ -255,6 +261,9 @@ func (c *Cluster) baseTruth(name, doc string) *Truth {
 	t.EndOffsets = c.truth.endOffsets
 	t.Notes = slices.Clone(c.notes)
 	c.mu.Unlock()
+	var gnotes []string
+	t.Groups, t.Hazards, gnotes = c.groups.build(t.Committed)
+	t.Notes = append(t.Notes, gnotes...)
 	t.RequestsClient, t.ResponsesClient = counts.Writes, counts.Reads
 	if len(counts.Produced) > 0 {
 		t.Produced = counts.Produced

@@ -1,0 +1,466 @@
+package correlate
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// Hazard kinds (HazardEvent.Kind). The names are part of the NDJSON schema.
+const (
+	HazardCommitRegression     = "commit_regression"
+	HazardCommitGap            = "commit_gap"
+	HazardCommitBeyondFetch    = "commit_beyond_fetch"
+	HazardCommitRejected       = "commit_rejected"
+	HazardNonOwnerCommit       = "non_owner_commit"
+	HazardNonOwnerFetch        = "non_owner_fetch"
+	HazardOffsetReset          = "offset_reset"
+	HazardCommitOnReceive      = "commit_on_receive"
+	HazardMemberExpired        = "member_expired"
+	HazardHeartbeatLate        = "heartbeat_late"
+	HazardRebalanceStorm       = "rebalance_storm"
+	HazardRebalanceSlow        = "rebalance_slow"
+	HazardInconsistentProtocol = "inconsistent_group_protocol"
+	HazardProducerAcksWeak     = "producer_acks_weak"
+	HazardClientIDChurn        = "client_id_churn"
+)
+
+// Hazard severities (HazardEvent.Severity), least severe first.
+const (
+	SeverityInfo     = "info"
+	SeverityWarn     = "warn"
+	SeverityCritical = "critical"
+)
+
+// SeverityRank orders severities: info 1, warn 2, critical 3, unknown 0.
+func SeverityRank(s string) int {
+	switch s {
+	case SeverityInfo:
+		return 1
+	case SeverityWarn:
+		return 2
+	case SeverityCritical:
+		return 3
+	}
+	return 0
+}
+
+// HazardEvent ("type":"hazard") is a consumer or producer mistake that loses
+// or replays data, or a group that keeps rebalancing, read from the wire
+// (field reports 2, 3 and 4). Each hazard is reported once per episode, at
+// the capture time of the exchange that revealed it; a hazard judged later
+// (a rejected commit not retried within RejectedGrace, a commit above what
+// was delivered after FetchGrace, an expiry) may follow events with later
+// times, and is reported at Close at the latest.
+//
+// Severity says what is at stake: critical, records never processed (data
+// loss); warn, records processed twice, or consumption stalled; info, a
+// setting or a heuristic the wire cannot confirm.
+//
+//	kind                         severity  reported once per (episode)
+//	commit_regression            warn      group/partition, until the committed offset is back at the earlier high
+//	commit_gap                   critical  group/partition/member/generation
+//	commit_beyond_fetch          critical  group/partition/member, until Fetch delivered it the committed offset
+//	commit_rejected              warn      group/partition/member/generation/error; info when nothing would be
+//	                                       replayed; none when the same member or client commits as far in time
+//	non_owner_commit             warn      group/partition/member/generation for a member; for an admin commit
+//	                                       (generation -1, no member id) group/partition/client/offset: critical
+//	                                       forward (skips), warn back (replays), info from an unknown offset
+//	non_owner_fetch              warn      group/partition/fetching member
+//	offset_reset                 critical  group/partition/from/to when records were skipped; warn replayed;
+//	                                       info neither, and (group/partition) a start without committed offset
+//	commit_on_receive            info      group/member (heuristic); warn once persistent and timer-paced
+//	member_expired               warn      group/member: silent for its whole session timeout, removed
+//	heartbeat_late               warn      group/member/generation: a silence of HeartbeatGap of the session;
+//	                                       info, group/member: heartbeats spaced above HeartbeatSpacing of it
+//	rebalance_storm              warn      group, until StormWindow passes without a disruptive generation
+//	rebalance_slow               warn      group/generation (folded into an open storm)
+//	inconsistent_group_protocol  warn      group/client, until the client's JoinGroup is accepted
+//	producer_acks_weak           info      client (host + client id)/topic/acks
+//	client_id_churn              warn      client host, until ChurnWindow passes without a new client id
+//
+// A member the broker removes before its session timeout ran out (it did
+// not rejoin within the rebalance timeout, or its LeaveGroup is not in the
+// capture) is no member_expired: it counts toward rebalance_storm.
+//
+// Fields that do not apply are omitted. Numbers are typed fields; offsets
+// are Kafka's (a committed offset is the next record to read).
+type HazardEvent struct {
+	Kind     string `json:"kind"`
+	Severity string `json:"severity"`
+	Group    string `json:"group,omitempty"`
+	Topic    string `json:"topic,omitempty"` // "id:<hex>" when known only by id
+	// Partition is omitted when the hazard concerns no one partition.
+	Partition  *int32 `json:"partition,omitempty"`
+	MemberID   string `json:"member_id,omitempty"`
+	Generation *int32 `json:"generation,omitempty"` // -1: an admin commit
+	ClientID   string `json:"client_id,omitempty"`
+	ClientHost string `json:"client_host,omitempty"`
+	// Summary is one sentence with the numbers, for people.
+	Summary string `json:"summary"`
+
+	// Offset is the offset concerned: the committed offset, or the fetch
+	// offset of a non-owner fetch.
+	Offset *int64 `json:"offset,omitempty"`
+	// PreviousOffset is the committed offset before (the last accepted
+	// commit, or the broker's OffsetFetch answer).
+	PreviousOffset *int64 `json:"previous_offset,omitempty"`
+	// DeliveredTo is the offset after the last record Fetch delivered to
+	// the member; HighWatermark and LogStartOffset the partition's.
+	DeliveredTo    *int64 `json:"delivered_to,omitempty"`
+	HighWatermark  *int64 `json:"high_watermark,omitempty"`
+	LogStartOffset *int64 `json:"log_start_offset,omitempty"`
+	// FromOffset and ToOffset bound the records concerned: a reset from
+	// FromOffset to ToOffset; the records FromOffset..ToOffset replayed
+	// (commit_regression, commit_rejected).
+	FromOffset *int64 `json:"from_offset,omitempty"`
+	ToOffset   *int64 `json:"to_offset,omitempty"`
+	// Reset is earliest or latest: the ListOffsets a reset asked for.
+	Reset string `json:"reset,omitempty"`
+	// Skipped and Replayed count records never processed, or processed
+	// again, because of the hazard.
+	Skipped  *int64 `json:"skipped,omitempty"`
+	Replayed *int64 `json:"replayed,omitempty"`
+	// MissingOffsets are records delivered and never committed
+	// (commit_gap; at most 100 listed, Skipped counts them all).
+	MissingOffsets []int64 `json:"missing_offsets,omitempty"`
+	// Records counts records delivered by the exchange concerned.
+	Records *int64 `json:"records,omitempty"`
+	// ErrorCode and Error are the broker's answer concerned.
+	ErrorCode int16  `json:"error_code,omitempty"`
+	Error     string `json:"error,omitempty"`
+	// Owner is the member owning the partition in OwnerGeneration.
+	Owner           string `json:"owner,omitempty"`
+	OwnerGeneration *int32 `json:"owner_generation,omitempty"`
+	// LeadMillis is how long before a commit its last record was delivered.
+	LeadMillis *int64 `json:"lead_ms,omitempty"`
+
+	SilentMillis           int64 `json:"silent_ms,omitempty"`
+	SessionTimeoutMillis   int32 `json:"session_timeout_ms,omitempty"`
+	RebalanceTimeoutMillis int32 `json:"rebalance_timeout_ms,omitempty"`
+	HeartbeatGapMillis     int64 `json:"heartbeat_gap_ms,omitempty"`
+	DurationMillis         int64 `json:"duration_ms,omitempty"`
+	WindowMillis           int64 `json:"window_ms,omitempty"`
+	// Generations counts the generations in WindowMillis, from
+	// FirstGeneration to LastGeneration.
+	Generations     int    `json:"generations,omitempty"`
+	FirstGeneration *int32 `json:"first_generation,omitempty"`
+	LastGeneration  *int32 `json:"last_generation,omitempty"`
+	// Count counts what the kind is about: commits on receive, disruptive
+	// generations of a storm, late heartbeats, new client ids.
+	Count int64 `json:"count,omitempty"`
+	// RebalanceInProgress counts Heartbeats answered REBALANCE_IN_PROGRESS.
+	RebalanceInProgress int64 `json:"rebalance_in_progress,omitempty"`
+	// Acks is the Produce requests' acks (0 or 1).
+	Acks *int16 `json:"acks,omitempty"`
+	// Protocols are the assignors a client offered; GroupProtocol the
+	// group's.
+	Protocols     []string `json:"protocols,omitempty"`
+	GroupProtocol string   `json:"group_protocol,omitempty"`
+	// ClientIDs are examples (client_id_churn: the first and last new ids).
+	ClientIDs []string `json:"client_ids,omitempty"`
+
+	// Evidence are the exchanges the hazard rests on, oldest first.
+	Evidence []Evidence `json:"evidence"`
+
+	at time.Time
+}
+
+// Type implements Event.
+func (*HazardEvent) Type() string { return "hazard" }
+
+// Time implements Event.
+func (e *HazardEvent) Time() time.Time { return e.at }
+
+// Evidence is one exchange a hazard rests on: find it in Wireshark with
+// kafka.correlation_id and the connection's addresses.
+type Evidence struct {
+	TS            time.Time `json:"ts"` // the request's capture time
+	Conn          Conn      `json:"conn"`
+	API           string    `json:"api"`
+	CorrelationID int32     `json:"correlation_id"`
+}
+
+// maxEvidence caps the evidence of one hazard.
+const maxEvidence = 8
+
+func evidenceOf(e *decode.Exchange) Evidence {
+	return Evidence{TS: e.ReqTime.UTC(), Conn: connOf(e), API: kmsg.NameForKey(e.Key), CorrelationID: e.CorrelationID}
+}
+
+// HazardOptions tune hazard detection. A zero field means the default.
+type HazardOptions struct {
+	// GapMinRun is how many stride-1 commits (one record each) a member
+	// makes before a longer stride counts as commit_gap (default 3).
+	GapMinRun int
+	// OnReceiveWindow is how soon after its last record was delivered a
+	// commit counts as "on receive" (default 200ms); OnReceiveRun how
+	// many in a row are reported (info, default 5); OnReceivePersistent
+	// how many in a row, paced by a timer rather than by deliveries, make
+	// it warn (default 10).
+	OnReceiveWindow     time.Duration
+	OnReceiveRun        int
+	OnReceivePersistent int
+	// HeartbeatSpacing is the fraction of the session timeout above which
+	// HeartbeatSpacingRun gaps in a row are late (default 1/3, 3 gaps);
+	// HeartbeatGap the fraction for a single gap (default 2/3).
+	HeartbeatSpacing    float64
+	HeartbeatSpacingRun int
+	HeartbeatGap        float64
+	// StormWindow and StormGenerations: that many disruptive generations
+	// (a member dropped by the broker, or a dropped client rejoining)
+	// within the window are a storm (default 60s, 3).
+	StormWindow      time.Duration
+	StormGenerations int
+	// SlowRebalance is the fraction of the rebalance timeout a rebalance
+	// must last to be slow (default 0.5), and at least SlowRebalanceMin
+	// (default 1s).
+	SlowRebalance    float64
+	SlowRebalanceMin time.Duration
+	// ChurnWindow and ChurnClientIDs: that many new client ids from one
+	// host within the window are churn (default 60s, 20).
+	ChurnWindow    time.Duration
+	ChurnClientIDs int
+	// RejectedGrace is how long a rejected commit may be superseded by the
+	// same member's (or client's) accepted commit before it is reported
+	// (default 30s).
+	RejectedGrace time.Duration
+	// FetchGrace is how long after a member lost a partition (or left)
+	// its fetches of it are still in flight (default 2s).
+	FetchGrace time.Duration
+	// ResetWindow bounds an offset reset sequence (out of range or no
+	// committed offset, ListOffsets, Fetch; default 60s).
+	ResetWindow time.Duration
+	// MaxHazards caps the hazards kept for the Snapshot (default 10000);
+	// MaxEpisodes the episodes remembered (default 100000).
+	MaxHazards  int
+	MaxEpisodes int
+}
+
+func (o HazardOptions) withDefaults() HazardOptions {
+	setDefault(&o.GapMinRun, 3)
+	setDefault(&o.OnReceiveWindow, 200*time.Millisecond)
+	setDefault(&o.OnReceiveRun, 5)
+	setDefault(&o.OnReceivePersistent, 10)
+	setFraction(&o.HeartbeatSpacing, 1.0/3)
+	setDefault(&o.HeartbeatSpacingRun, 3)
+	setFraction(&o.HeartbeatGap, 2.0/3)
+	setDefault(&o.StormWindow, 60*time.Second)
+	setDefault(&o.StormGenerations, 3)
+	setFraction(&o.SlowRebalance, 0.5)
+	setDefault(&o.SlowRebalanceMin, time.Second)
+	setDefault(&o.ChurnWindow, 60*time.Second)
+	setDefault(&o.ChurnClientIDs, 20)
+	setDefault(&o.RejectedGrace, 30*time.Second)
+	setDefault(&o.FetchGrace, 2*time.Second)
+	setDefault(&o.ResetWindow, 60*time.Second)
+	setDefault(&o.MaxHazards, 10000)
+	setDefault(&o.MaxEpisodes, 100000)
+	return o
+}
+
+func setFraction(v *float64, def float64) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// hazardState is what hazard detection remembers beyond the group state.
+type hazardState struct {
+	episodes map[string]*episode
+	list     []*HazardEvent
+	dropped  int64
+	counts   map[string]map[[2]string]int // group -> kind, severity -> hazards
+	// bySeverity counts every hazard reported, kept or dropped.
+	bySeverity map[string]int
+	lastTick   time.Time
+
+	parts   map[string]map[tp]*partHazard       // group -> partition
+	members map[string]map[string]*memberHazard // group -> member (or client) key
+	groups  map[string]*groupHazard             // group
+	hosts   map[string]*hostHazard              // client host
+	beyond  []beyondRef                         // commits above what was delivered, waiting
+}
+
+// episode is one hazard's episode: while open, further occurrences are
+// folded into the hazard already reported.
+type episode struct {
+	open  bool
+	count int64
+	last  time.Time
+}
+
+func (c *Correlator) hz() *hazardState {
+	if c.hazards == nil {
+		c.hazards = &hazardState{
+			episodes:   make(map[string]*episode),
+			counts:     make(map[string]map[[2]string]int),
+			bySeverity: map[string]int{SeverityCritical: 0, SeverityWarn: 0, SeverityInfo: 0},
+			parts:      make(map[string]map[tp]*partHazard),
+			members:    make(map[string]map[string]*memberHazard),
+			groups:     make(map[string]*groupHazard),
+			hosts:      make(map[string]*hostHazard),
+		}
+	}
+	return c.hazards
+}
+
+// episodeKey joins a kind and the fields that identify its episode.
+func episodeKey(kind string, parts ...string) string {
+	return kind + "\x00" + strings.Join(parts, "\x00")
+}
+
+// report emits ev unless the episode key is already open, and opens it.
+// It returns whether ev was emitted.
+func (c *Correlator) report(key string, ev *HazardEvent) bool {
+	h := c.hz()
+	ep := h.episodes[key]
+	if ep == nil {
+		if len(h.episodes) >= c.opts.Hazards.MaxEpisodes {
+			c.evictEpisodes()
+		}
+		ep = &episode{}
+		h.episodes[key] = ep
+	}
+	ep.count++
+	ep.last = c.now
+	if ep.open {
+		return false
+	}
+	ep.open = true
+	ev.Evidence = dedupEvidence(ev.Evidence)
+	if len(ev.Evidence) > maxEvidence {
+		ev.Evidence = append(ev.Evidence[:maxEvidence-1], ev.Evidence[len(ev.Evidence)-1])
+	}
+	if ev.Evidence == nil {
+		ev.Evidence = []Evidence{}
+	}
+	if ev.at.IsZero() {
+		ev.at = c.now
+	}
+	ev.at = ev.at.UTC()
+	h.bySeverity[ev.Severity]++
+	if ev.Group != "" {
+		if h.counts[ev.Group] == nil {
+			h.counts[ev.Group] = make(map[[2]string]int)
+		}
+		h.counts[ev.Group][[2]string{ev.Kind, ev.Severity}]++
+	}
+	if len(h.list) < c.opts.Hazards.MaxHazards {
+		cp := *ev
+		h.list = append(h.list, &cp)
+	} else {
+		h.dropped++
+	}
+	c.emit(ev)
+	return true
+}
+
+// dedupEvidence drops repeated exchanges, keeping the order.
+func dedupEvidence(evs []Evidence) []Evidence {
+	out := evs[:0:0]
+	for _, e := range evs {
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// episodeOpen reports whether the episode key is open.
+func (c *Correlator) episodeOpen(key string) bool {
+	ep := c.hz().episodes[key]
+	return ep != nil && ep.open
+}
+
+// endEpisode closes the episode key: the next occurrence is reported.
+func (c *Correlator) endEpisode(key string) {
+	if ep := c.hz().episodes[key]; ep != nil {
+		ep.open = false
+	}
+}
+
+// evictEpisodes forgets the least recently touched episodes, down to 90%
+// of the cap.
+func (c *Correlator) evictEpisodes() {
+	h := c.hz()
+	keys := make([]string, 0, len(h.episodes))
+	for k := range h.episodes {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := h.episodes[keys[i]], h.episodes[keys[j]]
+		if !a.last.Equal(b.last) {
+			return a.last.Before(b.last)
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		if len(h.episodes) < c.opts.Hazards.MaxEpisodes*9/10 {
+			break
+		}
+		delete(h.episodes, k)
+	}
+}
+
+// hazardExchange looks for hazards in e, after the Correlator has taken it
+// in (its state already reflects e).
+func (c *Correlator) hazardExchange(e *decode.Exchange) {
+	c.clientIDSeen(e)
+	if e.Req != nil {
+		switch req := e.Req.(type) {
+		case *kmsg.ProduceRequest:
+			c.produceHazards(e, req)
+		case *kmsg.FetchRequest:
+			c.fetchHazards(e, req)
+		case *kmsg.ListOffsetsRequest:
+			c.listOffsetsHazards(e, req)
+		case *kmsg.OffsetFetchRequest:
+			c.offsetFetchHazards(e, req)
+		case *kmsg.OffsetCommitRequest:
+			c.commitHazards(e, req)
+		case *kmsg.JoinGroupRequest:
+			c.joinHazards(e, req)
+		case *kmsg.SyncGroupRequest:
+			c.syncHazards(e, req)
+		case *kmsg.HeartbeatRequest:
+			c.heartbeatHazards(e, req)
+		}
+	}
+	if c.now.Sub(c.hz().lastTick) >= sweepEvery {
+		c.hz().lastTick = c.now
+		c.hazardTick(false)
+	}
+}
+
+// hazardTick reports what waited for time to pass (rejected commits not
+// retried, commits above what was delivered); at the end of the input,
+// everything still waiting.
+func (c *Correlator) hazardTick(final bool) {
+	c.settleBeyond(final)
+	h := c.hz()
+	for _, g := range sortedKeys(h.parts) {
+		parts := h.parts[g]
+		for _, p := range sortedTPs(parts) {
+			c.flushRejected(g, p, parts[p], final)
+		}
+	}
+}
+
+// hazardClose ends the input: see hazardTick.
+func (c *Correlator) hazardClose() { c.hazardTick(true) }
+
+// Small constructors for the optional numbers.
+
+func i64(v int64) *int64  { return &v }
+func i32p(v int32) *int32 { return &v }
+
+// hazardAt fills the fields every hazard of a group partition shares.
+func partHazardEvent(kind, sev, group string, p tp, at time.Time) *HazardEvent {
+	return &HazardEvent{Kind: kind, Severity: sev, Group: group, Topic: p.topic, Partition: i32p(p.partition), at: at}
+}

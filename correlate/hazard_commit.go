@@ -1,0 +1,321 @@
+package correlate
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// partHazard is what hazard detection keeps for one group partition.
+type partHazard struct {
+	// last is the last accepted commit, or the broker's OffsetFetch answer.
+	last commitMark
+	// high is the committed offset before a regression, until the
+	// committed offset is back there (-1: no regression open).
+	high     int64
+	rejected []*pendingReject // rejected commits that may still be retried
+	reset    resetState
+	// resetSinceCommit: an offset reset moved the consumer since the last
+	// commit, so a lower commit is the reset's doing, not a regression.
+	resetSinceCommit bool
+}
+
+// commitMark is one accepted commit (or OffsetFetch answer).
+type commitMark struct {
+	known      bool
+	fromCommit bool // false: from an OffsetFetch answer
+	offset     int64
+	member     string
+	gen        int32
+	client     clientKey
+	ev         Evidence
+}
+
+// committer is who sent an OffsetCommit.
+type committer struct {
+	member string
+	gen    int32
+	client clientKey
+	ev     Evidence
+	at     time.Time
+}
+
+// pendingReject is a rejected commit waiting to be retried (superseded)
+// or reported.
+type pendingReject struct {
+	committer
+	offset int64
+	code   int16
+	prev   commitMark
+}
+
+func (c *Correlator) partHz(group string, p tp) *partHazard {
+	h := c.hz()
+	m := h.parts[group]
+	if m == nil {
+		m = make(map[tp]*partHazard)
+		h.parts[group] = m
+	}
+	ph := m[p]
+	if ph == nil {
+		if len(m) >= c.opts.MaxPartitionsPerGroup {
+			return nil
+		}
+		ph = &partHazard{high: -1}
+		m[p] = ph
+	}
+	return ph
+}
+
+// commitHazards looks at every partition of an answered OffsetCommit.
+func (c *Correlator) commitHazards(e *decode.Exchange, req *kmsg.OffsetCommitRequest) {
+	g := c.groups[req.Group]
+	resp, _ := e.Resp.(*kmsg.OffsetCommitResponse)
+	if g == nil || resp == nil {
+		return
+	}
+	codes := c.commitCodes(resp)
+	cm := &committer{member: req.MemberID, gen: req.Generation, client: keyOf(e), ev: evidenceOf(e), at: e.ReqTime.UTC()}
+	if req.Version == 0 {
+		cm.gen = -1
+	}
+	accepted := false
+	var recv recvNote
+	for _, t := range req.Topics {
+		topic := c.topicKey(t.Topic, t.TopicID)
+		for _, rp := range t.Partitions {
+			p := tp{topic, rp.Partition}
+			code, ok := codes[p]
+			ph := c.partHz(g.name, p)
+			if !ok || rp.Offset < 0 || ph == nil {
+				continue
+			}
+			switch {
+			case code == 0:
+				accepted = true
+				c.acceptedCommit(g, p, ph, cm, rp.Offset, &recv)
+			case commitLost(code):
+				c.rejectedCommit(g, p, ph, cm, rp.Offset, code)
+			}
+		}
+	}
+	if accepted && req.MemberID != "" && cm.gen >= 0 {
+		c.onReceive(g, cm, &recv)
+		c.liveRequest(g, req.MemberID, cm.at, cm.at, cm.ev, false) // a commit keeps a classic session alive
+	}
+}
+
+// acceptedCommit checks one accepted partition commit, then records it.
+func (c *Correlator) acceptedCommit(g *groupState, p tp, ph *partHazard, cm *committer, off int64, recv *recvNote) {
+	prev := ph.last
+	c.supersede(g, p, ph, cm, off)
+	if cm.member == "" || cm.gen < 0 {
+		c.adminCommit(g, p, cm, off, prev)
+	} else {
+		c.checkRegression(g, p, ph, cm, off, prev)
+		c.checkOwnerCommit(g, p, cm, off, prev)
+		if mp := c.memberPartOf(g.name, cm.member, p); mp != nil {
+			c.checkBeyondFetch(g, p, mp, cm, off, prev)
+			c.checkGap(g, p, mp, cm, off, prev)
+			c.noteReceive(mp, p, cm, off, prev, recv)
+			mp.lastCommit, mp.haveLast = off, true
+		}
+	}
+	ph.last = commitMark{known: true, fromCommit: true, offset: off, member: cm.member, gen: cm.gen, client: cm.client, ev: cm.ev}
+	ph.resetSinceCommit = false
+	if ph.high >= 0 && off >= ph.high {
+		ph.high = -1
+		c.endEpisode(partKey(HazardCommitRegression, g.name, p))
+	}
+}
+
+func partKey(kind, group string, p tp, more ...string) string {
+	return episodeKey(kind, append([]string{group, p.topic, strconv.Itoa(int(p.partition))}, more...)...)
+}
+
+// who fills the committer's fields of ev.
+func (cm *committer) who(ev *HazardEvent) {
+	ev.MemberID, ev.Generation = cm.member, i32p(cm.gen)
+	ev.ClientID, ev.ClientHost = cm.client.clientID, cm.client.host
+}
+
+func (cm *committer) name() string {
+	if cm.member == "" {
+		return fmt.Sprintf("client %s on %s (no member id)", cm.client.clientID, cm.client.host)
+	}
+	return fmt.Sprintf("member %s (generation %d)", cm.member, cm.gen)
+}
+
+// checkRegression: an accepted commit below the previous accepted one.
+func (c *Correlator) checkRegression(g *groupState, p tp, ph *partHazard, cm *committer, off int64, prev commitMark) {
+	if !prev.known || !prev.fromCommit || off >= prev.offset || ph.resetSinceCommit {
+		return
+	}
+	if prev.offset > ph.high {
+		ph.high = prev.offset
+	}
+	ev := partHazardEvent(HazardCommitRegression, SeverityWarn, g.name, p, cm.at)
+	cm.who(ev)
+	ev.Offset, ev.PreviousOffset = i64(off), i64(prev.offset)
+	ev.FromOffset, ev.ToOffset, ev.Replayed = i64(off), i64(prev.offset-1), i64(prev.offset-off)
+	by := ""
+	if prev.member != cm.member {
+		by = " by " + orNone(prev.member)
+	}
+	ev.Summary = fmt.Sprintf("%s %s/%d: %s committed %d after commit %d%s was accepted: the committed offset went back, "+
+		"records %d..%d will be processed again after a restart or rebalance", g.name, p.topic, p.partition,
+		cm.name(), off, prev.offset, by, off, prev.offset-1)
+	ev.Evidence = []Evidence{prev.ev, cm.ev}
+	c.report(partKey(HazardCommitRegression, g.name, p), ev)
+}
+
+func orNone(member string) string {
+	if member == "" {
+		return "a client without member id"
+	}
+	return member
+}
+
+// adminCommit: an accepted commit without member id or generation (an
+// admin tool, a manual reset) that moves the committed offset. A
+// standalone consumer (assign() with a group id) commits what it fetched
+// itself: not a hazard.
+func (c *Correlator) adminCommit(g *groupState, p tp, cm *committer, off int64, prev commitMark) {
+	if prev.known && prev.offset == off {
+		return
+	}
+	if mp := c.memberPartOf(g.name, clientMemberKey(cm.client), p); mp != nil && (mp.delivered >= off || mp.position >= off) {
+		return
+	}
+	ev := partHazardEvent(HazardNonOwnerCommit, SeverityInfo, g.name, p, cm.at)
+	cm.who(ev)
+	ev.Offset = i64(off)
+	state := "while the group has members"
+	if !g.live() {
+		state = "while the group is empty"
+	}
+	head := fmt.Sprintf("%s %s/%d: %s committed %d (generation %d) %s", g.name, p.topic, p.partition, cm.name(), off, cm.gen, state)
+	switch {
+	case !prev.known:
+		ev.Summary = head + "; the offset it replaced is not in the capture: the next owner starts at " + strconv.FormatInt(off, 10)
+	case off < prev.offset:
+		ev.Severity, ev.PreviousOffset = SeverityWarn, i64(prev.offset)
+		ev.FromOffset, ev.ToOffset, ev.Replayed = i64(off), i64(prev.offset-1), i64(prev.offset-off)
+		ev.Summary = fmt.Sprintf("%s, moving the committed offset back from %d: the next owner processes records %d..%d again",
+			head, prev.offset, off, prev.offset-1)
+	default:
+		ev.Severity, ev.PreviousOffset = SeverityCritical, i64(prev.offset)
+		ev.FromOffset, ev.ToOffset, ev.Skipped = i64(prev.offset), i64(off-1), i64(off-prev.offset)
+		ev.Summary = fmt.Sprintf("%s, moving the committed offset forward from %d: the next owner never processes records %d..%d",
+			head, prev.offset, prev.offset, off-1)
+	}
+	ev.Evidence = []Evidence{cm.ev}
+	if prev.known {
+		ev.Evidence = []Evidence{prev.ev, cm.ev}
+	}
+	c.report(partKey(HazardNonOwnerCommit, g.name, p, cm.client.host, cm.client.clientID, strconv.FormatInt(off, 10)), ev)
+}
+
+// checkOwnerCommit: a member's accepted commit for a partition another
+// member owns in the commit's generation. A member still owning the
+// partition in that generation is its owner, even when a later generation
+// has begun; with a cooperative assignor a revoked partition has no owner
+// in the generation that revokes it, so its final commit is no hazard.
+func (c *Correlator) checkOwnerCommit(g *groupState, p tp, cm *committer, off int64, prev commitMark) {
+	if g.typ == GroupConsumer || (prev.known && prev.offset == off) {
+		return
+	}
+	gs := g.gen(cm.gen)
+	if gs == nil || authority(gs.membersFrom) < authority(fromSync) {
+		return
+	}
+	gm := gs.members[cm.member]
+	if gm == nil || !gm.assigned || owns(gm.assignment, p) {
+		return
+	}
+	owner := ""
+	for _, id := range sortedKeys(gs.members) {
+		if o := gs.members[id]; id != cm.member && o.assigned && owns(o.assignment, p) {
+			owner = id
+			break
+		}
+	}
+	if owner == "" {
+		return
+	}
+	ev := partHazardEvent(HazardNonOwnerCommit, SeverityWarn, g.name, p, cm.at)
+	cm.who(ev)
+	ev.Offset, ev.Owner, ev.OwnerGeneration = i64(off), owner, i32p(gs.id)
+	ev.Summary = fmt.Sprintf("%s %s/%d: %s committed %d for a partition that %s owns in generation %d: it overwrites the owner's progress",
+		g.name, p.topic, p.partition, cm.name(), off, owner, gs.id)
+	ev.Evidence = []Evidence{cm.ev}
+	if prev.known {
+		ev.PreviousOffset = i64(prev.offset)
+		ev.Summary += fmt.Sprintf(" (%d before)", prev.offset)
+		ev.Evidence = []Evidence{prev.ev, cm.ev}
+	}
+	c.report(partKey(HazardNonOwnerCommit, g.name, p, cm.member, strconv.Itoa(int(cm.gen))), ev)
+}
+
+func owns(a map[string][]int32, p tp) bool {
+	for _, q := range a[p.topic] {
+		if q == p.partition {
+			return true
+		}
+	}
+	return false
+}
+
+// checkGap: a member that commits record by record (stride 1, at least
+// once inside a delivered batch: finer than a poll) strides over records
+// it was delivered and never committed (field report 4).
+func (c *Correlator) checkGap(g *groupState, p tp, mp *memberPart, cm *committer, off int64, prev commitMark) {
+	if !mp.haveLast || !prev.known || prev.member != cm.member || prev.offset != mp.lastCommit {
+		mp.run, mp.proof = 0, 0
+		return
+	}
+	switch stride := off - mp.lastCommit; {
+	case stride == 1:
+		mp.run++
+		if mp.inside(off) {
+			mp.proof++
+		}
+		return
+	case stride >= 2 && mp.run >= c.opts.Hazards.GapMinRun && mp.proof > 0 && off <= mp.delivered:
+		c.reportGap(g, p, mp, cm, off, prev)
+	}
+	mp.run, mp.proof = 0, 0
+}
+
+// maxMissing caps HazardEvent.MissingOffsets.
+const maxMissing = 100
+
+func (c *Correlator) reportGap(g *groupState, p tp, mp *memberPart, cm *committer, off int64, prev commitMark) {
+	// Commit n+1 says record n is done: commits last+1..off-1 were never
+	// made, so records last..off-2 were never committed.
+	if !mp.allData(mp.lastCommit, off-1) {
+		return // a control record, a compacted hole, or not known: not a gap
+	}
+	var missing []int64
+	for o := mp.lastCommit; o <= off-2 && len(missing) < maxMissing; o++ {
+		missing = append(missing, o)
+	}
+	n := off - 1 - mp.lastCommit
+	ev := partHazardEvent(HazardCommitGap, SeverityCritical, g.name, p, cm.at)
+	cm.who(ev)
+	ev.Offset, ev.PreviousOffset, ev.MissingOffsets, ev.Skipped = i64(off), i64(mp.lastCommit), missing, i64(n)
+	ev.DeliveredTo = i64(mp.delivered)
+	what, it := fmt.Sprintf("record %d was", mp.lastCommit), "it"
+	if n > 1 {
+		what, it = fmt.Sprintf("records %d..%d were", mp.lastCommit, off-2), "them"
+	}
+	ev.Summary = fmt.Sprintf("%s %s/%d: %s committed one record at a time (%d commits of stride 1), then %d after %d: "+
+		"%s delivered and never committed; after a crash or rebalance the next owner resumes at %d and never processes %s",
+		g.name, p.topic, p.partition, cm.name(), mp.run, off, mp.lastCommit, what, off, it)
+	ev.Evidence = []Evidence{prev.ev, cm.ev}
+	c.report(partKey(HazardCommitGap, g.name, p, cm.member, strconv.Itoa(int(cm.gen))), ev)
+}

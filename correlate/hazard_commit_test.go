@@ -1,0 +1,314 @@
+package correlate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// hazardView is what the hazard tests compare of a HazardEvent.
+type hazardView struct {
+	Kind, Severity, Group, Topic string
+	Partition                    int32 // -1: none
+	Member                       string
+	Offset, Previous             int64 // -1: none
+	From, To                     int64 // -1: none
+	Skipped, Replayed            int64 // -1: none
+	Missing                      []int64
+}
+
+func viewOf(ev *HazardEvent) hazardView {
+	v := func(p *int64) int64 {
+		if p == nil {
+			return -1
+		}
+		return *p
+	}
+	part := int32(-1)
+	if ev.Partition != nil {
+		part = *ev.Partition
+	}
+	return hazardView{ev.Kind, ev.Severity, ev.Group, ev.Topic, part, ev.MemberID, v(ev.Offset), v(ev.PreviousOffset),
+		v(ev.FromOffset), v(ev.ToOffset), v(ev.Skipped), v(ev.Replayed), ev.MissingOffsets}
+}
+
+// hazards returns the hazard events recorded, of the given kinds (all
+// when none given).
+func (h *harness) hazards(kinds ...string) []*HazardEvent {
+	var out []*HazardEvent
+	for _, ev := range h.events("hazard") {
+		hz := ev.(*HazardEvent)
+		if len(kinds) == 0 || contains(kinds, hz.Kind) {
+			out = append(out, hz)
+		}
+	}
+	return out
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *harness) hazardViews(kinds ...string) []hazardView {
+	var out []hazardView
+	for _, ev := range h.hazards(kinds...) {
+		out = append(out, viewOf(ev))
+	}
+	return out
+}
+
+// batchOf returns one record batch of n records from offset first; control
+// marks it a transaction marker.
+func batchOf(first int64, n int32, control bool) []byte {
+	b := kmsg.RecordBatch{FirstOffset: first, Magic: 2, LastOffsetDelta: n - 1, NumRecords: n, Records: []byte{0}}
+	if control {
+		b.Attributes = 0x20
+	}
+	b.Length = int32(len(b.AppendTo(nil)) - 12)
+	return b.AppendTo(nil)
+}
+
+// member1 is the connection and client id of stableGroup's first member.
+func (h *harness) member1() (c1 string, cid string) { return "10.0.0.1:5000", "c-m1" }
+
+// commit sends an OffsetCommit of member (generation gen) for t/p from the
+// connection of client and answers it with code.
+func (h *harness) commit(at time.Duration, client, cid, member string, gen int32, p int32, off int64, code int16) {
+	req := commitReq("g", member, gen, "t", map[int32]int64{p: off})
+	h.ex(at, h.conn(client, "10.0.0.9:9092"), cid, req, commitResp(req, code))
+}
+
+// fetch fetches t/p from off and delivers data (hwm: high watermark).
+func (h *harness) fetch(at time.Duration, client, cid string, p int32, off, hwm int64, data []byte) {
+	req := fetchReq(12, "t", map[int32]int64{p: off})
+	h.ex(at, h.conn(client, "10.0.0.8:9092"), cid, req, fetchResp(req, hwm, map[int32][]byte{p: data}))
+}
+
+// TestHazardCommitGap is field report 4's sequence: a member commits after
+// each record (committed offset = record offset + 1) of one batch, never
+// commits record 30, commits 32 after record 31.
+func TestHazardCommitGap(t *testing.T) {
+	tests := []struct {
+		name string
+		data []byte
+		want []hazardView
+	}{
+		{"one batch", batchOf(0, 32, false), []hazardView{{Kind: HazardCommitGap, Severity: SeverityCritical,
+			Group: "g", Topic: "t", Partition: 0, Member: "m1", Offset: 32, Previous: 30, From: -1, To: -1,
+			Skipped: 1, Replayed: -1, Missing: []int64{30}}}},
+		// One record per batch: commit per poll looks the same; no proof
+		// of record-by-record committing, no hazard.
+		{"batch per record", batches(0, 32), nil},
+		// Offset 30 is a transaction marker: no record was skipped.
+		{"control record", append(append(batchOf(0, 30, false), batchOf(30, 1, true)...), batchOf(31, 1, false)...), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}})
+			c, cid := h.member1()
+			h.fetch(100*ms, c, cid, 0, 0, 32, tt.data)
+			at := 200 * ms
+			for off := int64(1); off <= 32; off++ {
+				if off == 31 {
+					continue
+				}
+				h.commit(at, c, cid, "m1", 1, 0, off, 0)
+				at += 10 * ms
+			}
+			if d := diff(tt.want, h.hazardViews(HazardCommitGap)); d != "" {
+				t.Errorf("commit_gap (-want +got):\n%s", d)
+			}
+			if n := len(h.hazards(HazardCommitRegression, HazardCommitBeyondFetch)); n != 0 {
+				t.Errorf("%d other commit hazards, want 0", n)
+			}
+		})
+	}
+}
+
+func TestHazardCommitRegression(t *testing.T) {
+	h := newHarness(t, nil)
+	stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}})
+	c, cid := h.member1()
+	h.fetch(100*ms, c, cid, 0, 0, 120, batchOf(0, 120, false))
+	// 50, then 40 (reported), 45 (same episode), 50 again (episode over),
+	// the same offset repeated (nothing), 30 (a new episode).
+	for i, off := range []int64{50, 40, 45, 50, 50, 50, 30} {
+		h.commit(time.Duration(i+1)*time.Second, c, cid, "m1", 1, 0, off, 0)
+	}
+	want := []hazardView{
+		{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0, Member: "m1",
+			Offset: 40, Previous: 50, From: 40, To: 49, Skipped: -1, Replayed: 10},
+		{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0, Member: "m1",
+			Offset: 30, Previous: 50, From: 30, To: 49, Skipped: -1, Replayed: 20},
+	}
+	if d := diff(want, h.hazardViews()); d != "" {
+		t.Errorf("hazards (-want +got):\n%s", d)
+	}
+	if ev := h.hazards()[0]; len(ev.Evidence) != 2 || ev.Evidence[0].API != "OffsetCommit" || ev.Evidence[1].TS != base.Add(2*time.Second) {
+		t.Errorf("evidence = %+v, want the two commits", ev.Evidence)
+	}
+}
+
+func TestHazardCommitBeyondFetch(t *testing.T) {
+	h := newHarness(t, nil)
+	stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0, 1}}})
+	c, cid := h.member1()
+	h.fetch(100*ms, c, cid, 0, 0, 100, batchOf(0, 100, false))
+	h.commit(time.Second, c, cid, "m1", 1, 0, 100, 0)
+	h.commit(2*time.Second, c, cid, "m1", 1, 0, 500, 0)
+	// t/1: the commit is taken in before the Fetch (requested earlier)
+	// that delivered what it commits: no hazard.
+	h.commit(3*time.Second, c, cid, "m1", 1, 1, 20, 0)
+	h.fetch(3*time.Second-5*ms, c, cid, 1, 0, 20, batchOf(0, 20, false))
+	h.c.Close(base.Add(10 * time.Second))
+	want := []hazardView{{Kind: HazardCommitBeyondFetch, Severity: SeverityCritical, Group: "g", Topic: "t", Partition: 0,
+		Member: "m1", Offset: 500, Previous: 100, From: -1, To: -1, Skipped: 400, Replayed: -1}}
+	if d := diff(want, h.hazardViews()); d != "" {
+		t.Errorf("hazards (-want +got):\n%s", d)
+	}
+	if ev := h.hazards()[0]; ev.DeliveredTo == nil || *ev.DeliveredTo != 100 || ev.HighWatermark == nil || *ev.HighWatermark != 100 ||
+		!ev.Time().Equal(base.Add(2*time.Second)) {
+		t.Errorf("delivered_to %v, high_watermark %v, time %v: want 100, 100, the commit's", ev.DeliveredTo, ev.HighWatermark, ev.Time())
+	}
+}
+
+func TestHazardCommitRejected(t *testing.T) {
+	h := newHarness(t, nil)
+	stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0, 1, 2}}})
+	c, cid := h.member1()
+	admin := "10.0.0.7:5000"
+	for p := int32(0); p < 3; p++ {
+		h.fetch(100*ms, c, cid, p, 0, 100, batchOf(0, 100, false))
+		h.commit(time.Second, c, cid, "m1", 1, p, 50, 0)
+	}
+	// t/0: a stale generation, never retried: 50..59 replayed.
+	h.commit(2*time.Second, c, cid, "m1", 0, 0, 60, kerr.IllegalGeneration.Code)
+	// t/1: rejected during a rebalance, committed again after it.
+	h.commit(2*time.Second, c, cid, "m1", 1, 1, 70, kerr.RebalanceInProgress.Code)
+	h.commit(3*time.Second, c, cid, "m1", 1, 1, 70, 0)
+	// t/2: an admin commit refused while the group has members: it would
+	// have moved the offset back; nothing is replayed.
+	h.commit(4*time.Second, admin, "admin", "", -1, 2, 10, kerr.UnknownMemberID.Code)
+	h.c.Close(base.Add(5 * time.Second))
+	want := []hazardView{
+		{Kind: HazardCommitRejected, Severity: SeverityInfo, Group: "g", Topic: "t", Partition: 2,
+			Offset: 10, Previous: 50, From: -1, To: -1, Skipped: -1, Replayed: -1},
+		{Kind: HazardCommitRejected, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0, Member: "m1",
+			Offset: 60, Previous: 50, From: 50, To: 59, Skipped: -1, Replayed: 10},
+	}
+	if d := diff(want, h.hazardViews()); d != "" {
+		t.Errorf("hazards (-want +got):\n%s", d)
+	}
+	if evs := h.hazards(); len(evs) == 2 && (evs[1].Error != "ILLEGAL_GENERATION" || *evs[1].Generation != 0) {
+		t.Errorf("error %q generation %d, want ILLEGAL_GENERATION 0", evs[1].Error, *evs[1].Generation)
+	}
+}
+
+func TestHazardNonOwnerCommit(t *testing.T) {
+	h := newHarness(t, nil)
+	stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}, "m2": {"t": {1}}})
+	c1, c2, admin := "10.0.0.1:5000", "10.0.0.2:5000", "10.0.0.7:5000"
+	h.fetch(50*ms, c1, "c-m1", 0, 0, 100, batchOf(0, 100, false))
+	h.fetch(50*ms, c2, "c-m2", 1, 0, 100, batchOf(0, 100, false))
+	h.commit(100*ms, c1, "c-m1", "m1", 1, 0, 90, 0)
+	h.commit(100*ms, c2, "c-m2", "m2", 1, 1, 100, 0)
+	// m1 commits m2's partition in generation 1.
+	h.commit(200*ms, c1, "c-m1", "m1", 1, 1, 40, 0)
+	// Generation 2 (cooperative): m2 revokes t/1, which nobody owns yet;
+	// its final commit of t/1 in generation 2 is no hazard. A commit of
+	// generation 1 by m1 for t/0, still its own, after generation 2
+	// began: no hazard either.
+	stableGroup(h, time.Second, "g", 2, map[string]tps{"m1": {"t": {0}}, "m2": {}})
+	h.commit(1100*ms, c2, "c-m2", "m2", 2, 1, 100, 0)
+	h.commit(1100*ms, c1, "c-m1", "m1", 1, 0, 100, 0)
+	// Both leave; an admin tool moves t/0 back and t/1 forward.
+	for i, m := range []string{"m1", "m2"} {
+		leave := kmsg.NewPtrLeaveGroupRequest()
+		leave.Version, leave.Group, leave.MemberID = 1, "g", m
+		h.ex(2*time.Second, h.conn([]string{c1, c2}[i], "10.0.0.9:9092"), "c-"+m, leave, kmsg.NewPtrLeaveGroupResponse())
+	}
+	h.commit(3*time.Second, admin, "admin", "", -1, 0, 10, 0)
+	h.commit(3*time.Second, admin, "admin", "", -1, 1, 150, 0)
+	h.commit(3500*ms, admin, "admin", "", -1, 1, 150, 0) // repeated: one episode
+	// A standalone consumer commits what it fetched itself: no hazard.
+	standalone := "10.0.0.6:5000"
+	bindAlone(h, 4*time.Second, standalone, "solo")
+	h.fetch(4100*ms, standalone, "solo", 0, 10, 200, batchOf(10, 190, false))
+	h.commit(4200*ms, standalone, "solo", "", -1, 0, 200, 0)
+	want := []hazardView{
+		{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 1, Member: "m1",
+			Offset: 40, Previous: 100, From: 40, To: 99, Skipped: -1, Replayed: 60},
+		{Kind: HazardNonOwnerCommit, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 1, Member: "m1",
+			Offset: 40, Previous: 100, From: -1, To: -1, Skipped: -1, Replayed: -1},
+		{Kind: HazardNonOwnerCommit, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0,
+			Offset: 10, Previous: 100, From: 10, To: 99, Skipped: -1, Replayed: 90},
+		{Kind: HazardNonOwnerCommit, Severity: SeverityCritical, Group: "g", Topic: "t", Partition: 1,
+			Offset: 150, Previous: 100, From: 100, To: 149, Skipped: 50, Replayed: -1},
+	}
+	if d := diff(want, h.hazardViews()); d != "" {
+		t.Errorf("hazards (-want +got):\n%s", d)
+	}
+	if evs := h.hazards(HazardNonOwnerCommit); len(evs) > 0 && (evs[0].Owner != "m2" || *evs[0].OwnerGeneration != 1) {
+		t.Errorf("owner %q generation %d, want m2 1", evs[0].Owner, *evs[0].OwnerGeneration)
+	}
+}
+
+// bindAlone binds a client to group g without a member (an OffsetFetch
+// answered without offsets), as a standalone consumer does.
+func bindAlone(h *harness, at time.Duration, client, cid string) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.Group = 7, "g"
+	h.ex(at, h.conn(client, "10.0.0.9:9092"), cid, req, kmsg.NewPtrOffsetFetchResponse())
+}
+
+func TestHazardCommitOnReceive(t *testing.T) {
+	// "after poll": a commit 3ms after each delivery (fast synchronous
+	// processing looks the same): info only. "timer": deliveries every
+	// 70ms, commits every 200ms of all delivered so far (auto-commit of
+	// what was polled): persistent, warn.
+	tests := []struct {
+		name              string
+		every, commitEach time.Duration
+		want              []string
+	}{
+		{"after poll", 200 * ms, 0, []string{SeverityInfo}},
+		{"timer", 70 * ms, 200 * ms, []string{SeverityInfo, SeverityWarn}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}})
+			c, cid := h.member1()
+			next := time.Second + 35*ms // the timer's next commit
+			for j := int64(0); j < 40; j++ {
+				at := time.Second + time.Duration(j)*tt.every
+				for tt.commitEach > 0 && next < at {
+					h.commit(next, c, cid, "m1", 1, 0, j*10, 0)
+					next += tt.commitEach
+				}
+				h.fetch(at, c, cid, 0, j*10, (j+1)*10, batchOf(j*10, 10, false))
+				if tt.commitEach == 0 {
+					h.commit(at+3*ms, c, cid, "m1", 1, 0, (j+1)*10, 0)
+				}
+			}
+			var got []string
+			for _, ev := range h.hazards() {
+				if ev.Kind != HazardCommitOnReceive {
+					t.Errorf("hazard %s, want only commit_on_receive", ev.Kind)
+				}
+				got = append(got, ev.Severity)
+			}
+			if d := diff(tt.want, got); d != "" {
+				t.Errorf("commit_on_receive severities (-want +got):\n%s", d)
+			}
+		})
+	}
+}

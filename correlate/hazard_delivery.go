@@ -1,0 +1,233 @@
+package correlate
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// checkBeyondFetch: a commit above anything Fetch delivered to the member
+// (and above the committed offset it replaces): records nobody read. The
+// Fetch that delivered them may be taken in after the commit (capture
+// times of different connections are not exactly ordered), so the commit
+// waits FetchGrace for a Fetch requested before it to deliver as far.
+func (c *Correlator) checkBeyondFetch(g *groupState, p tp, mp *memberPart, cm *committer, off int64, prev commitMark) {
+	seen := max(mp.delivered, mp.position)
+	if mp.fetches == 0 || (prev.known && off <= prev.offset) || off <= seen {
+		return
+	}
+	if mp.pend == nil {
+		h := c.hz()
+		h.beyond = append(h.beyond, beyondRef{g.name, cm.member, p})
+	}
+	mp.pend = &pendingBeyond{committer: *cm, offset: off, prev: prev, seen: seen}
+}
+
+// pendingBeyond is a commit above what its member was delivered so far.
+type pendingBeyond struct {
+	committer
+	offset int64
+	prev   commitMark
+	seen   int64 // what Fetches requested before the commit delivered
+}
+
+// beyondRef names a member partition with a pendingBeyond.
+type beyondRef struct {
+	group, member string
+	p             tp
+}
+
+// fetchedBefore settles mp's pending commit with a Fetch requested at
+// asked that delivered up to next.
+func (c *Correlator) fetchedBefore(mp *memberPart, asked time.Time, next int64) {
+	if pb := mp.pend; pb != nil && !asked.After(pb.at) {
+		pb.seen = max(pb.seen, next)
+		if pb.seen >= pb.offset {
+			mp.pend = nil
+		}
+	}
+}
+
+// settleBeyond reports the pending commits older than FetchGrace (all of
+// them when final).
+func (c *Correlator) settleBeyond(final bool) {
+	h := c.hz()
+	keep := h.beyond[:0]
+	for _, r := range h.beyond {
+		mp := c.memberPartOf(r.group, r.member, r.p)
+		switch {
+		case mp == nil || mp.pend == nil:
+		case final || c.now.Sub(mp.pend.at) >= c.opts.Hazards.FetchGrace:
+			c.reportBeyond(r.group, r.p, mp)
+			mp.pend = nil
+		default:
+			keep = append(keep, r)
+		}
+	}
+	h.beyond = keep
+}
+
+func (c *Correlator) reportBeyond(group string, p tp, mp *memberPart) {
+	pb := mp.pend
+	off, seen := pb.offset, pb.seen
+	ev := partHazardEvent(HazardCommitBeyondFetch, SeverityCritical, group, p, pb.at)
+	pb.who(ev)
+	ev.Offset, ev.Skipped = i64(off), i64(off-max(seen, 0))
+	if seen >= 0 {
+		ev.DeliveredTo = i64(seen)
+	}
+	if mp.hwm >= 0 {
+		ev.HighWatermark = i64(mp.hwm)
+	}
+	if pb.prev.known {
+		ev.PreviousOffset = i64(pb.prev.offset)
+	}
+	ev.Summary = fmt.Sprintf("%s %s/%d: %s committed %d but had been delivered records only up to offset %d: %d records "+
+		"were never read by it and will be skipped", group, p.topic, p.partition, pb.name(), off, seen, off-max(seen, 0))
+	if mp.hwm >= 0 && off > mp.hwm {
+		ev.Summary += fmt.Sprintf(" (the high watermark is %d: offsets %d..%d do not exist yet)", mp.hwm, mp.hwm, off-1)
+	}
+	ev.Evidence = []Evidence{pb.ev}
+	if mp.hasFetch {
+		ev.Evidence = []Evidence{mp.lastFetch, pb.ev}
+	}
+	if c.report(partKey(HazardCommitBeyondFetch, group, p, pb.member), ev) {
+		mp.beyond = off
+	}
+}
+
+// recvNote sums up, over the partitions of one OffsetCommit, how fresh the
+// records it commits are.
+type recvNote struct {
+	progress   bool          // some partition's committed offset moved forward
+	slow       bool          // some partition's last record was delivered more than OnReceiveWindow before
+	lead       time.Duration // the largest delivery-to-commit time
+	deliveries int64         // the most deliveries a partition got since its previous commit
+	p          tp
+	off        int64
+	fetch      Evidence
+	hasFetch   bool
+}
+
+// noteReceive adds one accepted partition commit of a member to r.
+func (c *Correlator) noteReceive(mp *memberPart, p tp, cm *committer, off int64, prev commitMark, r *recvNote) {
+	since := mp.deliveries - mp.commitDeliveries
+	mp.commitDeliveries = mp.deliveries
+	if prev.known && off <= prev.offset {
+		return
+	}
+	s := mp.spanOf(off - 1)
+	if s == nil {
+		return
+	}
+	lead := cm.at.Sub(s.at)
+	if lead < 0 || lead > c.opts.Hazards.OnReceiveWindow {
+		r.slow = true
+	}
+	if !r.progress || lead > r.lead {
+		r.p, r.off, r.lead, r.fetch, r.hasFetch = p, off, lead, mp.lastFetch, mp.hasFetch
+	}
+	r.progress = true
+	r.deliveries = max(r.deliveries, since)
+}
+
+// recvRun is a member's run of commits on receive.
+type recvRun struct {
+	n     int
+	times []time.Time // of its last OnReceivePersistent commits
+	deliv []int64     // deliveries each covered
+	evs   []Evidence
+}
+
+// onReceive: a member's commits covering records delivered only moments
+// before (OnReceiveWindow), commit after commit (OnReceiveRun): if records
+// are processed asynchronously (auto-commit racing the processing), a
+// crash loses those committed and not processed (field report 2). Fast
+// synchronous processing looks the same on the wire: info. Persistent
+// (OnReceivePersistent commits in a row) and paced by a timer rather than
+// by deliveries (steady intervals, a varying number of deliveries per
+// commit, often several), it is auto-commit of what was received: warn.
+func (c *Correlator) onReceive(g *groupState, cm *committer, r *recvNote) {
+	if !r.progress {
+		return
+	}
+	mh := c.memberHz(g.name, cm.member)
+	if r.slow {
+		mh.recv = recvRun{}
+		return
+	}
+	hz := c.opts.Hazards
+	rr := &mh.recv
+	rr.n++
+	rr.times = lastN(append(rr.times, cm.at), hz.OnReceivePersistent)
+	rr.deliv = lastN(append(rr.deliv, r.deliveries), hz.OnReceivePersistent)
+	if len(rr.evs) < maxEvidence-1 {
+		if r.hasFetch {
+			rr.evs = append(rr.evs, r.fetch)
+		}
+		rr.evs = append(rr.evs, cm.ev)
+	}
+	sev, key := SeverityInfo, episodeKey(HazardCommitOnReceive, g.name, cm.member)
+	switch {
+	case rr.n >= hz.OnReceivePersistent && timerPaced(rr.times, rr.deliv):
+		sev, key = SeverityWarn, key+"\x00persistent"
+	case rr.n < hz.OnReceiveRun || c.episodeOpen(key):
+		return
+	}
+	ev := partHazardEvent(HazardCommitOnReceive, sev, g.name, r.p, cm.at)
+	cm.who(ev)
+	ev.Offset, ev.LeadMillis, ev.Count = i64(r.off), i64(millis(r.lead)), int64(rr.n)
+	ev.Summary = fmt.Sprintf("%s: %s made %d commits in a row each covering records delivered at most %v before "+
+		"(the last, %d on %s/%d, %v after their delivery): if records are processed asynchronously, a crash loses "+
+		"those committed but not yet processed", g.name, cm.name(), rr.n, hz.OnReceiveWindow, r.off, r.p.topic,
+		r.p.partition, r.lead.Round(time.Millisecond/10))
+	if sev == SeverityWarn {
+		ev.WindowMillis = millis(rr.times[len(rr.times)-1].Sub(rr.times[0]))
+		ev.Summary += fmt.Sprintf("; the commits come every %v whatever was delivered (auto-commit of what was polled)",
+			medianGap(rr.times).Round(time.Millisecond))
+	}
+	ev.Evidence = append([]Evidence(nil), rr.evs...)
+	c.report(key, ev)
+}
+
+func lastN[T any](s []T, n int) []T {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// timerPaced reports whether commits at times, covering deliv deliveries
+// each, come at steady intervals (each within 10% of the median) while the
+// deliveries per commit vary, a third of them or more covering several.
+func timerPaced(times []time.Time, deliv []int64) bool {
+	m := medianGap(times)
+	if m <= 0 {
+		return false
+	}
+	for i := 1; i < len(times); i++ {
+		if d := times[i].Sub(times[i-1]); d < m*9/10 || d > m*11/10 {
+			return false
+		}
+	}
+	several, varies := 0, false
+	for _, d := range deliv {
+		if d >= 2 {
+			several++
+		}
+		varies = varies || d != deliv[0]
+	}
+	return varies && several*3 >= len(deliv)
+}
+
+func medianGap(times []time.Time) time.Duration {
+	if len(times) < 2 {
+		return 0
+	}
+	gaps := make([]time.Duration, 0, len(times)-1)
+	for i := 1; i < len(times); i++ {
+		gaps = append(gaps, times[i].Sub(times[i-1]))
+	}
+	slices.Sort(gaps)
+	return gaps[len(gaps)/2]
+}

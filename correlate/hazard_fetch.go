@@ -1,0 +1,379 @@
+package correlate
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// memberHazard is what hazard detection keeps for one member of a group
+// (or, for consumption without a member id, one client: clientMemberKey).
+type memberHazard struct {
+	// lastLive is its last request that keeps a classic session alive
+	// (JoinGroup, SyncGroup, Heartbeat, OffsetCommit), liveEv its evidence.
+	lastLive time.Time
+	liveEv   Evidence
+	hasLive  bool
+	lateRun  int // heartbeat gaps in a row above HeartbeatSpacing
+	// beatBase is its last heartbeat, or JoinGroup or SyncGroup answer:
+	// where the next heartbeat's spacing is measured from.
+	beatBase time.Time
+	// assignAt is when its own SyncGroup response gave it its assignment.
+	assignAt time.Time
+	recv     recvRun // its commits on receive
+	parts    map[tp]*memberPart
+}
+
+// memberPart is what one member was delivered of one partition, and how it
+// committed it.
+type memberPart struct {
+	spans      []span // recent delivered batches, by base offset
+	delivered  int64  // offset after the last record delivered; -1 none
+	position   int64  // highest fetch offset asked; -1 none
+	hwm        int64  // high watermark of the last response; -1 unknown
+	fetches    int64  // Fetch requests or responses naming the partition
+	deliveries int64  // responses delivering records
+	lastFetch  Evidence
+	hasFetch   bool
+
+	lastCommit int64 // its last accepted commit
+	haveLast   bool
+	run, proof int            // stride-1 commits in a row; how many inside a batch
+	beyond     int64          // offset of an open commit_beyond_fetch episode; -1 none
+	pend       *pendingBeyond // a commit above what it was delivered, waiting
+	// commitDeliveries is deliveries at its last commit.
+	commitDeliveries int64
+}
+
+// span is one complete record batch delivered.
+type span struct {
+	base, next int64
+	// data: every offset of the batch is a record the application gets
+	// (not a control batch, not aborted, not compacted).
+	data bool
+	at   time.Time
+}
+
+// maxSpans caps the batches remembered per member partition.
+const maxSpans = 64
+
+// clientMemberKey is the memberHazard key of a client's consumption
+// without a member id (a standalone consumer, an admin client).
+func clientMemberKey(k clientKey) string { return "\x00" + k.host + "\x00" + k.clientID }
+
+func (c *Correlator) memberHz(group, key string) *memberHazard {
+	h := c.hz()
+	m := h.members[group]
+	if m == nil {
+		m = make(map[string]*memberHazard)
+		h.members[group] = m
+	}
+	mh := m[key]
+	if mh == nil {
+		if len(m) >= 2*c.opts.MaxMembersPerGroup {
+			c.pruneMemberHz(group, m)
+		}
+		mh = &memberHazard{parts: make(map[tp]*memberPart)}
+		m[key] = mh
+	}
+	return mh
+}
+
+// pruneMemberHz forgets the members the group no longer remembers, then,
+// if still full, the consumption of clients without a member id.
+func (c *Correlator) pruneMemberHz(group string, m map[string]*memberHazard) {
+	g := c.groups[group]
+	for _, k := range sortedKeys(m) {
+		if k[0] != 0 && (g == nil || g.members[k] == nil) {
+			delete(m, k)
+		}
+	}
+	for _, k := range sortedKeys(m) {
+		if len(m) < 2*c.opts.MaxMembersPerGroup {
+			break
+		}
+		if k[0] == 0 {
+			delete(m, k)
+		}
+	}
+}
+
+// memberPartOf returns what member key of group was delivered of p, nil
+// when nothing is known.
+func (c *Correlator) memberPartOf(group, key string, p tp) *memberPart {
+	if m := c.hz().members[group]; m != nil {
+		if mh := m[key]; mh != nil {
+			return mh.parts[p]
+		}
+	}
+	return nil
+}
+
+func (mh *memberHazard) part(p tp, limit int) *memberPart {
+	mp := mh.parts[p]
+	if mp == nil {
+		if len(mh.parts) >= limit {
+			return nil
+		}
+		mp = &memberPart{delivered: -1, position: -1, hwm: -1, beyond: -1}
+		mh.parts[p] = mp
+	}
+	return mp
+}
+
+// inside reports whether off is strictly inside a delivered data batch:
+// a commit there is finer than a poll, which returns whole batches.
+func (mp *memberPart) inside(off int64) bool {
+	for _, s := range mp.spans {
+		if s.data && s.base < off && off < s.next {
+			return true
+		}
+	}
+	return false
+}
+
+// allData reports whether every offset from..to-1 is a record delivered
+// to the application.
+func (mp *memberPart) allData(from, to int64) bool {
+	for o := from; o < to; {
+		s := mp.spanOf(o)
+		if s == nil || !s.data {
+			return false
+		}
+		o = s.next
+	}
+	return true
+}
+
+func (mp *memberPart) spanOf(off int64) *span {
+	for i := range mp.spans {
+		if s := &mp.spans[i]; s.base <= off && off < s.next {
+			return s
+		}
+	}
+	return nil
+}
+
+// add remembers delivered batches (a batch delivered again keeps its first
+// delivery), keeping the maxSpans highest.
+func (mp *memberPart) add(ss []span) {
+	for _, s := range ss {
+		i := 0
+		for i < len(mp.spans) && mp.spans[i].base < s.base {
+			i++
+		}
+		if i < len(mp.spans) && mp.spans[i].base == s.base {
+			continue
+		}
+		mp.spans = append(mp.spans, span{})
+		copy(mp.spans[i+1:], mp.spans[i:])
+		mp.spans[i] = s
+		mp.delivered = max(mp.delivered, s.next)
+	}
+	if n := len(mp.spans) - maxSpans; n > 0 {
+		mp.spans = append(mp.spans[:0], mp.spans[n:]...)
+	}
+}
+
+// scanSpans reads the complete batch headers of a Fetch response
+// partition (KIP-98 v2 layout; legacy message sets as one record each).
+// A transactional batch is data only when the response names no aborted
+// transaction.
+func scanSpans(b []byte, aborted bool, at time.Time) []span {
+	var out []span
+	for len(b) >= 17 {
+		base := int64(binary.BigEndian.Uint64(b))
+		size := int64(int32(binary.BigEndian.Uint32(b[8:]))) + 12
+		if size < 17 || size > int64(len(b)) {
+			break
+		}
+		batch := b[:size]
+		b = b[size:]
+		switch magic := batch[16]; {
+		case magic == 2 && size >= 61:
+			attrs := binary.BigEndian.Uint16(batch[21:])
+			delta := int64(int32(binary.BigEndian.Uint32(batch[23:])))
+			n := int64(int32(binary.BigEndian.Uint32(batch[57:])))
+			control, txn := attrs&0x20 != 0, attrs&0x10 != 0
+			out = append(out, span{base: base, next: base + delta + 1, at: at,
+				data: !control && !(txn && aborted) && n == delta+1})
+		case magic < 2 && size >= 18:
+			out = append(out, span{base: base, next: base + 1, at: at, data: batch[17]&0x07 == 0})
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// fetchHazards records what a group's Fetch delivered to its member, and
+// looks for out-of-range resets and non-owner fetches.
+func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
+	if req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 {
+		return
+	}
+	k := keyOf(e)
+	a := c.attribute(k)
+	g := c.groups[a.group]
+	if g == nil || a.group == "" || (a.status != AttrGroup && a.status != AttrFormer) {
+		return
+	}
+	key := a.member
+	if key == "" {
+		key = clientMemberKey(k)
+	}
+	mh := c.memberHz(g.name, key)
+	ev := evidenceOf(e)
+	asked := make(map[tp]int64)
+	for _, t := range req.Topics {
+		topic := c.topicKey(t.Topic, t.TopicID)
+		for _, p := range t.Partitions {
+			asked[tp{topic, p.Partition}] = p.FetchOffset
+			if mp := mh.part(tp{topic, p.Partition}, c.opts.MaxPartitionsPerGroup); mp != nil {
+				mp.fetches++
+				mp.position = max(mp.position, p.FetchOffset)
+			}
+		}
+	}
+	resp, _ := e.Resp.(*kmsg.FetchResponse)
+	got := make(map[tp]*kmsg.FetchResponseTopicPartition)
+	if resp != nil {
+		for _, t := range resp.Topics {
+			topic := c.topicKey(t.Topic, t.TopicID)
+			for i := range t.Partitions {
+				got[tp{topic, t.Partitions[i].Partition}] = &t.Partitions[i]
+			}
+		}
+	}
+	for _, p := range sortedTPs(asked) {
+		if rp := got[p]; rp == nil || rp.ErrorCode == 0 {
+			c.resetResumed(g, p, k, a.member, asked[p], rp, ev)
+		}
+	}
+	var owners map[tp]string
+	for _, p := range sortedTPs(got) {
+		rp := got[p]
+		off, known := asked[p]
+		if !known {
+			off, known = c.sessionOffset(e, req, p)
+		}
+		if rp.ErrorCode == kerr.OffsetOutOfRange.Code {
+			if known {
+				c.outOfRange(g, p, k, a.member, off, rp, ev)
+			}
+			continue
+		}
+		if rp.ErrorCode != 0 {
+			continue
+		}
+		mp := mh.part(p, c.opts.MaxPartitionsPerGroup)
+		if mp == nil {
+			continue
+		}
+		mp.fetches++
+		mp.hwm, mp.lastFetch, mp.hasFetch = rp.HighWatermark, ev, true
+		ss := scanSpans(rp.RecordBatches, len(rp.AbortedTransactions) > 0, e.RespTime.UTC())
+		if len(ss) == 0 {
+			continue
+		}
+		mp.deliveries++
+		mp.add(ss)
+		c.fetchedBefore(mp, e.ReqTime.UTC(), ss[len(ss)-1].next)
+		if mp.beyond >= 0 && mp.delivered >= mp.beyond {
+			c.endEpisode(partKey(HazardCommitBeyondFetch, g.name, p, key))
+			mp.beyond = -1
+		}
+		c.checkOwnerFetch(g, a, p, func() map[tp]string {
+			if owners == nil {
+				owners = g.owners()
+			}
+			return owners
+		}, off, known, ss, e, ev)
+	}
+}
+
+// sessionOffset returns the fetch offset of p in the request's fetch
+// session (KIP-227), when known.
+func (c *Correlator) sessionOffset(e *decode.Exchange, req *kmsg.FetchRequest, p tp) (int64, bool) {
+	if e.Conn == nil || req.SessionEpoch <= 0 {
+		return 0, false
+	}
+	s := c.sessions[sessionKey{e.Conn.Server.String(), req.SessionID}]
+	if s == nil {
+		return 0, false
+	}
+	off, ok := s.offsets[p]
+	return off, ok
+}
+
+// checkOwnerFetch: a member fetching, for its group, a partition another
+// live member owns: a member that expired (a zombie: requested after its
+// expiry) or left (after FetchGrace), or a live member whose own
+// assignment lost it more than FetchGrace ago. Records delivered twice:
+// duplicate processing.
+func (c *Correlator) checkOwnerFetch(g *groupState, a attribution, p tp, owners func() map[tp]string, off int64, known bool, ss []span, e *decode.Exchange, ev Evidence) {
+	m := g.members[a.member]
+	if m == nil || !m.assigned || (m.status == statusLive && owns(m.assignment, p)) {
+		return
+	}
+	owner := owners()[p]
+	if owner == "" || owner == m.id {
+		return
+	}
+	grace := c.opts.Hazards.FetchGrace
+	why := ""
+	switch {
+	case m.status == statusExpired && !e.ReqTime.After(m.goneAt):
+		return // requested before the broker dropped it: in flight
+	case m.status == statusLeft && !e.ReqTime.After(m.goneAt.Add(grace)):
+		return // in flight when it left
+	case m.status != statusLive:
+		why = fmt.Sprintf("%s %s at %s", m.id, m.status, m.goneAt.Format(time.RFC3339Nano))
+	default:
+		mh := c.memberHz(g.name, m.id)
+		if mh.assignAt.IsZero() || !e.ReqTime.After(mh.assignAt.Add(grace)) {
+			return
+		}
+		why = fmt.Sprintf("its assignment of generation %d does not include it", m.generation)
+	}
+	var records int64
+	for _, s := range ss {
+		records += s.next - s.base
+	}
+	hev := partHazardEvent(HazardNonOwnerFetch, SeverityWarn, g.name, p, e.ReqTime.UTC())
+	hev.MemberID, hev.Generation, hev.ClientID, hev.ClientHost = m.id, i32p(m.generation), e.ClientID, hostOf(e)
+	hev.Owner, hev.Records = owner, i64(records)
+	if cur := g.cur(); cur != nil {
+		hev.OwnerGeneration = i32p(cur.id)
+	}
+	from := ""
+	if known {
+		hev.Offset = i64(off)
+		from = fmt.Sprintf(" from offset %d", off)
+	}
+	hev.Summary = fmt.Sprintf("%s %s/%d: client %s fetched%s and was delivered %d records although %s owns the partition "+
+		"(%s): the records are processed twice", g.name, p.topic, p.partition, e.ClientID, from, records, owner, why)
+	hev.Evidence = []Evidence{ev}
+	c.report(partKey(HazardNonOwnerFetch, g.name, p, m.id), hev)
+}
+
+// syncHazards: an accepted SyncGroup keeps the member's session alive and
+// gives it its assignment.
+func (c *Correlator) syncHazards(e *decode.Exchange, req *kmsg.SyncGroupRequest) {
+	resp, _ := e.Resp.(*kmsg.SyncGroupResponse)
+	g := c.groups[req.Group]
+	if g == nil || resp == nil || resp.ErrorCode != 0 || req.MemberID == "" {
+		return
+	}
+	c.liveRequest(g, req.MemberID, e.ReqTime.UTC(), e.RespTime.UTC(), evidenceOf(e), true)
+	c.memberHz(g.name, req.MemberID).assignAt = e.RespTime.UTC()
+}
+
+// itoa64 formats an offset.
+func itoa64(v int64) string { return strconv.FormatInt(v, 10) }

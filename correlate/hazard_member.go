@@ -1,0 +1,363 @@
+package correlate
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// groupHazard is what hazard detection keeps for one group's membership.
+type groupHazard struct {
+	drops   []drop    // members the broker dropped, within StormWindow
+	disrupt int       // drops and rejoins since the last generation emitted
+	gens    []genMark // generations emitted within StormWindow
+	rip     []time.Time
+	joins   map[int32]*joinMark // accepted JoinGroups by generation
+}
+
+// drop is a member the broker removed without a LeaveGroup.
+type drop struct {
+	client   clientKey
+	member   string
+	at       time.Time
+	rejoined bool
+}
+
+// genMark is one generation emitted.
+type genMark struct {
+	id         int32
+	at         time.Time
+	disruptive bool // a member was dropped, or a dropped client rejoined, before it
+	ev         Evidence
+	hasEv      bool
+}
+
+// joinMark is the first and the last accepted JoinGroup request of a
+// generation: the last joiner is who the others waited for.
+type joinMark struct {
+	first, last     Evidence
+	firstAt, lastAt time.Time
+	lastMember      string
+}
+
+func (c *Correlator) groupHz(group string) *groupHazard {
+	h := c.hz()
+	gh := h.groups[group]
+	if gh == nil {
+		gh = &groupHazard{joins: make(map[int32]*joinMark)}
+		h.groups[group] = gh
+	}
+	return gh
+}
+
+// joinHazards: an accepted JoinGroup keeps the session alive, may be a
+// dropped client rejoining (a storm), and marks who joined last;
+// INCONSISTENT_GROUP_PROTOCOL is reported.
+func (c *Correlator) joinHazards(e *decode.Exchange, req *kmsg.JoinGroupRequest) {
+	g := c.groups[req.Group]
+	resp, _ := e.Resp.(*kmsg.JoinGroupResponse)
+	if g == nil || resp == nil {
+		return
+	}
+	k, ev := keyOf(e), evidenceOf(e)
+	inconsistent := episodeKey(HazardInconsistentProtocol, g.name, k.host, k.clientID)
+	switch resp.ErrorCode {
+	case 0:
+		c.endEpisode(inconsistent)
+		id := resp.MemberID
+		if id == "" {
+			id = req.MemberID
+		}
+		c.liveRequest(g, id, e.ReqTime.UTC(), e.RespTime.UTC(), ev, true)
+		gh := c.groupHz(g.name)
+		c.rejoined(gh, k, e.ReqTime.UTC())
+		jm := gh.joins[resp.Generation]
+		if jm == nil {
+			jm = &joinMark{first: ev, firstAt: e.ReqTime.UTC()}
+			gh.joins[resp.Generation] = jm
+		}
+		if t := e.ReqTime.UTC(); !t.Before(jm.lastAt) {
+			jm.last, jm.lastAt, jm.lastMember = ev, t, id
+		}
+		if t := e.ReqTime.UTC(); t.Before(jm.firstAt) {
+			jm.first, jm.firstAt = ev, t
+		}
+	case kerr.InconsistentGroupProtocol.Code:
+		hev := &HazardEvent{Kind: HazardInconsistentProtocol, Severity: SeverityWarn, Group: g.name,
+			MemberID: req.MemberID, ClientID: k.clientID, ClientHost: k.host, at: e.ReqTime.UTC(),
+			ErrorCode: resp.ErrorCode, Error: errName(resp.ErrorCode), GroupProtocol: g.protocol}
+		for _, p := range req.Protocols {
+			hev.Protocols = append(hev.Protocols, p.Name)
+		}
+		with := ""
+		if g.protocol != "" {
+			with = fmt.Sprintf(" (the group's members use %s/%s)", g.protocolType, g.protocol)
+		}
+		hev.Summary = fmt.Sprintf("%s: client %s on %s offers protocol type %s with %s and cannot join%s: "+
+			"INCONSISTENT_GROUP_PROTOCOL, mixed assignors during a deploy; it consumes nothing until all members agree",
+			g.name, k.clientID, k.host, req.ProtocolType, strings.Join(hev.Protocols, ","), with)
+		hev.Evidence = []Evidence{ev}
+		c.report(inconsistent, hev)
+	}
+}
+
+// rejoined notes client k joining again after the broker dropped one of
+// its members within StormWindow: a disruption.
+func (c *Correlator) rejoined(gh *groupHazard, k clientKey, at time.Time) {
+	for i := range gh.drops {
+		if d := &gh.drops[i]; d.client == k && !d.rejoined && at.Sub(d.at) <= c.opts.Hazards.StormWindow {
+			d.rejoined = true
+			gh.disrupt++
+			return
+		}
+	}
+}
+
+// heartbeatHazards: heartbeat spacing against the session timeout.
+func (c *Correlator) heartbeatHazards(e *decode.Exchange, req *kmsg.HeartbeatRequest) {
+	g := c.groups[req.Group]
+	resp, _ := e.Resp.(*kmsg.HeartbeatResponse)
+	if g == nil || resp == nil || (resp.ErrorCode != 0 && resp.ErrorCode != kerr.RebalanceInProgress.Code) {
+		return
+	}
+	m := g.members[req.MemberID]
+	if m == nil {
+		return
+	}
+	at, ev := e.ReqTime.UTC(), evidenceOf(e)
+	if resp.ErrorCode != 0 {
+		gh := c.groupHz(g.name)
+		window := c.opts.Hazards.StormWindow
+		gh.rip = append(trimMarks(gh.rip, func(x time.Time) bool { return at.Sub(x) > window }), at)
+	}
+	mh := c.memberHz(g.name, m.id)
+	hz := c.opts.Hazards
+	if !mh.beatBase.IsZero() && m.sessionMillis > 0 && !m.consumer {
+		spacing := at.Sub(mh.beatBase)
+		session := time.Duration(m.sessionMillis) * time.Millisecond
+		if spacing <= time.Duration(float64(session)*hz.HeartbeatSpacing) {
+			mh.lateRun = 0
+		} else if mh.lateRun++; mh.lateRun >= hz.HeartbeatSpacingRun {
+			hev := c.lateEvent(g, m, at, spacing, SeverityInfo)
+			hev.Count = int64(mh.lateRun)
+			hev.Summary = fmt.Sprintf("%s: member %s (client %s) heartbeats every %v, above a third of its %v session "+
+				"timeout (%d heartbeats in a row): one or two late heartbeats get it expired",
+				g.name, m.id, m.clientID, spacing.Round(time.Millisecond), session, mh.lateRun)
+			hev.Evidence = []Evidence{mh.liveEv, ev}
+			c.report(episodeKey(HazardHeartbeatLate, g.name, m.id, "spacing"), hev)
+		}
+	}
+	c.liveRequest(g, m.id, at, at, ev, true)
+}
+
+// liveRequest records a request of member id that keeps a classic session
+// alive (Heartbeat, JoinGroup, SyncGroup, OffsetCommit) sent at at and
+// answered at done (a JoinGroup waits for the rebalance): a silence before
+// it close to the session timeout is heartbeat_late. beat says it restarts
+// heartbeat spacing (a heartbeat, or the end of a rebalance).
+func (c *Correlator) liveRequest(g *groupState, id string, at, done time.Time, ev Evidence, beat bool) {
+	mh := c.memberHz(g.name, id)
+	if m := g.members[id]; m != nil && mh.hasLive && m.sessionMillis > 0 && !m.consumer {
+		gap := at.Sub(mh.lastLive)
+		session := time.Duration(m.sessionMillis) * time.Millisecond
+		if gap >= time.Duration(float64(session)*c.opts.Hazards.HeartbeatGap) {
+			hev := c.lateEvent(g, m, at, gap, SeverityWarn)
+			hev.Summary = fmt.Sprintf("%s: member %s (client %s) sent nothing to the coordinator for %v of its %v session "+
+				"timeout: close to being expired, which would revoke its partitions and replay its uncommitted records",
+				g.name, m.id, m.clientID, gap.Round(time.Millisecond), session)
+			hev.Evidence = []Evidence{mh.liveEv, ev}
+			c.report(episodeKey(HazardHeartbeatLate, g.name, m.id, "gap", strconv.Itoa(int(m.generation))), hev)
+		}
+	}
+	if done.After(mh.lastLive) {
+		mh.lastLive, mh.liveEv, mh.hasLive = done, ev, true
+	}
+	if beat && done.After(mh.beatBase) {
+		mh.beatBase = done
+	}
+}
+
+func (c *Correlator) lateEvent(g *groupState, m *memberState, at time.Time, gap time.Duration, sev string) *HazardEvent {
+	return &HazardEvent{Kind: HazardHeartbeatLate, Severity: sev, Group: g.name, MemberID: m.id,
+		Generation: i32p(m.generation), ClientID: m.clientID, ClientHost: m.clientHost, at: at,
+		HeartbeatGapMillis: millis(gap), SessionTimeoutMillis: m.sessionMillis}
+}
+
+// checkGone is called when member m leaves or expires at at. An expiry
+// after a silence of its whole session timeout is member_expired; any
+// removal by the broker (also a member that did not rejoin within the
+// rebalance timeout) is a disruption for rebalance_storm.
+func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at time.Time) {
+	if action != MemberExpired {
+		return
+	}
+	gh := c.groupHz(g.name)
+	gh.drops = append(gh.drops, drop{client: clientKey{m.clientHost, m.clientID}, member: m.id, at: at})
+	gh.disrupt++
+	d, ok := m.deadline(c)
+	if !ok || m.lastSeen.IsZero() || !at.Equal(d) {
+		return // removed before its session ran out: the capture does not show it silent
+	}
+	session := d.Sub(m.lastSeen)
+	ev := &HazardEvent{Kind: HazardMemberExpired, Severity: SeverityWarn, Group: g.name, MemberID: m.id,
+		Generation: i32p(m.generation), ClientID: m.clientID, ClientHost: m.clientHost, at: at,
+		SilentMillis: millis(at.Sub(m.lastSeen)), SessionTimeoutMillis: int32(millis(session))}
+	parts := ""
+	if m.assigned && len(m.assignment) > 0 {
+		parts = fmt.Sprintf(": its partitions %s were not consumed meanwhile, and records it had not committed are processed again",
+			assignmentText(m.assignment))
+	}
+	ev.Summary = fmt.Sprintf("%s: member %s (client %s on %s) sent nothing to the coordinator for %v, its session timeout, "+
+		"and was removed without leaving the group%s", g.name, m.id, m.clientID, m.clientHost, session.Round(time.Millisecond), parts)
+	ev.Evidence = []Evidence{}
+	if mh := c.hz().members[g.name][m.id]; mh != nil && mh.hasLive {
+		ev.Evidence = []Evidence{mh.liveEv}
+	}
+	c.report(episodeKey(HazardMemberExpired, g.name, m.id), ev)
+}
+
+func assignmentText(a map[string][]int32) string {
+	var parts []string
+	for _, t := range sortedKeys(a) {
+		ps := slices.Clone(a[t])
+		slices.Sort(ps)
+		s := make([]string, len(ps))
+		for i, p := range ps {
+			s[i] = strconv.Itoa(int(p))
+		}
+		parts = append(parts, t+"/"+strings.Join(s, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+// checkGeneration is called when generation gen of g is emitted: storms
+// and slow rebalances.
+func (c *Correlator) checkGeneration(g *groupState, gen *genState) {
+	gh := c.groupHz(g.name)
+	at := gen.firstSeen
+	if !gen.started.IsZero() {
+		at = gen.started
+	}
+	gm := genMark{id: gen.id, at: at, disruptive: gh.disrupt > 0}
+	gh.disrupt = 0
+	if jm := gh.joins[gen.id]; jm != nil {
+		gm.ev, gm.hasEv = jm.first, true
+	}
+	window := c.opts.Hazards.StormWindow
+	gh.gens = append(gh.gens, gm)
+	gh.gens = trimMarks(gh.gens, func(x genMark) bool { return at.Sub(x.at) > window })
+	gh.drops = trimMarks(gh.drops, func(x drop) bool { return at.Sub(x.at) > window })
+	gh.rip = trimMarks(gh.rip, func(x time.Time) bool { return at.Sub(x) > window })
+	c.checkStorm(g, gh, gm)
+	c.checkSlow(g, gh, gen)
+	for id := range gh.joins {
+		if id <= gen.id {
+			delete(gh.joins, id)
+		}
+	}
+}
+
+func trimMarks[T any](s []T, old func(T) bool) []T {
+	i := 0
+	for i < len(s) && old(s[i]) {
+		i++
+	}
+	return s[i:]
+}
+
+// checkStorm: StormGenerations disruptive generations within StormWindow.
+func (c *Correlator) checkStorm(g *groupState, gh *groupHazard, last genMark) {
+	key := episodeKey(HazardRebalanceStorm, g.name)
+	var disruptive []genMark
+	for _, x := range gh.gens {
+		if x.disruptive {
+			disruptive = append(disruptive, x)
+		}
+	}
+	if c.episodeOpen(key) {
+		if len(disruptive) == 0 {
+			c.endEpisode(key)
+		}
+		return
+	}
+	if len(disruptive) < c.opts.Hazards.StormGenerations {
+		return
+	}
+	first := gh.gens[0]
+	ev := &HazardEvent{Kind: HazardRebalanceStorm, Severity: SeverityWarn, Group: g.name, at: last.at,
+		Generations: len(gh.gens), FirstGeneration: i32p(first.id), LastGeneration: i32p(last.id),
+		WindowMillis: millis(last.at.Sub(first.at)), Count: int64(len(disruptive)), RebalanceInProgress: int64(len(gh.rip))}
+	clients := map[string]bool{}
+	for _, d := range gh.drops {
+		clients[d.client.clientID] = true
+	}
+	ev.ClientIDs = sortedKeys(clients)
+	ev.ClientID = strings.Join(ev.ClientIDs, ",")
+	for _, m := range g.sortedMembers() {
+		ev.RebalanceTimeoutMillis = max(ev.RebalanceTimeoutMillis, m.rebalanceMillis)
+	}
+	ev.Summary = fmt.Sprintf("%s: %d generations (%d..%d) in %v, %d of them after the broker dropped a member "+
+		"(no rejoin within the rebalance timeout, or an expired session) or a dropped client rejoined; %d heartbeats "+
+		"answered REBALANCE_IN_PROGRESS: a rebalance loop, little is consumed", g.name, len(gh.gens), first.id, last.id,
+		last.at.Sub(first.at).Round(time.Millisecond), len(disruptive), len(gh.rip))
+	ev.Evidence = []Evidence{}
+	for _, x := range disruptive {
+		if x.hasEv {
+			ev.Evidence = append(ev.Evidence, x.ev)
+		}
+	}
+	c.report(key, ev)
+}
+
+// checkSlow: a classic rebalance lasting SlowRebalance of the members'
+// rebalance timeout. Partitions are not consumed meanwhile (all of them
+// with an eager assignor). Folded into an open storm.
+func (c *Correlator) checkSlow(g *groupState, gh *groupHazard, gen *genState) {
+	if g.typ != GroupClassic || gen.started.IsZero() || gen.completed.IsZero() ||
+		c.episodeOpen(episodeKey(HazardRebalanceStorm, g.name)) {
+		return
+	}
+	var rt int32
+	for id := range gen.members {
+		if m := g.members[id]; m != nil {
+			rt = max(rt, m.rebalanceMillis)
+		}
+	}
+	dur := gen.completed.Sub(gen.started)
+	timeout := time.Duration(rt) * time.Millisecond
+	hz := c.opts.Hazards
+	if rt <= 0 || dur < hz.SlowRebalanceMin || dur < time.Duration(float64(timeout)*hz.SlowRebalance) {
+		return
+	}
+	ev := &HazardEvent{Kind: HazardRebalanceSlow, Severity: SeverityWarn, Group: g.name, Generation: i32p(gen.id),
+		at: gen.completed, DurationMillis: millis(dur), RebalanceTimeoutMillis: rt}
+	last := ""
+	ev.Evidence = []Evidence{}
+	if jm := gh.joins[gen.id]; jm != nil {
+		ev.Evidence = []Evidence{jm.first, jm.last}
+		if jm.first == jm.last {
+			ev.Evidence = ev.Evidence[:1]
+		}
+		if wait := jm.lastAt.Sub(gen.started); wait >= dur/2 {
+			ev.MemberID = jm.lastMember
+			last = fmt.Sprintf("; %s joined last, %v after the rebalance began", jm.lastMember, wait.Round(time.Millisecond))
+			if m := g.members[jm.lastMember]; m != nil {
+				ev.ClientID, ev.ClientHost = m.clientID, m.clientHost
+			}
+		} else {
+			last = fmt.Sprintf("; the members seen joining had joined within %v: it waited for a member that did not "+
+				"rejoin in time, or for the leader's assignment", wait.Round(time.Millisecond))
+		}
+	}
+	ev.Summary = fmt.Sprintf("%s generation %d: the rebalance took %v, %d%% of the %v rebalance timeout%s; the group's "+
+		"partitions being moved (all of them with an eager assignor) were not consumed meanwhile",
+		g.name, gen.id, dur.Round(time.Millisecond), int(100*dur/timeout), timeout, last)
+	c.report(episodeKey(HazardRebalanceSlow, g.name, strconv.Itoa(int(gen.id))), ev)
+}
