@@ -21,6 +21,15 @@ func (c *Correlator) metadata(e *decode.Exchange) {
 	for _, b := range resp.Brokers {
 		c.brokers[b.NodeID] = hostPort(b.Host, b.Port)
 	}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		if t.ErrorCode != 0 || t.Topic == nil || len(t.Partitions) == 0 {
+			continue
+		}
+		if _, ok := c.partitionCounts[*t.Topic]; ok || len(c.partitionCounts) < c.opts.MaxPartitionsPerGroup {
+			c.partitionCounts[*t.Topic] = int32(len(t.Partitions))
+		}
+	}
 	c.resolveTopics()
 }
 

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,7 +26,7 @@ func (c *Correlator) joinGroup(e *decode.Exchange, req *kmsg.JoinGroupRequest) {
 	if resp == nil {
 		// Unanswered (the capture ended, or lost it): a rebalance began.
 		c.touch(g, g.members[req.MemberID], e.ReqTime, false)
-		g.openRebalance(e.ReqTime.UTC())
+		g.openRebalance(e.ReqTime.UTC(), req.MemberID)
 		c.bind(e, g.name, req.MemberID, req.InstanceID)
 		return
 	}
@@ -36,7 +37,7 @@ func (c *Correlator) joinGroup(e *decode.Exchange, req *kmsg.JoinGroupRequest) {
 	case kerr.MemberIDRequired.Code:
 		// KIP-394: a new member's first join only gets it a member id;
 		// it joins with its second JoinGroup. One member, not two.
-		rb := g.openRebalance(e.ReqTime.UTC())
+		rb := g.openRebalance(e.ReqTime.UTC(), resp.MemberID)
 		if _, ok := rb.fresh[resp.MemberID]; !ok && resp.MemberID != "" {
 			rb.fresh[resp.MemberID] = e.ReqTime.UTC()
 		}
@@ -58,12 +59,22 @@ func (c *Correlator) joined(g *groupState, e *decode.Exchange, req *kmsg.JoinGro
 		id = req.MemberID
 	}
 	fresh, freshAt := req.MemberID == "", e.ReqTime.UTC()
-	if rb := g.pendJoin; rb != nil {
+	rb := g.pendJoin
+	if rb != nil {
 		if t, ok := rb.fresh[id]; ok {
 			fresh, freshAt = true, t
 		}
 	}
 	gen := c.generationFor(g, resp.Generation, e.ReqTime.UTC())
+	if rb != nil && g.pendJoin == rb && gen != nil {
+		// The rebalance under way was this generation's, which formed
+		// before this member's first JoinGroup was seen (exchanges come
+		// in response order): what it holds of the member is gen's.
+		delete(rb.fresh, id)
+		if len(rb.fresh) == 0 && rb.starter == id {
+			g.pendJoin = nil
+		}
+	}
 	if gen != nil {
 		if t, ok := gen.fresh[id]; ok {
 			fresh, freshAt = true, t
@@ -73,7 +84,7 @@ func (c *Correlator) joined(g *groupState, e *decode.Exchange, req *kmsg.JoinGro
 	if m == nil {
 		return
 	}
-	c.replaceStatic(g, m, req.InstanceID, e.ReqTime.UTC())
+	replaced := c.replaceStatic(g, m, req.InstanceID, gen, e.ReqTime.UTC())
 	c.memberJoinInfo(m, req, resp)
 	c.touch(g, m, e.RespTime, true)
 	m.setGeneration(resp.Generation)
@@ -83,13 +94,20 @@ func (c *Correlator) joined(g *groupState, e *decode.Exchange, req *kmsg.JoinGro
 	c.bind(e, g.name, id, req.InstanceID)
 	if gen != nil {
 		c.joinedGeneration(g, gen, m, e, req, resp)
-		if fresh {
+		if fresh && replaced == "" {
 			if t, ok := gen.fresh[id]; !ok || freshAt.Before(t) {
 				gen.fresh[id] = freshAt
 			}
+			if freshAt.Before(gen.started) {
+				gen.started, gen.starter = freshAt, id // its MEMBER_ID_REQUIRED join
+			}
 		}
 	}
-	if fresh {
+	switch {
+	case replaced != "":
+		c.announceJoin(g, m, resp.Generation, fmt.Sprintf("static member restarted (group.instance.id %s): replaced %s "+
+			"in generation %d, taking over its assignment without a rebalance", strVal(req.InstanceID), replaced, resp.Generation), freshAt)
+	case fresh:
 		c.announceJoin(g, m, resp.Generation, "", freshAt)
 	}
 }
@@ -117,8 +135,8 @@ func (c *Correlator) memberJoinInfo(m *memberState, req *kmsg.JoinGroupRequest, 
 // joinedGeneration adds an accepted JoinGroup to its generation.
 func (c *Correlator) joinedGeneration(g *groupState, gen *genState, m *memberState, e *decode.Exchange, req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse) {
 	gen.joinsSeen = true
-	if t := e.ReqTime.UTC(); gen.started.IsZero() || t.Before(gen.started) {
-		gen.started = t
+	if t := e.ReqTime.UTC(); gen.started.IsZero() || t.Before(gen.started) || (t.Equal(gen.started) && m.id < gen.starter) {
+		gen.started, gen.starter = t, m.id
 	}
 	ptype := req.ProtocolType
 	if resp.ProtocolType != nil {
@@ -131,7 +149,7 @@ func (c *Correlator) joinedGeneration(g *groupState, gen *genState, m *memberSta
 	if resp.LeaderID != "" {
 		gen.leader = resp.LeaderID
 	}
-	if req.Reason != nil && *req.Reason != "" {
+	if req.Reason != nil && *req.Reason != "" && gen.replaced[m.id] == "" {
 		gen.joinReasons[m.id] = *req.Reason
 	}
 	if gen.members[m.id] != nil || authority(gen.membersFrom) == authority(fromObserved) {
@@ -153,22 +171,28 @@ func (c *Correlator) joinedGeneration(g *groupState, gen *genState, m *memberSta
 }
 
 // replaceStatic ends the live member that held m's group instance id
-// under another member id (KIP-345: a static member restarted). That alone
-// starts no rebalance, so it is no cause of the next generation; m takes
-// over the old member's place and assignment in the current generation.
-func (c *Correlator) replaceStatic(g *groupState, m *memberState, instanceID *string, at time.Time) {
+// under another member id (KIP-345: a static member restarted) and returns
+// its id ("" if there was none). That alone starts no rebalance, so it is
+// no cause of the next generation: m takes over the old member's
+// assignment. When m joined gen, the generation the old member is in, gen
+// keeps its members as formed and records m as the old member's
+// replacement.
+func (c *Correlator) replaceStatic(g *groupState, m *memberState, instanceID *string, gen *genState, at time.Time) string {
 	if instanceID == nil {
-		return
+		return ""
 	}
 	old := g.liveByInstance(*instanceID)
 	if old == nil || old == m {
-		return
+		return ""
 	}
-	c.memberGone(g, old, MemberLeft, "replaced by static member "+m.id+" (same group.instance.id)", at)
+	c.memberGone(g, old, MemberLeft, fmt.Sprintf("static member restarted: replaced by %s (same group.instance.id %s)", m.id, *instanceID), at)
 	g.departures = g.departures[:len(g.departures)-1]
 	m.assignment, m.assigned = old.assignment, old.assigned
-	if cur := g.cur(); cur != nil && cur.members[old.id] != nil && cur.members[m.id] == nil {
-		cur.members[m.id] = cur.members[old.id]
-		delete(cur.members, old.id)
+	if gen != nil && gen.members[old.id] != nil && gen.members[m.id] == nil {
+		if gen.replaced == nil {
+			gen.replaced = make(map[string]string)
+		}
+		gen.replaced[m.id] = old.id
 	}
+	return old.id
 }

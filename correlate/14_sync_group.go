@@ -85,6 +85,16 @@ func (c *Correlator) leaderPlan(g *groupState, gen *genState, req *kmsg.SyncGrou
 // synced records a member's accepted SyncGroup: its own assignment.
 func (c *Correlator) synced(g *groupState, gen *genState, m *memberState, assignment []byte, ptype string, e *decode.Exchange) {
 	gm := gen.members[m.id]
+	if gm == nil && gen.replaced[m.id] != "" {
+		// A restarted static member syncs the assignment of the member
+		// it replaced: it is m's now; the generation as formed stays.
+		var own genMember
+		setAssignment(&own, assignment, ptype)
+		if own.assigned {
+			m.assignment, m.assigned = own.assignment, true
+		}
+		return
+	}
 	if gm == nil {
 		gm = gen.member(m)
 	}

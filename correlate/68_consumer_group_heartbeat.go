@@ -87,6 +87,7 @@ func (c *Correlator) consumerBeat(g *groupState, e *decode.Exchange, req *kmsg.C
 	c.touch(g, m, e.ReqTime, true)
 	beat(m, e.ReqTime.UTC())
 	c.consumerSubscription(g, m, req.SubscribedTopicNames)
+	sent := resp.Assignment != nil // nil: unchanged
 	if a := resp.Assignment; a != nil {
 		m.assignment, m.assigned = make(map[string][]int32, len(a.Topics)), true
 		for _, t := range a.Topics {
@@ -100,13 +101,15 @@ func (c *Correlator) consumerBeat(g *groupState, e *decode.Exchange, req *kmsg.C
 	if join && m.joinedAt.IsZero() {
 		m.joinedAt = at
 	}
-	if gen := c.generationFor(g, resp.MemberEpoch, at); gen != nil {
-		c.consumerReached(g, gen, m, at, join)
+	changed := false
+	gen := c.generationFor(g, resp.MemberEpoch, at)
+	if gen != nil {
+		changed = c.consumerReached(g, gen, m, at, join, sent)
 	}
 	if join {
 		c.announceJoin(g, m, resp.MemberEpoch, "", at)
 	}
-	c.consumerFinish(g, e.RespTime.UTC())
+	c.consumerFinish(g, gen != nil && gen == g.cur() && changed, e.RespTime.UTC())
 }
 
 // consumerSubscription records a member's subscribed topics (sent only
@@ -120,12 +123,25 @@ func (c *Correlator) consumerSubscription(g *groupState, m *memberState, topics 
 	sub = slices.Compact(sub)
 	if m.subscription != nil && !slices.Equal(m.subscription, sub) && g.subChange == "" {
 		g.subChange = fmt.Sprintf("subscription changed: %s %v -> %v", m.id, m.subscription, sub)
+		g.subChangeBy = m.id
 	}
 	m.subscription = sub
 }
 
-// consumerReached records that m reached epoch gen.
-func (c *Correlator) consumerReached(g *groupState, gen *genState, m *memberState, at time.Time, join bool) {
+// consumerReached records that m reached epoch gen, with the assignment
+// the response sent (sent), or its assignment unchanged.
+//
+// A member's assignment at an epoch is what it holds once the epoch's
+// reconciliation is done, as the broker reports a Stable group: within one
+// member epoch the broker only adds partitions that other members released
+// (KIP-848 "unreleased partitions", sent as they free up), or, once a newer
+// group epoch exists, takes partitions away, keeping the member at its epoch
+// until it confirms their revocation. So an assignment that grows the
+// member's entry of the epoch completes it; one that removes partitions
+// belongs to the next epoch (the member's own assignment follows it at
+// once, for ownership). It reports whether m's entry of gen changed: m
+// reached it, or its assignment of it grew.
+func (c *Correlator) consumerReached(g *groupState, gen *genState, m *memberState, at time.Time, join, sent bool) bool {
 	gen.joinsSeen = true
 	gen.protocolType, gen.protocol = consumerProtocol, g.protocol
 	if authority(gen.membersFrom) < authority(fromHeartbeat) {
@@ -139,16 +155,39 @@ func (c *Correlator) consumerReached(g *groupState, gen *genState, m *memberStat
 			gen.fresh[m.id] = at
 		}
 	}
+	reached := gen.members[m.id] == nil
 	gm := gen.member(m)
 	gm.synced = true
-	if m.assigned {
+	switch {
+	case !m.assigned:
+	case !gm.assigned, sent && covers(m.assignment, gm.assignment) && !covers(gm.assignment, m.assignment):
 		gm.assignment, gm.assigned = sortedAssignment(m.assignment), true
+		return true
 	}
+	return reached
 }
 
-// consumerFinish emits the latest epoch of a KIP-848 group once every live
-// member has reached it.
-func (c *Correlator) consumerFinish(g *groupState, at time.Time) {
+// covers reports whether assignment a holds every partition of b.
+func covers(a, b map[string][]int32) bool {
+	for t, ps := range b {
+		for _, p := range ps {
+			if !slices.Contains(a[t], p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// consumerFinish emits the latest epoch of a KIP-848 group once it is
+// settled: every live member has reached it, and their assignments of it
+// cover every partition of the topics they subscribe to (partition counts
+// from Metadata responses), so no partition waits for another member to
+// release it. Until then (or when the counts are unknown) the epoch is
+// emitted when a later one begins, or at the end of the input. Its
+// completion time is the answer that last changed it (changed) once every
+// live member had reached it.
+func (c *Correlator) consumerFinish(g *groupState, changed bool, at time.Time) {
 	cur := g.cur()
 	if cur == nil || cur.emitted {
 		return
@@ -158,8 +197,49 @@ func (c *Correlator) consumerFinish(g *groupState, at time.Time) {
 			return
 		}
 	}
-	if at.After(cur.completed) {
+	if (changed || cur.completed.IsZero()) && at.After(cur.completed) {
 		cur.completed = at
 	}
-	c.maybeFinish(g, cur)
+	if c.consumerSettled(g, cur) {
+		c.maybeFinish(g, cur)
+	}
+}
+
+// consumerSettled reports whether the live members' assignments of gen
+// cover every partition of the topics they subscribe to.
+func (c *Correlator) consumerSettled(g *groupState, gen *genState) bool {
+	topics := map[string]bool{}
+	held := map[tp]bool{}
+	for _, m := range g.members {
+		if m.status != statusLive {
+			continue
+		}
+		gm := gen.members[m.id]
+		if m.subscription == nil || gm == nil || !gm.assigned {
+			return false
+		}
+		for _, t := range m.subscription {
+			topics[t] = true
+		}
+		for t, ps := range gm.assignment {
+			for _, p := range ps {
+				held[tp{t, p}] = true
+			}
+		}
+	}
+	if len(topics) == 0 {
+		return false
+	}
+	for t := range topics {
+		n, ok := c.partitionCounts[t]
+		if !ok {
+			return false
+		}
+		for p := range n {
+			if !held[tp{t, p}] {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -25,7 +25,19 @@ func (c *Correlator) cause(g *groupState, gen *genState) Cause {
 	case gen.missed() > 0 && g.typ != GroupConsumer:
 		return Cause{Kind: CauseUnknown, Reason: fmt.Sprintf("generations %d..%d are not in the capture", prev.id+1, gen.id-1)}
 	}
-	return Cause{Kind: CauseMetadataChange, Reason: metadataReason(prev, gen)}
+	return Cause{Kind: CauseMetadataChange, Member: metadataMember(prev, gen), Reason: metadataReason(prev, gen)}
+}
+
+// metadataMember names the member that started a rebalance of the same
+// members: the one whose subscription changed (KIP-848), else the one
+// whose JoinGroup came first; "" when the capture does not show it.
+func metadataMember(prev, gen *genState) string {
+	for _, id := range []string{gen.subChangeBy, gen.starter} {
+		if id != "" && gen.members[id] != nil && prev.members[id] != nil {
+			return id
+		}
+	}
+	return ""
 }
 
 // earliestChange returns the first join, leave or expiry behind gen.

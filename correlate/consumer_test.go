@@ -33,9 +33,26 @@ func cgh(h *harness, at time.Duration, member string, epoch int32, respMember st
 	h.ex(at, h.conn(host, "10.0.0.9:9092"), "c-"+respMember, req, resp)
 }
 
+// ordersPartitions answers a Metadata request with n partitions of orders.
+func ordersPartitions(h *harness, at time.Duration, n int32) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	resp := kmsg.NewPtrMetadataResponse()
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID = kmsg.StringPtr("orders"), ordersID
+	for p := range n {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	resp.Topics = append(resp.Topics, mt)
+	h.ex(at, h.conn("10.0.0.1:5009", "10.0.0.8:9092"), "c-m1", req, resp)
+}
+
 func TestConsumerGroup848(t *testing.T) {
 	h := newHarness(t, nil)
 	metadataExchange(h, 0)
+	ordersPartitions(h, 0, 2)
 	cgh(h, 1*time.Second, "", 0, "m1", 1, map[int32]bool{0: true, 1: true}, "orders")
 	cgh(h, 2*time.Second, "", 0, "m2", 2, map[int32]bool{}, "orders")
 	cgh(h, 3*time.Second, "m1", 1, "m1", 2, map[int32]bool{0: true})
@@ -54,8 +71,11 @@ func TestConsumerGroup848(t *testing.T) {
 	wantGens := []genView{
 		{Gen: 1, Prev: -1, From: fromHeartbeat, Assigned: map[string]map[string][]int32{"m1": {"orders": {0, 1}}},
 			Cause: Cause{Kind: CauseMemberJoined, Member: "m1"}, Complete: true, Started: "1s", Completed: "1.001s"},
-		{Gen: 2, Prev: 1, From: fromHeartbeat, Assigned: map[string]map[string][]int32{"m1": {"orders": {0}}, "m2": {}},
-			Cause: Cause{Kind: CauseMemberJoined, Member: "m2"}, Complete: true, Started: "2s", Completed: "3.001s"},
+		// m2 reached epoch 2 with nothing, and got partition 1 once m1
+		// released it (m1 reached epoch 2 with partition 0 alone): the
+		// epoch settled then.
+		{Gen: 2, Prev: 1, From: fromHeartbeat, Assigned: map[string]map[string][]int32{"m1": {"orders": {0}}, "m2": {"orders": {1}}},
+			Cause: Cause{Kind: CauseMemberJoined, Member: "m2"}, Complete: true, Started: "2s", Completed: "4.001s"},
 		{Gen: 3, Prev: 2, From: fromHeartbeat, Assigned: map[string]map[string][]int32{"m1": {"orders": {0, 1}}},
 			Cause: Cause{Kind: CauseMemberLeft, Member: "m2", Reason: "left (member epoch -1)"}, Complete: true, Started: "6s", Completed: "6.001s"},
 	}
@@ -65,5 +85,44 @@ func TestConsumerGroup848(t *testing.T) {
 	g := findGroup(h.c.Snapshot(), "g848")
 	if g.GroupType != GroupConsumer || g.Generation != 3 || g.State != "stable" {
 		t.Errorf("group = %s generation %d %s, want consumer generation 3 stable", g.GroupType, g.Generation, g.State)
+	}
+}
+
+// TestConsumerGroup848Revocation: a member told to give up partitions
+// stays at its epoch until it confirms; that shrink belongs to the next
+// epoch, not to the one it is at. Without partition counts, an epoch is
+// emitted only once a later one begins (or at the end): a member may still
+// be waiting for released partitions.
+func TestConsumerGroup848Revocation(t *testing.T) {
+	h := newHarness(t, nil)
+	metadataExchange(h, 0) // names orders, no partition counts
+	cgh(h, 1*time.Second, "", 0, "m1", 1, map[int32]bool{0: true, 1: true}, "orders")
+	cgh(h, 2*time.Second, "", 0, "m2", 2, map[int32]bool{}, "orders")
+	cgh(h, 3*time.Second, "m1", 1, "m1", 1, map[int32]bool{0: true}) // revoke 1, still epoch 1
+	cgh(h, 4*time.Second, "m1", 1, "m1", 2, nil)                     // confirmed: epoch 2, unchanged
+	if n := len(h.events("generation")); n != 1 {
+		t.Errorf("%d generation events before m2 got its partition, want 1 (epoch 1)", n)
+	}
+	cgh(h, 5*time.Second, "m2", 2, "m2", 2, map[int32]bool{1: true}) // released to m2
+	h.c.Close(base.Add(6 * time.Second))
+	gens := genViews(h.events("generation"))
+	want := []map[string]map[string][]int32{
+		{"m1": {"orders": {0, 1}}},
+		{"m1": {"orders": {0}}, "m2": {"orders": {1}}},
+	}
+	if len(gens) != 2 {
+		t.Fatalf("generations = %+v, want epochs 1 and 2", gens)
+	}
+	for i, g := range gens {
+		if d := diff(want[i], g.Assigned); d != "" {
+			t.Errorf("epoch %d assignments (-want +got):\n%s", g.Gen, d)
+		}
+	}
+	if gens[1].Completed != "5.001s" {
+		t.Errorf("epoch 2 completed %s, want 5.001s (when m2 got partition 1)", gens[1].Completed)
+	}
+	m1 := findGroup(h.c.Snapshot(), "g848").Members[0]
+	if d := diff(map[string][]int32{"orders": {0}}, m1.Assignment); d != "" {
+		t.Errorf("m1 owns (-want +got):\n%s", d)
 	}
 }

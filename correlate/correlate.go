@@ -20,9 +20,12 @@ type Correlator struct {
 	topics     decode.Topics
 	unresolved map[[16]byte]bool // topic ids used as "id:<hex>" keys
 	brokers    map[int32]string  // node id -> host:port, from Metadata
-	groups     map[string]*groupState
-	clients    map[clientKey]*clientState
-	sessions   map[sessionKey]*fetchSession
+	// partitionCounts: topic name -> partitions, from Metadata responses
+	// (at most MaxPartitionsPerGroup topics).
+	partitionCounts map[string]int32
+	groups          map[string]*groupState
+	clients         map[clientKey]*clientState
+	sessions        map[sessionKey]*fetchSession
 
 	now       time.Time // latest capture time seen
 	lastSweep time.Time
@@ -39,13 +42,14 @@ const sweepEvery = time.Second
 // opts may be nil.
 func New(opts *Options, sink Sink) *Correlator {
 	return &Correlator{
-		opts:       opts.withDefaults(),
-		sink:       sink,
-		unresolved: make(map[[16]byte]bool),
-		brokers:    make(map[int32]string),
-		groups:     make(map[string]*groupState),
-		clients:    make(map[clientKey]*clientState),
-		sessions:   make(map[sessionKey]*fetchSession),
+		opts:            opts.withDefaults(),
+		sink:            sink,
+		unresolved:      make(map[[16]byte]bool),
+		brokers:         make(map[int32]string),
+		partitionCounts: make(map[string]int32),
+		groups:          make(map[string]*groupState),
+		clients:         make(map[clientKey]*clientState),
+		sessions:        make(map[sessionKey]*fetchSession),
 	}
 }
 

@@ -25,7 +25,8 @@
 //     ListGroups answers. Consumer-protocol metadata and assignments are
 //     decoded with kmsg; other protocol types are kept as sizes only.
 //   - KIP-848 groups: ConsumerGroupHeartbeat; the member epoch stands for
-//     the generation.
+//     the generation, with each member's reconciled assignment of it (see
+//     GenerationEvent).
 //   - Commits: every partition of every OffsetCommit with the broker's
 //     answer; OffsetFetch answers give the committed offset the broker has.
 //   - Consumption: a Fetch names no group. It is attributed through its

@@ -62,7 +62,10 @@ type Cause struct {
 	// leader rejoin, a cooperative follow-up rebalance) or unknown (the
 	// capture does not show it: it began mid-way or lost the JoinGroups).
 	Kind string `json:"kind"`
-	// Member is the member whose join, leave or expiry came first.
+	// Member is the member whose join, leave or expiry came first; for
+	// metadata_change, the member whose JoinGroup started the rebalance
+	// (its first JoinGroup), or (KIP-848) whose subscription changed.
+	// Empty when the capture does not show it.
 	Member string `json:"member,omitempty"`
 	// Reason is the LeaveGroup (v5+) or JoinGroup (v8+) reason the client
 	// gave, or kwire's explanation (subscription diff, silence, what is
@@ -72,8 +75,21 @@ type Cause struct {
 
 // GenerationEvent ("type":"generation") is one generation of a group: emitted
 // when every member's SyncGroup response was seen, or when the next
-// generation begins, or at the end of the input. For KIP-848 groups the
-// generation is the member epoch, completed when every live member reached it.
+// generation begins, or at the end of the input. Its members are those it
+// was formed with: a static member (KIP-345) that restarts under a new
+// member id without a rebalance is reported by member events (the old id
+// left, the new one joined, naming it) and keeps its generation.
+//
+// For KIP-848 groups the generation is an epoch the members reached, each
+// member's assignment the one it held at that epoch once reconciled (what
+// the broker reports when the group is Stable): the broker adds partitions
+// within an epoch as other members release them, and takes partitions away
+// only for a later epoch (the member then stays at its epoch until it has
+// revoked them; that smaller assignment is the next epoch's). It is emitted
+// once every live member reached the epoch and their assignments cover
+// every partition of the topics they subscribe to (partition counts from
+// Metadata responses); without the counts, when a later epoch begins or at
+// the end of the input. Completed is the answer that last changed it.
 type GenerationEvent struct {
 	Group string `json:"group"`
 	// GroupType is "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848).

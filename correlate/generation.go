@@ -40,13 +40,20 @@ type genState struct {
 	membersFrom  string
 
 	firstSeen, started, completed time.Time
+	starter                       string               // the member whose JoinGroup was first (at started)
 	joinsSeen                     bool                 // a JoinGroup response of it was seen
 	fresh                         map[string]time.Time // members that joined anew, first join time
 	departures                    []departure          // left or expired before it formed
 	subChange                     string               // KIP-848 subscription change
+	subChangeBy                   string               // the member whose subscription changed
 	joinReasons                   map[string]string    // JoinGroup v8+ reason per member
-	emptiedBefore                 bool
-	emitted                       bool
+	// replaced maps the member id of a static member (KIP-345) that
+	// restarted during the generation, taking over its place without a
+	// rebalance, to the member id it replaced (which stays in members:
+	// the generation as formed).
+	replaced      map[string]string
+	emptiedBefore bool
+	emitted       bool
 }
 
 // genMember is one member in one generation.
@@ -104,7 +111,7 @@ func (c *Correlator) generationFor(g *groupState, id int32, t time.Time) *genSta
 	gen := &genState{
 		id: id, prevID: -1, firstSeen: t, members: make(map[string]*genMember),
 		membersFrom: fromObserved, fresh: make(map[string]time.Time), joinReasons: make(map[string]string),
-		departures: g.departures, subChange: g.subChange, emptiedBefore: g.emptied,
+		departures: g.departures, subChange: g.subChange, subChangeBy: g.subChangeBy, emptiedBefore: g.emptied,
 	}
 	if cur != nil {
 		gen.prevID = cur.id
@@ -115,10 +122,10 @@ func (c *Correlator) generationFor(g *groupState, id int32, t time.Time) *genSta
 		gen.departures = nil
 	}
 	if rb := g.pendJoin; rb != nil {
-		gen.started, gen.fresh = rb.first, rb.fresh
+		gen.started, gen.starter, gen.fresh = rb.first, rb.starter, rb.fresh
 		g.pendJoin = nil
 	}
-	g.departures, g.subChange, g.emptied = nil, "", false
+	g.departures, g.subChange, g.subChangeBy, g.emptied = nil, "", "", false
 	g.gens = append(g.gens, gen)
 	c.trimGenerations(g)
 	return gen
@@ -168,19 +175,28 @@ func (c *Correlator) setMembership(g *groupState, gen *genState, from string, li
 	}
 	for _, m := range g.sortedMembers() {
 		if m.status == statusLive && !in[m.id] && m.generation < gen.id {
-			c.removed(g, m, at, fmt.Sprintf("not a member of generation %d", gen.id))
+			why := fmt.Sprintf("not a member of generation %d", gen.id)
+			if d, ok := m.deadline(c); ok && d.After(at) {
+				why += ": its session had not run out, so it did not rejoin the rebalance in time (or left unseen)"
+			}
+			c.removed(g, m, at, why)
 		}
 	}
 	if gen != g.cur() {
 		return
 	}
 	// Departures of members missing from gen are its causes, not the
-	// next generation's.
+	// next generation's; unless the departure left the group empty
+	// before gen's members joined: the broker then bumped the generation
+	// for the empty group, and gen was made by its joiners.
 	keep := g.departures[:0]
 	for _, d := range g.departures {
-		if in[d.member] {
+		switch {
+		case in[d.member]:
 			keep = append(keep, d)
-		} else {
+		case d.emptied:
+			gen.emptiedBefore, g.emptied = true, false
+		default:
 			gen.departures = append(gen.departures, d)
 		}
 	}
@@ -300,4 +316,16 @@ func (c *Correlator) observe(g *groupState, m *memberState, id int32, e *decode.
 		gen.member(m)
 	}
 	return gen
+}
+
+// entry returns gen's entry for member id, or for the member id replaced
+// (a restarted static member standing in for the one gen was formed with).
+func (gen *genState) entry(id string) *genMember {
+	if gm := gen.members[id]; gm != nil {
+		return gm
+	}
+	if old := gen.replaced[id]; old != "" {
+		return gen.members[old]
+	}
+	return nil
 }

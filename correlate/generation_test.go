@@ -137,17 +137,28 @@ func TestStaticMemberRestart(t *testing.T) {
 	h.ex(10*ms, c, "c1", syncReq("g", "s1", 1, map[string]tps{"s1": {"t": {0}}}), syncResp(0, tps{"t": {0}}))
 	c2 := h.conn("10.0.0.1:5001", "10.0.0.9:9092")
 	h.ex(5*time.Second, c2, "c1", join, joinResp(0, 1, "s1", "s2", nil))
+	h.ex(5*time.Second+10*ms, c2, "c1", syncReq("g", "s2", 1, nil), syncResp(0, tps{"t": {0}}))
 
 	want := []memberView{
 		{MemberJoined, "s1", 1, "", "0s"},
-		{MemberLeft, "s1", 1, "replaced by static member s2 (same group.instance.id)", "5s"},
-		{MemberJoined, "s2", 1, "", "5s"},
+		{MemberLeft, "s1", 1, "static member restarted: replaced by s2 (same group.instance.id i1)", "5s"},
+		{MemberJoined, "s2", 1, "static member restarted (group.instance.id i1): replaced s1 in generation 1, taking over its assignment without a rebalance", "5s"},
 	}
 	if d := diff(want, memberViews(h.events("member"))); d != "" {
 		t.Errorf("member events (-want +got):\n%s", d)
 	}
-	if g := findGroup(h.c.Snapshot(), "g"); g.Generation != 1 || g.Partitions != nil && len(g.Partitions) != 0 {
+	g := findGroup(h.c.Snapshot(), "g")
+	if g.Generation != 1 || g.Partitions != nil && len(g.Partitions) != 0 {
 		t.Errorf("group = gen %d, want still generation 1", g.Generation)
+	}
+	// Generation 1 stays as it was formed (s1); s2 owns s1's assignment.
+	if len(g.Generations) != 1 || len(g.Generations[0].Members) != 1 || g.Generations[0].Members[0].MemberID != "s1" {
+		t.Errorf("generations = %+v, want generation 1 with its member s1", g.Generations)
+	}
+	for _, m := range g.Members {
+		if m.MemberID == "s2" && (m.Status != "live" || diff(tps{"t": {0}}, m.Assignment) != "") {
+			t.Errorf("s2 = %s with %v, want live with t/0", m.Status, m.Assignment)
+		}
 	}
 	if d := h.c.groups["g"].departures; len(d) != 0 {
 		t.Errorf("departures = %+v, want none: a static restart is no rebalance cause", d)
@@ -165,5 +176,46 @@ func TestMetadataChangeReason(t *testing.T) {
 	got := gens[len(gens)-1].Cause
 	if got.Kind != CauseMetadataChange || !strings.Contains(got.Reason, "subscription changed: m1 [t] -> [t u]") {
 		t.Errorf("cause = %+v, want metadata_change naming the subscription change", got)
+	}
+}
+
+// TestMetadataChangeNamesFirstRejoin: when the same members rejoin, the
+// cause names the member whose JoinGroup came first (not the leader, not
+// the first by id).
+func TestMetadataChangeNamesFirstRejoin(t *testing.T) {
+	h := newHarness(t, nil)
+	stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}, "m2": {"t": {1}}})
+	meta := consumerMeta(1, "t")
+	c1, c2 := h.conn("10.0.0.1:5000", "10.0.0.9:9092"), h.conn("10.0.0.2:5000", "10.0.0.9:9092")
+	h.ex(time.Second, c2, "c-m2", joinReq(9, "g", "m2", meta), joinResp(0, 2, "m1", "m2", nil))
+	h.ex(time.Second+2*ms, c1, "c-m1", joinReq(9, "g", "m1", meta), joinResp(0, 2, "m1", "m1", map[string][]byte{"m1": meta, "m2": meta}))
+	plan := map[string]tps{"m1": {"t": {0}}, "m2": {"t": {1}}}
+	h.ex(time.Second+10*ms, c1, "c-m1", syncReq("g", "m1", 2, plan), syncResp(0, plan["m1"]))
+	h.ex(time.Second+11*ms, c2, "c-m2", syncReq("g", "m2", 2, nil), syncResp(0, plan["m2"]))
+	gens := genViews(h.events("generation"))
+	if got := gens[len(gens)-1]; got.Gen != 2 || got.Cause.Kind != CauseMetadataChange || got.Cause.Member != "m2" || got.Started != "1s" {
+		t.Errorf("generation %d cause %+v started %s, want 2, metadata_change by m2 at 1s", got.Gen, got.Cause, got.Started)
+	}
+}
+
+// TestExpiryConfirmedAfterSuccessorJoined: the only member expires; its
+// expiry is confirmed only when the successor's JoinGroup forms the next
+// generation (before kwire's sweep judged it). The group was empty in
+// between, so the broker bumped the generation once: the successor's join
+// caused the generation seen, none is missed.
+func TestExpiryConfirmedAfterSuccessorJoined(t *testing.T) {
+	h := newHarness(t, nil)
+	stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}}) // session 10s, rebalance 20s
+	stableGroup(h, 12*time.Second, "g", 3, map[string]tps{"m2": {"t": {0}}})
+	gens := genViews(h.events("generation"))
+	want := genView{Gen: 3, Prev: 1, Missed: 0, Leader: "m2", From: fromJoin,
+		Assigned: map[string]map[string][]int32{"m2": {"t": {0}}},
+		Cause:    Cause{Kind: CauseMemberJoined, Member: "m2"}, Complete: true, Started: "11.995s", Completed: "12.011s"}
+	if d := diff(want, gens[len(gens)-1]); d != "" {
+		t.Errorf("last generation (-want +got):\n%s", d)
+	}
+	evs := memberViews(h.events("member"))
+	if d := diff(memberView{MemberExpired, "m1", 1, "no request to the coordinator for 10s (session timeout 10s)", "10.011s"}, evs[1]); d != "" {
+		t.Errorf("m1's expiry (-want +got):\n%s", d)
 	}
 }

@@ -29,10 +29,11 @@ type groupState struct {
 	// the departures and subscription changes that will be its cause, and
 	// whether the group became empty (the broker then bumps the
 	// generation once without a member seeing it).
-	pendJoin   *rebalance
-	departures []departure
-	subChange  string
-	emptied    bool
+	pendJoin    *rebalance
+	departures  []departure
+	subChange   string
+	subChangeBy string // the member whose subscription changed first
+	emptied     bool
 
 	parts     map[tp]*partState
 	coord     coordState
@@ -43,8 +44,9 @@ type groupState struct {
 
 // rebalance is a classic rebalance whose generation has not formed yet.
 type rebalance struct {
-	first time.Time            // earliest JoinGroup request
-	fresh map[string]time.Time // members joining anew (MEMBER_ID_REQUIRED)
+	first   time.Time            // earliest JoinGroup request
+	starter string               // the member that sent it ("" if it had no id yet)
+	fresh   map[string]time.Time // members joining anew (MEMBER_ID_REQUIRED)
 }
 
 // departure is a member that left or expired, remembered as a possible
@@ -54,6 +56,11 @@ type departure struct {
 	kind   string // CauseMemberLeft or CauseMemberExpired
 	reason string
 	at     time.Time
+	// emptied: no other member was in the group at that time, so the
+	// broker bumped the generation for the empty group (unseen on the
+	// wire): the departure caused that bump, not the next generation
+	// seen, which the members joining the empty group caused.
+	emptied bool
 }
 
 // group returns the group named name, creating it; nil when the group cap
@@ -110,13 +117,14 @@ func (g *groupState) before(gen *genState) *genState {
 	return g.gens[i-1]
 }
 
-// openRebalance returns the rebalance under way, starting one at t.
-func (g *groupState) openRebalance(t time.Time) *rebalance {
+// openRebalance returns the rebalance under way, starting one at t with
+// a JoinGroup of member (its id, "" when it has none yet).
+func (g *groupState) openRebalance(t time.Time, member string) *rebalance {
 	if g.pendJoin == nil {
-		g.pendJoin = &rebalance{first: t, fresh: make(map[string]time.Time)}
+		g.pendJoin = &rebalance{first: t, starter: member, fresh: make(map[string]time.Time)}
 	}
 	if t.Before(g.pendJoin.first) {
-		g.pendJoin.first = t
+		g.pendJoin.first, g.pendJoin.starter = t, member
 	}
 	return g.pendJoin
 }
@@ -125,6 +133,18 @@ func (g *groupState) openRebalance(t time.Time) *rebalance {
 func (g *groupState) live() bool {
 	for _, m := range g.members {
 		if m.status == statusLive {
+			return true
+		}
+	}
+	return false
+}
+
+// liveAt reports whether any member live now was already in the group at
+// t: a member seen joining after t (an expiry is often confirmed only
+// once the next member joined) was not.
+func (g *groupState) liveAt(t time.Time) bool {
+	for _, m := range g.members {
+		if m.status == statusLive && (m.joinedAt.IsZero() || !m.joinedAt.After(t)) {
 			return true
 		}
 	}

@@ -233,13 +233,13 @@ func (c *Correlator) checkOwnerCommit(g *groupState, p tp, cm *committer, off in
 	if gs == nil || authority(gs.membersFrom) < authority(fromSync) {
 		return
 	}
-	gm := gs.members[cm.member]
+	gm := gs.entry(cm.member)
 	if gm == nil || !gm.assigned || owns(gm.assignment, p) {
 		return
 	}
 	owner := ""
 	for _, id := range sortedKeys(gs.members) {
-		if o := gs.members[id]; id != cm.member && o.assigned && owns(o.assignment, p) {
+		if o := gs.members[id]; o != gm && o.assigned && owns(o.assignment, p) {
 			owner = id
 			break
 		}

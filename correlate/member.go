@@ -194,8 +194,9 @@ func (c *Correlator) memberGone(g *groupState, m *memberState, action, reason st
 	m.goneAt, m.goneReason = at, ev.Reason
 	c.emit(ev)
 	c.unbindMember(g.name, m, at)
-	g.departures = append(g.departures, departure{member: m.id, kind: kind, reason: ev.Reason, at: at})
-	if !g.live() {
+	d := departure{member: m.id, kind: kind, reason: ev.Reason, at: at, emptied: !g.liveAt(at)}
+	g.departures = append(g.departures, d)
+	if d.emptied {
 		g.emptied = true
 	}
 	c.checkGone(g, m, action, at)
