@@ -19,6 +19,7 @@ func textReport(s *correlate.Snapshot) string {
 	for i := range s.Groups {
 		groupReport(&b, &s.Groups[i])
 	}
+	hazardReport(&b, s)
 	for _, u := range s.Unattributed {
 		fmt.Fprintf(&b, "\nfetches not attributed to one group: %s@%s (%s", u.ClientID, u.ClientHost, u.Status)
 		if len(u.Candidates) > 0 {
@@ -124,4 +125,31 @@ func orUnknown(s string) string {
 		return "unknown type"
 	}
 	return s
+}
+
+// hazardReport lists the hazards by severity, most severe first, each with
+// its summary and the exchanges it rests on.
+func hazardReport(b *strings.Builder, s *correlate.Snapshot) {
+	if len(s.Hazards) == 0 {
+		b.WriteString("\nhazards: none\n")
+		return
+	}
+	fmt.Fprintf(b, "\nhazards: %d critical, %d warn, %d info", s.HazardCounts[correlate.SeverityCritical],
+		s.HazardCounts[correlate.SeverityWarn], s.HazardCounts[correlate.SeverityInfo])
+	if s.HazardsDropped > 0 {
+		fmt.Fprintf(b, " (%d more not listed)", s.HazardsDropped)
+	}
+	b.WriteString("\n")
+	sev := ""
+	for i := range s.Hazards {
+		h := &s.Hazards[i]
+		if h.Severity != sev {
+			sev = h.Severity
+			fmt.Fprintf(b, "%s:\n", strings.ToUpper(sev))
+		}
+		fmt.Fprintf(b, "  %s %s: %s\n", clock(h.Time()), h.Kind, h.Summary)
+		for _, ev := range h.Evidence {
+			fmt.Fprintf(b, "      %s %s #%d c%d %s>%s\n", clock(ev.TS), ev.API, ev.CorrelationID, ev.Conn.ID, ev.Conn.Client, ev.Conn.Broker)
+		}
+	}
 }

@@ -1,0 +1,65 @@
+package jsonout
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kwire/kwire/correlate"
+)
+
+// TestEnvelope checks that events and the summary are written as one JSON
+// object per line with "v", "type" and "ts" first, then the event's fields.
+func TestEnvelope(t *testing.T) {
+	var buf bytes.Buffer
+	w := New(&buf, nil)
+	w.Event(&correlate.CommitEvent{Group: "g", Topic: "t", Partition: 3, Offset: 42, Outcome: correlate.CommitAccepted})
+	w.Summary(&correlate.Snapshot{Time: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)})
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines, want 2:\n%s", len(lines), buf.String())
+	}
+	for i, want := range []string{`{"v":1,"type":"commit","ts":"0001-01-01T00:00:00.000000Z","group":"g"`, `{"v":1,"type":"summary","ts":"2026-11-29T10:00:00.000000Z","time":`} {
+		if !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d:\n-want prefix %s\n+got  %s", i+1, want, lines[i])
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &m); err != nil {
+			t.Errorf("line %d is not JSON: %v", i+1, err)
+		}
+	}
+}
+
+// TestTextReport checks the human report names the group, its members and
+// assignments, and lists hazards by severity with their evidence.
+func TestTextReport(t *testing.T) {
+	p := int32(0)
+	s := &correlate.Snapshot{
+		Groups: []correlate.Group{{Group: "orders", GroupType: "classic", ProtocolType: "consumer", Protocol: "range", State: "stable", Generation: 4,
+			Coordinator: correlate.Coordinator{NodeID: 1, Host: "b1", Port: 9092},
+			Members:     []correlate.Member{{MemberID: "m-1", ClientID: "c1", ClientHost: "10.0.0.1", Status: "live", Generation: 4, Assignment: map[string][]int32{"t": {0, 1}}}},
+		}},
+		Hazards: []correlate.HazardEvent{
+			{Kind: correlate.HazardCommitGap, Severity: correlate.SeverityCritical, Group: "orders", Partition: &p, Summary: "record 30 never committed",
+				Evidence: []correlate.Evidence{{API: "OffsetCommit", CorrelationID: 31}}},
+			{Kind: correlate.HazardProducerAcksWeak, Severity: correlate.SeverityInfo, Summary: "acks=0"},
+		},
+		HazardCounts: map[string]int{"critical": 1, "info": 1},
+	}
+	out := textReport(s)
+	for _, want := range []string{"== group orders (classic, consumer/range) state stable, generation 4, coordinator node 1 (b1:9092)",
+		"m-1", "c1@10.0.0.1", "t[0,1]", "hazards: 1 critical, 0 warn, 1 info", "CRITICAL:", "commit_gap: record 30 never committed",
+		"OffsetCommit #31", "INFO:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "CRITICAL:") > strings.Index(out, "INFO:") {
+		t.Errorf("critical hazards must come first:\n%s", out)
+	}
+}
