@@ -163,6 +163,11 @@ func (r *fileReader) next() {
 // Run returns an error naming it, after using everything else. If ctx is
 // done, Run stops reading, closes what is open with CloseEOF and returns
 // ctx.Err(). Run closes the files; it may be called once.
+//
+// Reading and parsing the files runs on a goroutine of its own, a batch of
+// packets ahead, so that it overlaps with reassembly and everything
+// downstream; the sink is still called from the calling goroutine only, in
+// the same order.
 func (fs *Files) Run(ctx context.Context, sink Sink) error {
 	if fs.ran {
 		return errors.New("capture: Files.Run called twice")
@@ -170,22 +175,31 @@ func (fs *Files) Run(ctx context.Context, sink Sink) error {
 	fs.ran = true
 	defer fs.Close()
 	fs.asm.sink = sink
-	for _, r := range fs.readers {
-		r.next()
-		fs.fileDone(r)
+	full, free := make(chan *batch, batchesInFlight), make(chan *batch, batchesInFlight)
+	for range batchesInFlight {
+		free <- &batch{buf: make([]byte, 0, batchBytes)}
 	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go fs.read(full, free, stop)
 	for n := 0; ; n++ {
-		if n%ctxCheckEvery == 0 && ctx.Err() != nil {
+		if n%(ctxCheckEvery/batchPackets+1) == 0 && ctx.Err() != nil {
 			fs.asm.Close()
 			return ctx.Err()
 		}
-		r := fs.earliest()
-		if r == nil {
+		b, ok := <-full
+		if !ok {
 			break
 		}
-		fs.asm.Packet(r.lt, r.data, r.ci)
-		r.next()
-		fs.fileDone(r)
+		for i := range b.pkts {
+			p := &b.pkts[i]
+			fs.asm.Packet(p.lt, b.buf[p.off:p.off+p.n], p.ci)
+		}
+		for _, r := range b.done {
+			fs.fileDone(r)
+		}
+		b.buf, b.pkts, b.done = b.buf[:0], b.pkts[:0], b.done[:0]
+		free <- b
 	}
 	fs.asm.Close()
 	var errs []error
@@ -193,6 +207,81 @@ func (fs *Files) Run(ctx context.Context, sink Sink) error {
 		errs = append(errs, r.err)
 	}
 	return errors.Join(errs...)
+}
+
+// Read-ahead: batches of packets copied out of the readers' buffers.
+const (
+	batchesInFlight = 4
+	batchBytes      = 1 << 20
+	batchPackets    = 1024
+)
+
+// batch is packets read ahead, their bytes packed in buf.
+type batch struct {
+	buf  []byte
+	pkts []packedPacket
+	done []*fileReader // files that ended after these packets
+}
+
+type packedPacket struct {
+	lt     layers.LinkType
+	ci     gopacket.CaptureInfo
+	off, n int
+}
+
+// read merges the files by timestamp into batches sent on full, taking
+// empty ones from free, until every file ends or stop closes. It closes
+// full when done. It touches only the readers, never the Assembler.
+func (fs *Files) read(full, free chan *batch, stop chan struct{}) {
+	defer close(full)
+	var b *batch
+	take := func() bool {
+		select {
+		case b = <-free:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	send := func() bool {
+		select {
+		case full <- b:
+			b = nil
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	if !take() {
+		return
+	}
+	for _, r := range fs.readers {
+		if r.next(); r.done {
+			b.done = append(b.done, r)
+		}
+	}
+	for {
+		r := fs.earliest()
+		if r == nil {
+			break
+		}
+		if len(b.pkts) == batchPackets || (len(b.buf)+len(r.data) > cap(b.buf) && len(b.pkts) > 0) {
+			if !send() || !take() {
+				return
+			}
+		}
+		off := len(b.buf)
+		b.buf = append(b.buf, r.data...)
+		ci := r.ci
+		ci.AncillaryData = nil
+		b.pkts = append(b.pkts, packedPacket{lt: r.lt, ci: ci, off: off, n: len(r.data)})
+		if r.next(); r.done {
+			b.done = append(b.done, r)
+		}
+	}
+	if len(b.pkts) > 0 || len(b.done) > 0 {
+		send()
+	}
 }
 
 // earliest returns the reader whose next packet is the oldest, nil when
