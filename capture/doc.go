@@ -5,7 +5,9 @@
 // In: pcap and pcapng files (Files, several merged by timestamp), or any
 // packet source feeding an Assembler frame by frame (link types Ethernet
 // with 802.1Q/QinQ tags, Linux cooked SLL and SLL2, BSD loopback, raw
-// IPv4/IPv6). Live AF_PACKET and eBPF sources will produce the same chunks.
+// IPv4/IPv6). Live (AF_PACKET on Linux) produces the same chunks, and so
+// does EBPF (socket probes on Linux, bpf/), which also names the process
+// owning each connection's client side (Conn.Process).
 //
 // Out: calls to a Sink, synchronously, from one goroutine:
 //

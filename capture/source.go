@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Source produces chunks. Files reads capture files; live sources come
-// later and produce exactly the same chunks.
+// Source produces chunks. Files reads capture files; Live captures from a
+// network interface and produces exactly the same chunks.
 type Source interface {
 	// Run delivers every chunk to sink, synchronously from the calling
 	// goroutine, and returns when the input ends or ctx is done. Every
@@ -75,6 +75,12 @@ type Stats struct {
 	// FilesTruncated counts files that end in the middle of a record (a
 	// capture killed while writing): the records before it are used.
 	FilesTruncated int `json:"files_truncated"`
+
+	// Live holds the counters of a live capture (kernel drops...); nil
+	// for capture files.
+	Live *LiveStats `json:"live,omitempty"`
+	// EBPF holds the counters of an eBPF capture (OpenEBPF); nil otherwise.
+	EBPF *EBPFStats `json:"ebpf,omitempty"`
 }
 
 // Options tune a source. A nil *Options, or a zero field, means the default.

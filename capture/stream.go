@@ -332,7 +332,10 @@ func (s *stream) deliver(hi int, kind Kind, data []byte, n int, reason CloseReas
 		return
 	}
 	dir := ToClient
-	if s.ep[hi] == s.conn.Client {
+	// A connection from an endpoint to itself (a TCP self-connect, or a
+	// forged packet) has both halves at Client: tell them apart by half,
+	// so that each direction still gets exactly one Close.
+	if s.ep[hi] == s.conn.Client && (hi == 0 || s.ep[0] != s.ep[1]) {
 		dir = ToServer
 	}
 	switch kind {
