@@ -1,0 +1,35 @@
+// Package metrics exports what kwire sees as Prometheus metrics (kwire live
+// --metrics ADDR). Like jsonout it only consumes: decoded exchanges and
+// decoder stats, correlator events and snapshots, capture stats.
+//
+// In: Exchange and Event from the pipeline goroutine as they happen;
+// Snapshot and Stats whenever the caller takes them (kwire live: every few
+// seconds). Out: an http.Handler serving its own registry (no global
+// state), safe to scrape from any goroutine.
+//
+// Metrics, all prefixed kwire_:
+//
+//   - per API (label api, kmsg's name): requests_total, errors_total
+//     (+ error, Kafka's error name), request_latency_seconds (request's
+//     last byte to response's first, responses seen only).
+//   - per group (label group): group_members (live), group_generation,
+//     rebalances_total (completed generations), member_events_total
+//     (+ action: joined, left, expired), commits_total (+ outcome),
+//     coordinator_changes_total, hazards_total (+ kind, severity).
+//   - per group, topic and partition (partition dropped with
+//     Options.NoPartitionLabels): fetch_records_total and
+//     fetch_bytes_total (what Fetches attributed to the group got: the
+//     group label is never empty, see field report 1), and the gauges
+//     committed_offset, fetch_position, high_watermark, lag (lag is
+//     summed over partitions without partition labels; the offsets are
+//     then left out). Fetches no group could be named for are counted in
+//     unattributed_fetch_records_total and unattributed_fetch_bytes_total
+//     (label topic).
+//   - health: every counter of capture.Stats (kernel drops, gaps,
+//     reassembly limits...) as capture_<name>_total, of decode.Stats
+//     (resyncs, decode errors, unmatched responses...) as
+//     decode_<name>_total and of correlate.Stats (limits that bit) as
+//     correlate_<name>_total, named after their NDJSON fields; the few
+//     that are levels (capture_conns_open) are gauges.
+//   - the Go runtime and process collectors (go_*, process_*).
+package metrics

@@ -1,0 +1,189 @@
+package metrics
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/decode"
+)
+
+// Options tune an Exporter. A nil *Options means the defaults.
+type Options struct {
+	// NoPartitionLabels aggregates the per-partition metrics per group
+	// and topic, to keep label cardinality down on large clusters.
+	NoPartitionLabels bool
+	// LatencyBuckets are the request latency histogram's upper bounds,
+	// in seconds (default 0.5 ms to 30 s, for Fetch long polls).
+	LatencyBuckets []float64
+}
+
+var defaultBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// maxKey bounds the API keys with cached counters; kmsg's keys are below.
+const maxKey = 128
+
+// Exporter holds the metrics. Exchange and Event must be called from one
+// goroutine (the pipeline's); Snapshot and Stats from any one goroutine;
+// Handler serves from any.
+type Exporter struct {
+	opts Options
+	reg  *prometheus.Registry
+
+	requests, errors *prometheus.CounterVec
+	latency          *prometheus.HistogramVec
+	byKey            [maxKey]apiMetrics
+	errByKey         map[[2]int16]prometheus.Counter
+
+	rebalances, memberEvents, commits, coordinators, hazards *prometheus.CounterVec
+
+	state *stateCollector
+}
+
+// apiMetrics are one API key's children, looked up once.
+type apiMetrics struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+// New returns an Exporter with its own registry. opts may be nil.
+func New(opts *Options) *Exporter {
+	x := &Exporter{reg: prometheus.NewRegistry(), errByKey: map[[2]int16]prometheus.Counter{}}
+	if opts != nil {
+		x.opts = *opts
+	}
+	if len(x.opts.LatencyBuckets) == 0 {
+		x.opts.LatencyBuckets = defaultBuckets
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "kwire", Name: name, Help: help}, labels)
+	}
+	x.requests = counter("requests_total", "Kafka requests decoded, by API.", "api")
+	x.errors = counter("errors_total", "Responses carrying a Kafka error code (the first one in the response), by API and error.", "api", "error")
+	x.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "kwire", Name: "request_latency_seconds",
+		Help:    "Time from a request's last byte to its response's first byte on the wire, by API (responses seen only).",
+		Buckets: x.opts.LatencyBuckets,
+	}, []string{"api"})
+	x.rebalances = counter("rebalances_total", "Generations of a group completed (each one a rebalance).", "group")
+	x.memberEvents = counter("member_events_total", "Members joining, leaving or expiring, by group and action.", "group", "action")
+	x.commits = counter("commits_total", "Committed partitions, by group and outcome (accepted, rejected, unknown).", "group", "outcome")
+	x.coordinators = counter("coordinator_changes_total", "Coordinators learned or changed, by group.", "group")
+	x.hazards = counter("hazards_total", "Hazards detected, by group, kind and severity.", "group", "kind", "severity")
+	x.state = newStateCollector(&x.opts)
+	x.reg.MustRegister(x.requests, x.errors, x.latency, x.rebalances, x.memberEvents, x.commits, x.coordinators, x.hazards, x.state,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return x
+}
+
+// Registry returns the registry the metrics are in.
+func (x *Exporter) Registry() *prometheus.Registry { return x.reg }
+
+// Handler serves the metrics in the Prometheus text (or OpenMetrics)
+// format.
+func (x *Exporter) Handler() http.Handler {
+	return promhttp.HandlerFor(x.reg, promhttp.HandlerOpts{Registry: x.reg, EnableOpenMetrics: true})
+}
+
+// Exchange counts one exchange: its request, its error, its latency. It
+// implements decode.Handler's Exchange; e is only read during the call.
+func (x *Exporter) Exchange(e *decode.Exchange) {
+	m := x.api(e.Key)
+	m.requests.Inc()
+	if e.Response != decode.ResponseSeen || e.Resp == nil {
+		return
+	}
+	if d := e.Latency(); d >= 0 {
+		m.latency.Observe(d.Seconds())
+	}
+	if code := decode.ErrorCode(e.Resp); code != 0 {
+		k := [2]int16{e.Key, code}
+		c := x.errByKey[k]
+		if c == nil {
+			c = x.errors.WithLabelValues(apiName(e.Key), errName(code))
+			x.errByKey[k] = c
+		}
+		c.Inc()
+	}
+}
+
+func (x *Exporter) api(key int16) *apiMetrics {
+	var m apiMetrics
+	p := &m
+	if key >= 0 && key < maxKey {
+		p = &x.byKey[key]
+	}
+	if p.requests == nil {
+		name := apiName(key)
+		p.requests, p.latency = x.requests.WithLabelValues(name), x.latency.WithLabelValues(name)
+	}
+	return p
+}
+
+// Event counts one correlator event. It implements correlate.Sink. Events
+// are told apart by Type(), so kinds added to correlate later (hazards)
+// are counted without a change here: a "hazard" event's group, kind and
+// severity are read from its JSON form.
+func (x *Exporter) Event(ev correlate.Event) {
+	switch ev.Type() {
+	case "generation":
+		if e, ok := ev.(*correlate.GenerationEvent); ok {
+			x.rebalances.WithLabelValues(e.Group).Inc()
+		}
+	case "member":
+		if e, ok := ev.(*correlate.MemberEvent); ok {
+			x.memberEvents.WithLabelValues(e.Group, e.Action).Inc()
+		}
+	case "commit":
+		if e, ok := ev.(*correlate.CommitEvent); ok {
+			x.commits.WithLabelValues(e.Group, e.Outcome).Inc()
+		}
+	case "coordinator":
+		if e, ok := ev.(*correlate.CoordinatorEvent); ok {
+			x.coordinators.WithLabelValues(e.Group).Inc()
+		}
+	case "hazard":
+		var h struct{ Group, Kind, Severity string }
+		if b, err := json.Marshal(ev); err == nil && json.Unmarshal(b, &h) == nil {
+			x.hazards.WithLabelValues(h.Group, orUnknown(h.Kind), orUnknown(h.Severity)).Inc()
+		}
+	}
+}
+
+// Snapshot replaces the group, partition and consumption state exported
+// with the correlator's state in s. s is only read during the call.
+func (x *Exporter) Snapshot(s *correlate.Snapshot) { x.state.snapshot(s) }
+
+// Stats replaces the capture and decoder health counters exported; each
+// numeric field becomes a metric named after its JSON field (see the
+// package doc). The correlator's counters come with Snapshot.
+func (x *Exporter) Stats(cs capture.Stats, ds decode.Stats) { x.state.stats(cs, ds) }
+
+func apiName(key int16) string {
+	if n := kmsg.NameForKey(key); n != "" {
+		return n
+	}
+	return fmt.Sprintf("Unknown(%d)", key)
+}
+
+func errName(code int16) string {
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && e.Code == code {
+		return e.Message
+	}
+	return fmt.Sprintf("UNKNOWN_%d", code)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

@@ -1,0 +1,229 @@
+package metrics
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/decode"
+)
+
+// stateCollector exports the last snapshot and stats handed to it. It
+// keeps compact rows, not the snapshot, and builds the metrics when
+// scraped.
+type stateCollector struct {
+	partLabels []string
+	descs      map[string]*prometheus.Desc // fixed metrics by name
+	mu         sync.Mutex
+	groups     []groupRow
+	parts      []partRow
+	unattr     []partRow // per topic (group and partition unused)
+	cs         capture.Stats
+	ds         decode.Stats
+	cr         correlate.Stats
+	health     map[string]*prometheus.Desc // health metrics, made on first use
+}
+
+type groupRow struct {
+	group      string
+	members    int
+	generation int32
+}
+
+// partRow is one partition of a group (or, aggregated, one topic).
+type partRow struct {
+	group, topic   string
+	partition      int32
+	records, bytes int64
+	// The offsets are -1 when unknown.
+	committed, position, hwm, lag int64
+}
+
+// Health fields that are levels, not counters.
+var gauges = map[string]bool{"capture_conns_open": true, "correlate_unresolved_topic_ids": true}
+
+func newStateCollector(o *Options) *stateCollector {
+	c := &stateCollector{descs: map[string]*prometheus.Desc{}, health: map[string]*prometheus.Desc{}}
+	c.partLabels = []string{"group", "topic", "partition"}
+	if o.NoPartitionLabels {
+		c.partLabels = c.partLabels[:2]
+	}
+	def := func(name, help string, labels ...string) {
+		c.descs[name] = prometheus.NewDesc("kwire_"+name, help, labels, nil)
+	}
+	def("group_members", "Live members of a group (as last seen).", "group")
+	def("group_generation", "Latest generation of a group (KIP-848: member epoch).", "group")
+	def("fetch_records_total", "Records in record batches fetched by a group's consumers (batch headers, whole batches).", c.partLabels...)
+	def("fetch_bytes_total", "Bytes of record batches fetched by a group's consumers.", c.partLabels...)
+	def("lag", "High watermark minus fetch position (summed over partitions without partition labels).", c.partLabels...)
+	def("committed_offset", "Committed offset of a group partition.", c.partLabels...)
+	def("fetch_position", "Last fetch offset asked for by a group's consumer.", c.partLabels...)
+	def("high_watermark", "High watermark in the last Fetch response for a group partition.", c.partLabels...)
+	def("unattributed_fetch_records_total", "Records fetched by consumers kwire could not tie to one group.", "topic")
+	def("unattributed_fetch_bytes_total", "Bytes fetched by consumers kwire could not tie to one group.", "topic")
+	return c
+}
+
+// Describe sends nothing: the health metrics are named after the stats
+// structs' fields, so the collector is unchecked.
+func (c *stateCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c *stateCollector) snapshot(s *correlate.Snapshot) {
+	groups := make([]groupRow, 0, len(s.Groups))
+	var parts []partRow
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		live := 0
+		for _, m := range g.Members {
+			if m.Status == "live" {
+				live++
+			}
+		}
+		groups = append(groups, groupRow{group: g.Group, members: live, generation: g.Generation})
+		for _, p := range g.Partitions {
+			parts = append(parts, partRow{group: g.Group, topic: p.Topic, partition: p.Partition, records: p.Records, bytes: p.Bytes,
+				committed: val(p.Committed), position: val(p.Position), hwm: val(p.HighWatermark), lag: val(p.Lag)})
+		}
+	}
+	if len(c.partLabels) == 2 {
+		parts = byTopic(parts)
+	}
+	var unattr []partRow
+	for _, u := range s.Unattributed {
+		for _, p := range u.Partitions {
+			unattr = append(unattr, partRow{topic: p.Topic, records: p.Records, bytes: p.Bytes, lag: -1})
+		}
+	}
+	unattr = byTopic(unattr)
+	c.mu.Lock()
+	c.groups, c.parts, c.unattr, c.cr = groups, parts, unattr, s.Stats
+	c.mu.Unlock()
+}
+
+func val(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+// byTopic sums rows per group and topic, in order of first appearance;
+// offsets other than lag are dropped.
+func byTopic(rows []partRow) []partRow {
+	var out []partRow
+	at := map[[2]string]int{}
+	for _, r := range rows {
+		k := [2]string{r.group, r.topic}
+		i, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			out = append(out, partRow{group: r.group, topic: r.topic, lag: -1, committed: -1, position: -1, hwm: -1})
+			i = len(out) - 1
+		}
+		o := &out[i]
+		o.records += r.records
+		o.bytes += r.bytes
+		if r.lag >= 0 {
+			o.lag = max(o.lag, 0) + r.lag
+		}
+	}
+	return out
+}
+
+func (c *stateCollector) stats(cs capture.Stats, ds decode.Stats) {
+	if cs.Live != nil {
+		l := *cs.Live
+		cs.Live = &l // the caller may reuse it
+	}
+	c.mu.Lock()
+	c.cs, c.ds = cs, ds
+	c.mu.Unlock()
+}
+
+// Collect implements prometheus.Collector.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, g := range c.groups {
+		ch <- prometheus.MustNewConstMetric(c.descs["group_members"], prometheus.GaugeValue, float64(g.members), g.group)
+		if g.generation >= 0 {
+			ch <- prometheus.MustNewConstMetric(c.descs["group_generation"], prometheus.GaugeValue, float64(g.generation), g.group)
+		}
+	}
+	for _, p := range c.parts {
+		labels := []string{p.group, p.topic}
+		if len(c.partLabels) == 3 {
+			labels = append(labels, strconv.Itoa(int(p.partition)))
+		}
+		ch <- prometheus.MustNewConstMetric(c.descs["fetch_records_total"], prometheus.CounterValue, float64(p.records), labels...)
+		ch <- prometheus.MustNewConstMetric(c.descs["fetch_bytes_total"], prometheus.CounterValue, float64(p.bytes), labels...)
+		for _, o := range []struct {
+			name string
+			v    int64
+		}{{"lag", p.lag}, {"committed_offset", p.committed}, {"fetch_position", p.position}, {"high_watermark", p.hwm}} {
+			if o.v >= 0 {
+				ch <- prometheus.MustNewConstMetric(c.descs[o.name], prometheus.GaugeValue, float64(o.v), labels...)
+			}
+		}
+	}
+	for _, u := range c.unattr {
+		ch <- prometheus.MustNewConstMetric(c.descs["unattributed_fetch_records_total"], prometheus.CounterValue, float64(u.records), u.topic)
+		ch <- prometheus.MustNewConstMetric(c.descs["unattributed_fetch_bytes_total"], prometheus.CounterValue, float64(u.bytes), u.topic)
+	}
+	emit := func(name string, v float64) {
+		typ, full := prometheus.CounterValue, "kwire_"+name+"_total"
+		if gauges[name] {
+			typ, full = prometheus.GaugeValue, "kwire_"+name
+		}
+		d := c.health[name]
+		if d == nil {
+			section, field, _ := strings.Cut(name, "_")
+			d = prometheus.NewDesc(full, "kwire "+section+" stats field "+field+" (see docs/schema.md).", nil, nil)
+			c.health[name] = d
+		}
+		ch <- prometheus.MustNewConstMetric(d, typ, v)
+	}
+	flatten("capture", reflect.ValueOf(c.cs), emit)
+	flatten("decode", reflect.ValueOf(c.ds), emit)
+	flatten("correlate", reflect.ValueOf(c.cr), emit)
+}
+
+// flatten calls emit for every integer field of the struct v (or pointer
+// to one), named prefix_<json name>; nested structs (Stats.Live,
+// Stats.Limits) add their fields under the same prefix.
+func flatten(prefix string, v reflect.Value, emit func(string, float64)) {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return
+	}
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		fv := v.Field(i)
+		switch fv.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			emit(prefix+"_"+name, float64(fv.Int()))
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			emit(prefix+"_"+name, float64(fv.Uint()))
+		case reflect.Struct, reflect.Pointer:
+			flatten(prefix, fv, emit)
+		}
+	}
+}
