@@ -1,0 +1,313 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kwire/kwire/correlate"
+)
+
+// textPane is a scrolling text view whose text is written for its width,
+// again whenever the width or the data change.
+type textPane struct {
+	*tview.TextView
+	render func(width int) string
+	width  int
+	dirty  bool
+}
+
+func newTextPane(render func(width int) string) *textPane {
+	p := &textPane{TextView: tview.NewTextView(), render: render, dirty: true}
+	p.SetDynamicColors(true).SetWrap(false).SetScrollable(true)
+	return p
+}
+
+// invalidate makes the next Draw write the text again.
+func (p *textPane) invalidate() { p.dirty = true }
+
+// Draw implements tview.Primitive.
+func (p *textPane) Draw(screen tcell.Screen) {
+	_, _, w, _ := p.GetInnerRect()
+	if w != p.width || p.dirty {
+		p.width, p.dirty = w, false
+		p.SetText(p.render(max(w, 20)))
+	}
+	p.TextView.Draw(screen)
+}
+
+// Limits of the detail view's lists.
+const (
+	maxGenerationsShown = 30
+	maxCommitsShown     = 20
+)
+
+// detailView is one group: members, generations, partitions, commits.
+type detailView struct {
+	pane  *textPane
+	group string
+	g     *correlate.Group
+	now   time.Time
+}
+
+func newDetailView() *detailView {
+	v := &detailView{}
+	v.pane = newTextPane(v.render)
+	return v
+}
+
+// set shows group from fr.
+func (v *detailView) set(group string, fr *Frame) {
+	v.group = group
+	v.pane.ScrollToBeginning()
+	v.update(fr)
+}
+
+func (v *detailView) update(fr *Frame) {
+	v.g = nil
+	if fr != nil && fr.Snapshot != nil {
+		v.now = fr.Snapshot.Time
+		for i := range fr.Snapshot.Groups {
+			if fr.Snapshot.Groups[i].Group == v.group {
+				v.g = &fr.Snapshot.Groups[i]
+			}
+		}
+	}
+	v.pane.invalidate()
+}
+
+func (v *detailView) render(width int) string {
+	var b strings.Builder
+	g := v.g
+	if g == nil {
+		fmt.Fprintf(&b, "group %s: not in the capture (yet)\n", tview.Escape(v.group))
+		return b.String()
+	}
+	v.header(&b, g, width)
+	v.members(&b, g, width)
+	v.generations(&b, g, width)
+	v.partitions(&b, g, width)
+	v.commits(&b, g, width)
+	return b.String()
+}
+
+func (v *detailView) header(b *strings.Builder, g *correlate.Group, width int) {
+	typ := g.GroupType
+	if typ == "" {
+		typ = "unknown type"
+	}
+	proto := strings.Trim(g.ProtocolType+"/"+g.Protocol, "/")
+	fmt.Fprintf(b, "[::b]%s[::-]  %s %s  state [%s]%s[-]  generation %d\n", tview.Escape(g.Group), typ,
+		tview.Escape(orDash(proto)), orDefault(stateColor(g.State)), strings.ToUpper(g.State), g.Generation)
+	coord := "unknown"
+	switch c := &g.Coordinator; {
+	case c.NodeID >= 0:
+		coord = fmt.Sprintf("node %d (%s:%d)", c.NodeID, c.Host, c.Port)
+	case c.ServedBy != "":
+		coord = c.ServedBy
+	}
+	line := "coordinator " + coord + "  leader " + cut(orDash(g.Leader), 24, true)
+	fmt.Fprintln(b, tview.Escape(cut(line, width, false)))
+	if len(g.Hazards) > 0 {
+		var hs []string
+		for _, h := range g.Hazards {
+			hs = append(hs, fmt.Sprintf("[%s]%s[-] %d %s", severityColor(h.Severity), severityLabel(h.Severity), h.Count, h.Kind))
+		}
+		fmt.Fprintf(b, "hazards: %s\n", strings.Join(hs, ", "))
+	}
+	if len(g.Errors) > 0 {
+		keys := make([]string, 0, len(g.Errors))
+		for k := range g.Errors {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var es []string
+		for _, k := range keys {
+			es = append(es, fmt.Sprintf("%s %d", k, g.Errors[k]))
+		}
+		fmt.Fprintln(b, tview.Escape(cut("errors: "+strings.Join(es, ", "), width, false)))
+	}
+}
+
+func (v *detailView) members(b *strings.Builder, g *correlate.Group, width int) {
+	live := 0
+	for _, m := range g.Members {
+		if m.Status == "live" {
+			live++
+		}
+	}
+	fmt.Fprintf(b, "\n[::u]MEMBERS[::-] %d live of %d\n", live, len(g.Members))
+	rows := make([][]cell, 0, len(g.Members))
+	for _, m := range g.Members {
+		hb := cell{text: "-"}
+		if m.Status == "live" {
+			hb = heartbeatCell(v.now, m.LastSeen, m.SessionTimeoutMillis)
+		}
+		st := cell{text: m.Status}
+		if m.Status == "expired" {
+			st.color = severityColor(correlate.SeverityWarn)
+		}
+		rows = append(rows, []cell{c(m.MemberID), c(m.ClientID), c(m.ClientHost), st, cf("%d", m.Generation), hb, c(assignmentText(m.Assignment))})
+	}
+	writeTable(b, width, []col{{title: "MEMBER", shrink: 12, mid: true}, {title: "CLIENT", shrink: 8}, {title: "HOST", shrink: 9},
+		{title: "STATUS"}, {title: "GEN", right: true}, {title: "HEARTBEAT"}, {title: "ASSIGNED", shrink: 10}}, rows)
+}
+
+// heartbeatCell is the age of a member's last request against its
+// session timeout: a bar, then the numbers ("[###---] 1.2s/6s").
+func heartbeatCell(now time.Time, last *time.Time, sessionMillis int32) cell {
+	if last == nil {
+		return cell{text: "?"}
+	}
+	age := max(now.Sub(*last), 0)
+	if sessionMillis <= 0 {
+		return cell{text: dur(age) + "/?"}
+	}
+	session := time.Duration(sessionMillis) * time.Millisecond
+	frac := float64(age) / float64(session)
+	color := "green"
+	switch {
+	case frac > 1:
+		color = "red"
+	case frac >= 2.0/3:
+		color = "yellow"
+	}
+	return cell{text: bar(frac, 8) + " " + dur(age) + "/" + dur(session), color: color}
+}
+
+func (v *detailView) generations(b *strings.Builder, g *correlate.Group, width int) {
+	gens := g.Generations
+	fmt.Fprintf(b, "\n[::u]GENERATIONS[::-] %d, newest first\n", len(gens))
+	rows := make([][]cell, 0, min(len(gens), maxGenerationsShown))
+	for i := len(gens) - 1; i >= 0 && len(rows) < maxGenerationsShown; i-- {
+		e := &gens[i]
+		when := e.Time()
+		if e.Completed != nil {
+			when = *e.Completed
+		} else if e.Started != nil {
+			when = *e.Started
+		}
+		took := "?"
+		if e.DurationMillis != nil {
+			took = dur(time.Duration(*e.DurationMillis) * time.Millisecond)
+		}
+		var prev []correlate.GenerationMember
+		if i > 0 {
+			prev = gens[i-1].Members
+		}
+		cause := e.Cause.Kind
+		if e.Cause.Reason != "" {
+			cause += ": " + e.Cause.Reason
+		}
+		rows = append(rows, []cell{cf("%d", e.Generation), c(clock(when)), c(took), cf("%d", len(e.Members)), c(memberChange(prev, e.Members, i == 0)), c(cause)})
+	}
+	if n := len(gens) - len(rows); n > 0 {
+		rows = append(rows, []cell{c("…"), cf("%d older", n)})
+	}
+	writeTable(b, width, []col{{title: "GEN", right: true}, {title: "WHEN"}, {title: "TOOK", right: true}, {title: "MEMBERS", right: true},
+		{title: "JOINED/LEFT", shrink: 10}, {title: "CAUSE", shrink: 10}}, rows)
+}
+
+// memberChange names the members who joined (+) and left (-) between two
+// generations, by client id.
+func memberChange(prev, cur []correlate.GenerationMember, first bool) string {
+	if first {
+		return fmt.Sprintf("+%d", len(cur))
+	}
+	in := func(ms []correlate.GenerationMember, id string) bool {
+		return slices.ContainsFunc(ms, func(m correlate.GenerationMember) bool { return m.MemberID == id })
+	}
+	var parts []string
+	for _, m := range cur {
+		if !in(prev, m.MemberID) {
+			parts = append(parts, "+"+orDash(m.ClientID))
+		}
+	}
+	for _, m := range prev {
+		if !in(cur, m.MemberID) {
+			parts = append(parts, "-"+orDash(m.ClientID))
+		}
+	}
+	if len(parts) == 0 {
+		return "="
+	}
+	return strings.Join(parts, " ")
+}
+
+func (v *detailView) partitions(b *strings.Builder, g *correlate.Group, width int) {
+	fmt.Fprintf(b, "\n[::u]PARTITIONS[::-] %d\n", len(g.Partitions))
+	rows := make([][]cell, 0, len(g.Partitions))
+	for _, p := range g.Partitions {
+		lag := cell{text: opt(p.Lag)}
+		if p.Lag != nil && *p.Lag > 0 {
+			lag.color = "yellow"
+		}
+		errText := "-"
+		if p.LastErrorCode != 0 {
+			errText = p.LastError
+		}
+		rows = append(rows, []cell{c(p.Topic), cf("%d", p.Partition), c(orDash(p.Owner)), c(opt(p.Position)), c(opt(p.Committed)),
+			c(opt(p.HighWatermark)), lag, c(errText)})
+	}
+	writeTable(b, width, []col{{title: "TOPIC", shrink: 8}, {title: "PART", right: true}, {title: "OWNER", shrink: 10, mid: true},
+		{title: "POSITION", right: true}, {title: "COMMITTED", right: true}, {title: "HWM", right: true}, {title: "LAG", right: true},
+		{title: "FETCH ERROR", shrink: 6}}, rows)
+}
+
+// partCommit is a commit with its partition.
+type partCommit struct {
+	topic string
+	part  int32
+	correlate.Commit
+}
+
+func (v *detailView) commits(b *strings.Builder, g *correlate.Group, width int) {
+	var all []partCommit
+	for _, p := range g.Partitions {
+		for _, cm := range p.Commits {
+			all = append(all, partCommit{p.Topic, p.Partition, cm})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.After(all[j].Time) })
+	fmt.Fprintf(b, "\n[::u]RECENT COMMITS[::-] newest first\n")
+	rows := make([][]cell, 0, maxCommitsShown)
+	for _, cm := range all[:min(len(all), maxCommitsShown)] {
+		rows = append(rows, []cell{c(clock(cm.Time)), cf("%s/%d", cm.topic, cm.part), cf("%d", cm.Offset), c(orDash(cm.MemberID)),
+			cf("%d", cm.Generation), commitResult(cm.ErrorCode)})
+	}
+	writeTable(b, width, []col{{title: "TIME"}, {title: "PARTITION", shrink: 10}, {title: "OFFSET", right: true},
+		{title: "MEMBER", shrink: 10, mid: true}, {title: "GEN", right: true}, {title: "RESULT", shrink: 8}}, rows)
+}
+
+// commitResult is a commit's answer: ok, the error's name and code, or no
+// response.
+func commitResult(code int16) cell {
+	switch code {
+	case 0:
+		return cell{text: "ok"}
+	case -1:
+		return cell{text: "no response", color: "yellow"}
+	}
+	return cell{text: fmt.Sprintf("%s (%d)", errName(code), code), color: "red"}
+}
+
+// errName is Kafka's name of an error code.
+func errName(code int16) string {
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && e.Code == code {
+		return e.Message
+	}
+	return fmt.Sprintf("UNKNOWN_%d", code)
+}
+
+func orDefault(color string) string {
+	if color == "" {
+		return "-"
+	}
+	return color
+}

@@ -1,0 +1,251 @@
+package tui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
+
+	"github.com/kwire/kwire/correlate"
+)
+
+// groupRow is one row of the Groups view.
+type groupRow struct {
+	name, state, protocol string
+	gen                   int32
+	live, members         int
+	lag                   int64
+	lagKnown              bool
+	parts                 int
+	hz                    [4]int // by severity rank
+	lastAt                time.Time
+	lastCause             string
+}
+
+func newGroupRow(g *correlate.Group) groupRow {
+	r := groupRow{name: g.Group, state: g.State, gen: g.Generation, members: len(g.Members), parts: len(g.Partitions)}
+	r.protocol = g.Protocol
+	if g.ProtocolType != "" && g.ProtocolType != "consumer" {
+		r.protocol = g.ProtocolType + "/" + g.Protocol
+	}
+	for _, m := range g.Members {
+		if m.Status == "live" {
+			r.live++
+		}
+	}
+	for _, p := range g.Partitions {
+		if p.Lag != nil {
+			r.lag += *p.Lag
+			r.lagKnown = true
+		}
+	}
+	for _, h := range g.Hazards {
+		r.hz[correlate.SeverityRank(h.Severity)] += h.Count
+	}
+	if n := len(g.Generations); n > 0 {
+		e := &g.Generations[n-1]
+		r.lastAt = e.Time()
+		switch {
+		case e.Completed != nil:
+			r.lastAt = *e.Completed
+		case e.Started != nil:
+			r.lastAt = *e.Started
+		}
+		r.lastCause = e.Cause.Kind
+	}
+	return r
+}
+
+// hazardText is the HAZARDS cell: "C1 W2 I3", the non-zero counts by
+// severity (C critical, W warn, I info), or "-".
+func (r *groupRow) hazardText() string {
+	var parts []string
+	for rank := 3; rank >= 1; rank-- {
+		if n := r.hz[rank]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%c%d", "?IWC"[rank], n))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// groupSorts are the Groups view's orders, in the order s cycles them.
+var groupSorts = []struct {
+	name string
+	less func(a, b *groupRow) bool
+}{
+	{"name", func(a, b *groupRow) bool { return a.name < b.name }},
+	{"lag", func(a, b *groupRow) bool { return a.lag > b.lag }},
+	{"hazards", func(a, b *groupRow) bool {
+		for rank := 3; rank >= 1; rank-- {
+			if a.hz[rank] != b.hz[rank] {
+				return a.hz[rank] > b.hz[rank]
+			}
+		}
+		return false
+	}},
+	{"members", func(a, b *groupRow) bool { return a.live > b.live }},
+	{"rebalance", func(a, b *groupRow) bool { return a.lastAt.After(b.lastAt) }},
+	{"state", func(a, b *groupRow) bool { return a.state < b.state }},
+}
+
+// groupsView is the home view: one row per group.
+type groupsView struct {
+	table  *tview.Table
+	rows   []groupRow
+	sort   int
+	filter string
+	all    []groupRow
+}
+
+func newGroupsView() *groupsView {
+	v := &groupsView{table: tview.NewTable()}
+	v.table.SetFixed(1, 1).SetSelectable(true, false).SetSeparator(' ')
+	v.table.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
+	v.render()
+	return v
+}
+
+func (v *groupsView) sortName() string { return groupSorts[v.sort].name }
+
+func (v *groupsView) nextSort() {
+	v.sort = (v.sort + 1) % len(groupSorts)
+	v.render()
+}
+
+func (v *groupsView) setFilter(s string) {
+	v.filter = s
+	v.render()
+}
+
+func (v *groupsView) update(fr *Frame) {
+	v.all = v.all[:0]
+	if fr.Snapshot != nil {
+		for i := range fr.Snapshot.Groups {
+			v.all = append(v.all, newGroupRow(&fr.Snapshot.Groups[i]))
+		}
+	}
+	v.render()
+}
+
+// selected returns the selected group's name, "" if none.
+func (v *groupsView) selected() string {
+	row, _ := v.table.GetSelection()
+	if row < 1 || row > len(v.rows) {
+		return ""
+	}
+	return v.rows[row-1].name
+}
+
+// matches reports whether a row passes the filter: a case-insensitive
+// substring of its name, state or protocol.
+func (v *groupsView) matches(r *groupRow) bool {
+	if v.filter == "" {
+		return true
+	}
+	f := strings.ToLower(v.filter)
+	for _, s := range []string{r.name, r.state, r.protocol} {
+		if strings.Contains(strings.ToLower(s), f) {
+			return true
+		}
+	}
+	return false
+}
+
+// render rebuilds the table, keeping the selected group selected.
+func (v *groupsView) render() {
+	keep := v.selected()
+	v.rows = v.rows[:0]
+	for i := range v.all {
+		if v.matches(&v.all[i]) {
+			v.rows = append(v.rows, v.all[i])
+		}
+	}
+	less := groupSorts[v.sort].less
+	sort.SliceStable(v.rows, func(i, j int) bool {
+		if less(&v.rows[i], &v.rows[j]) {
+			return true
+		}
+		if less(&v.rows[j], &v.rows[i]) {
+			return false
+		}
+		return v.rows[i].name < v.rows[j].name
+	})
+	t := v.table
+	t.Clear()
+	hdr := []string{"GROUP", "STATE", "GEN", "LIVE/ALL", "LAG", "HAZARDS", "LAST REBALANCE", "PARTS", "PROTOCOL"}
+	for i, h := range hdr {
+		t.SetCell(0, i, tview.NewTableCell(h).SetAttributes(tcell.AttrBold).SetSelectable(false))
+	}
+	sel := 0
+	for i := range v.rows {
+		r := &v.rows[i]
+		y := i + 1
+		if r.name == keep {
+			sel = y
+		}
+		lag := "-"
+		if r.lagKnown {
+			lag = count(r.lag)
+		}
+		last := "-"
+		if !r.lastAt.IsZero() {
+			last = r.lastAt.UTC().Format("15:04:05") + " " + r.lastCause
+		}
+		cells := []*tview.TableCell{
+			tview.NewTableCell(tview.Escape(r.name)).SetMaxWidth(24).SetExpansion(1),
+			tview.NewTableCell(r.state).SetTextColor(colorOf(stateColor(r.state))),
+			tview.NewTableCell(fmt.Sprint(r.gen)).SetAlign(tview.AlignRight),
+			tview.NewTableCell(fmt.Sprintf("%d/%d", r.live, r.members)).SetAlign(tview.AlignRight),
+			tview.NewTableCell(lag).SetAlign(tview.AlignRight),
+			tview.NewTableCell(r.hazardText()).SetTextColor(colorOf(hazardColor(r.hz))),
+			tview.NewTableCell(tview.Escape(last)).SetMaxWidth(26),
+			tview.NewTableCell(fmt.Sprint(r.parts)).SetAlign(tview.AlignRight),
+			tview.NewTableCell(tview.Escape(orDash(r.protocol))).SetMaxWidth(24),
+		}
+		for x, cl := range cells {
+			t.SetCell(y, x, cl)
+		}
+	}
+	if len(v.rows) == 0 {
+		msg := "no consumer group seen yet"
+		if v.filter != "" {
+			msg = "no group matches the filter (esc clears it)"
+		}
+		t.SetCell(1, 0, tview.NewTableCell(msg).SetSelectable(false))
+		return
+	}
+	if sel == 0 {
+		sel = 1
+		if r, _ := t.GetSelection(); r >= 1 && r <= len(v.rows) {
+			sel = r
+		}
+	}
+	t.Select(sel, 0)
+}
+
+// hazardColor is the colour of the worst severity counted.
+func hazardColor(hz [4]int) string {
+	switch {
+	case hz[3] > 0:
+		return severityColor(correlate.SeverityCritical)
+	case hz[2] > 0:
+		return severityColor(correlate.SeverityWarn)
+	case hz[1] > 0:
+		return severityColor(correlate.SeverityInfo)
+	}
+	return ""
+}
+
+// colorOf turns a tview colour name into a tcell colour ("": default).
+func colorOf(name string) tcell.Color {
+	if name == "" {
+		return tcell.ColorDefault
+	}
+	return tcell.GetColor(name)
+}

@@ -1,0 +1,157 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
+)
+
+// view names a screen.
+type view uint8
+
+const (
+	viewGroups view = iota
+	viewDetail
+	viewHazards
+	viewEvidence
+	viewTraffic
+	viewHelp
+	numViews
+)
+
+var viewNames = [numViews]string{"Groups", "Group", "Hazards", "Evidence", "Traffic", "Help"}
+
+func (v view) String() string { return viewNames[v] }
+
+// scope is a set of views a key works in.
+type scope uint16
+
+func in(vs ...view) scope {
+	var s scope
+	for _, v := range vs {
+		s |= 1 << v
+	}
+	return s
+}
+
+const everywhere scope = 1<<numViews - 1
+
+func (s scope) has(v view) bool { return s&(1<<v) != 0 }
+
+// key is one key: a special key, or a rune (Key == tcell.KeyRune).
+type key struct {
+	Key  tcell.Key
+	Rune rune
+}
+
+func special(k tcell.Key) key { return key{Key: k} }
+func char(r rune) key         { return key{Key: tcell.KeyRune, Rune: r} }
+
+// binding is one row of the key table: the keys, what the help says, the
+// views where it works and what it does. A nil action means the focused
+// widget handles the key itself (tview's tables and text views move,
+// page and scroll); it is listed for the help.
+type binding struct {
+	keys   []key
+	label  string // how the help writes the keys
+	help   string
+	where  scope
+	action func(u *UI)
+}
+
+// bindings is the key table: the only place keys are defined, and the
+// source of the help screen. Earlier rows win when two match.
+var bindings = []binding{
+	{keys: []key{special(tcell.KeyUp), special(tcell.KeyDown), char('k'), char('j')}, label: "↑ ↓ k j",
+		help: "move the selection, scroll", where: everywhere},
+	{keys: []key{special(tcell.KeyPgUp), special(tcell.KeyPgDn), char('g'), char('G')}, label: "PgUp PgDn g G",
+		help: "page up and down, first and last row", where: everywhere},
+	{keys: []key{special(tcell.KeyEnter)}, label: "enter", where: in(viewGroups, viewHazards),
+		help: "open the selected group (Groups) or the hazard's evidence (Hazards)", action: (*UI).open},
+	{keys: []key{special(tcell.KeyEscape)}, label: "esc", where: everywhere,
+		help: "back: close the group, the evidence or the help; clear the filter", action: (*UI).back},
+	{keys: []key{char('/')}, label: "/", where: in(viewGroups, viewHazards, viewTraffic),
+		help: "filter the list: type, enter keeps the filter, esc clears it", action: (*UI).startFilter},
+	{keys: []key{char('s')}, label: "s", where: in(viewGroups, viewHazards),
+		help: "sort by the next column (Groups: name, lag, hazards, members, last rebalance, state; Hazards: newest, severity)", action: (*UI).nextSort},
+	{keys: []key{char('p')}, label: "p", where: everywhere,
+		help: "pause or resume the replay (live capture: freeze the screen, the capture goes on)", action: (*UI).togglePause},
+	{keys: []key{char('n')}, label: "n", where: everywhere,
+		help: "replay: when paused, replay the next step of capture time, then pause again", action: (*UI).step},
+	{keys: []key{char('f')}, label: "f", where: everywhere,
+		help: "replay: switch between capture pace and as fast as possible", action: (*UI).togglePace},
+	{keys: []key{special(tcell.KeyTab), special(tcell.KeyBacktab)}, label: "tab shift-tab", where: everywhere,
+		help: "next or previous view: Groups, Hazards, Traffic", action: (*UI).cycleView},
+	{keys: []key{char('1'), char('2'), char('3')}, label: "1 2 3", where: everywhere,
+		help: "go to Groups, Hazards, Traffic", action: (*UI).jumpView},
+	{keys: []key{char('?')}, label: "?", where: everywhere,
+		help: "this help", action: (*UI).toggleHelp},
+	{keys: []key{char('q'), special(tcell.KeyCtrlC)}, label: "q ctrl-c", where: everywhere,
+		help: "quit", action: (*UI).quitKey},
+}
+
+// lookup returns the binding of the key event in view v, nil if none.
+func lookup(ev *tcell.EventKey, v view) *binding {
+	k := key{Key: ev.Key()}
+	if k.Key == tcell.KeyRune {
+		k.Rune = ev.Rune()
+	}
+	for i := range bindings {
+		b := &bindings[i]
+		if !b.where.has(v) {
+			continue
+		}
+		for _, bk := range b.keys {
+			if bk == k {
+				return b
+			}
+		}
+	}
+	return nil
+}
+
+// helpText is the help screen, written from the key table: each key, then
+// what it does and where, wrapped to width.
+func helpText(width int) string {
+	var b strings.Builder
+	b.WriteString("[::b]kwire keys[::-]  (esc or ? closes)\n\n")
+	kw := 0
+	for _, k := range bindings {
+		kw = max(kw, len([]rune(k.label)))
+	}
+	for _, k := range bindings {
+		text := k.help
+		if k.where != everywhere {
+			text += " (in " + whereText(k.where) + ")"
+		}
+		for i, l := range tview.WordWrap(tview.Escape(text), max(width-kw-2, 20)) {
+			label := ""
+			if i == 0 {
+				label = k.label
+			}
+			fmt.Fprintf(&b, "[::b]%s[::-]  %s\n", pad(label, kw, false), l)
+		}
+	}
+	b.WriteString("\n")
+	for _, l := range tview.WordWrap("Severity is always written out (CRIT, WARN, INFO), not only coloured. "+
+		"The Groups view's HAZARDS column counts them: C critical, W warn, I info; LIVE/ALL counts live and remembered members. "+
+		"Heartbeat bars fill up to the member's session timeout, ending in ! past it. "+
+		"Rates are per second of capture time over the last 10s of it. "+
+		"A replay (kwire analyze --tui) can be paused (p), stepped (n) and switched between capture pace and full speed (f); "+
+		"on a live capture p freezes the screen while the capture goes on.", width) {
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+func whereText(s scope) string {
+	var names []string
+	for v := range numViews {
+		if s.has(v) {
+			names = append(names, v.String())
+		}
+	}
+	return strings.Join(names, ", ")
+}

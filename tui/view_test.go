@@ -1,0 +1,204 @@
+package tui
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+)
+
+// Frames from committed real-client captures (kgo against kfake), made by
+// running the real pipeline.
+var (
+	// churnMid is g_churn 4.8s in: generation 8, three live members.
+	churnMid = func(t *testing.T) *Frame {
+		full := frameOf(t, "g_churn.pcapng", time.Time{})
+		return frameOf(t, "g_churn.pcapng", full.Traffic.First.Add(4800*time.Millisecond))
+	}
+	// commitGap is h_commit_gap to its end: a critical commit_gap.
+	commitGap = func(t *testing.T) *Frame { return frameOf(t, "h_commit_gap.pcapng", time.Time{}) }
+	// offsetReset is h_offset_reset to its end: two groups.
+	offsetReset = func(t *testing.T) *Frame { return frameOf(t, "h_offset_reset.pcapng", time.Time{}) }
+)
+
+// keys are key presses: special keys by name, runes as themselves.
+type press struct {
+	key tcell.Key
+	r   rune
+}
+
+func keys(s ...any) []press {
+	var out []press
+	for _, k := range s {
+		switch k := k.(type) {
+		case tcell.Key:
+			out = append(out, press{key: k})
+		case string:
+			for _, r := range k {
+				out = append(out, press{key: tcell.KeyRune, r: r})
+			}
+		}
+	}
+	return out
+}
+
+// TestViews draws each view on a simulation screen from a real capture's
+// frame, after some keys, and checks what is on screen: each want is a
+// regexp that some line must match, each reject one that no line may.
+func TestViews(t *testing.T) {
+	tests := []struct {
+		name   string
+		frame  func(*testing.T) *Frame
+		w, h   int
+		keys   []press
+		want   []string
+		reject []string
+	}{{
+		name: "groups", frame: churnMid, w: 80, h: 24,
+		want: []string{
+			`^kwire \[1 Groups\]  2 Hazards \(\d+\)   3 Traffic  sort:name +\?:help q:quit$`,
+			`^GROUP +STATE +GEN +LIVE/ALL +LAG +HAZARDS +LAST REBALANCE`,
+			`^gc-group +stable +8 +3/4 +15 +I10 +11:38:33 member_left`,
+			`^test\.pcapng │ 4017pkt 578kB │ drop 0 gap 0 resync 0 │ [\d.]+ ev/s +live 11:38:33$`,
+		},
+	}, {
+		name: "group detail: members, assignments, heartbeats", frame: churnMid, w: 80, h: 24,
+		keys: keys(tcell.KeyEnter),
+		want: []string{
+			`› gc-group`,
+			`^gc-group  classic consumer/cooperative-sticky  state STABLE  generation 8$`,
+			`^MEMBERS 3 live of 4$`,
+			`^gc-membe…\w+ gc-member-1 127\.0\.0\.1 live +8 \[[#-]{6}\] [\d.]+ms/6\.0s gc-orders\[0,2\]$`,
+			`^gc-membe…\w+ gc-member-2 127\.0\.0\.1 live +8 \[[#-]{6}\] [\d.]+ms/6\.0s gc-orders\[3,4\]$`,
+			`^gc-membe…\w+ gc-member-3 127\.0\.0\.1 left +7 - +gc-orders\[2,5\]$`,
+			`^gc-membe…\w+ gc-member-4 127\.0\.0\.1 live +8 \[[#-]{6}\] [\d.]+ms/6\.0s gc-orders\[1,5\]$`,
+			`^GENERATIONS 8, newest first$`,
+			`^ +8 11:38:33\.173 +0 +3 -gc-member-3 +member_left`,
+			`^ +6 11:38:31\.769 +100ms +4 \+gc-member-4 +member_joined`,
+		},
+	}, {
+		name: "group detail scrolled to the end: commits", frame: churnMid, w: 80, h: 24,
+		keys: keys(tcell.KeyEnter, "G"),
+		want: []string{
+			`^TIME +PARTITION +OFFSET +MEMBER +GEN +RESULT$`,
+			`^11:38:33\.\d+ gc-orders/\d +\d+ gc-member-\S+ +8 ok$`,
+		},
+	}, {
+		name: "large terminal shows whole ids", frame: churnMid, w: 200, h: 60,
+		keys: keys(tcell.KeyEnter),
+		want: []string{
+			`^gc-member-1-1fa6e38bf95327b2\w+ +gc-member-1 +127\.0\.0\.1 +live`,
+			`^TOPIC +PART +OWNER +POSITION +COMMITTED +HWM +LAG +FETCH ERROR$`,
+			`^gc-orders +3 gc-member-2-160f59b1e59815ccec09d457a5d55a7f +147 +152 +152 +5 -$`,
+			`^RECENT COMMITS newest first$`,
+		},
+	}, {
+		name: "hazards, severity in words", frame: commitGap, w: 80, h: 24,
+		keys: keys("2"),
+		want: []string{
+			`^kwire  1 Groups  \[2 Hazards \(3\)\]  3 Traffic  sort:newest`,
+			`^TIME +SEVERITY +KIND +GROUP +SUMMARY$`,
+			`^11:39:12\.098 WARN +member_expired +hcg-group `,
+			`^11:39:06\.098 CRIT +commit_gap +hcg-group `,
+			`^11:39:06\.096 INFO +commit_on_receive hcg-group `,
+		},
+	}, {
+		name: "hazard evidence", frame: commitGap, w: 80, h: 24,
+		keys: keys("2", "s", "g", tcell.KeyEnter),
+		want: []string{
+			`› evidence`,
+			`^CRIT commit_gap at 11:39:06\.098$`,
+			`^hcg-group hcg-orders/0: member hcg-worker-`,
+			`^TIME +CONN +CLIENT > BROKER +API +CORR ID$`,
+			`^11:39:06\.\d{6} +c\d+ 127\.0\.0\.1:\d+ > 127\.0\.0\.1:\d+ OffsetCommit +\d+$`,
+		},
+	}, {
+		name: "filter groups", frame: offsetReset, w: 80, h: 24,
+		keys:   keys("/", "fresh", tcell.KeyEnter),
+		want:   []string{`^hor-fresh +empty`, `filter:fresh`},
+		reject: []string{`^hor-lagging`, `^/`},
+	}, {
+		name: "filter typed, then cleared with esc", frame: offsetReset, w: 80, h: 24,
+		keys: keys("/", "fresh", tcell.KeyEscape),
+		want: []string{`^hor-fresh +empty`, `^hor-lagging +empty`},
+	}, {
+		name: "filter without a match", frame: offsetReset, w: 80, h: 24,
+		keys: keys("/", "nothing", tcell.KeyEnter),
+		want: []string{`no group matches the filter`},
+	}, {
+		name: "sort by hazards", frame: offsetReset, w: 80, h: 24,
+		keys: keys("s", "s"),
+		want: []string{`sort:hazards`, `^hor-lagging .* C1 I1 `},
+	}, {
+		name: "hazards filtered to one group", frame: offsetReset, w: 80, h: 24,
+		keys:   keys("2", "/", "hor-fresh", tcell.KeyEnter),
+		want:   []string{`^11:40:30\.177 INFO +offset_reset +hor-fresh`},
+		reject: []string{`hor-lagging `},
+	}, {
+		name: "traffic", frame: churnMid, w: 80, h: 24,
+		keys: keys(tcell.KeyTab, tcell.KeyTab),
+		want: []string{
+			`\[3 Traffic\]`,
+			`^API +REQ/S +ERR/S +P50 +P90 +P99 +REQUESTS +ERRORS +NO RESP$`,
+			`^OffsetCommit +[\d.]+ +0 +\S+ +\S+ +\S+ +181 +0 +0$`,
+			`^Heartbeat +[\d.]+ +[\d.]+ +\S+ +\S+ +\S+ +41 +14 +0$`,
+		},
+	}, {
+		name: "help from the key table", frame: churnMid, w: 80, h: 24,
+		keys: keys("?"),
+		want: []string{`^kwire keys`, `^enter +open`, `^/ +filter`, `^q ctrl-c +quit$`},
+	}, {
+		name: "esc goes back", frame: churnMid, w: 80, h: 24,
+		keys: keys(tcell.KeyEnter, tcell.KeyEscape),
+		want: []string{`^gc-group +stable`},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScreen(t, nil, tc.w, tc.h)
+			s.u.apply(tc.frame(t))
+			s.draw()
+			for _, k := range tc.keys {
+				s.press(k.key, k.r)
+				s.draw()
+			}
+			lines := s.draw()
+			checkScreen(t, lines, tc.want, tc.reject)
+			for i, l := range lines {
+				if n := len([]rune(l)); n > tc.w {
+					t.Errorf("line %d is %d wide, more than the screen's %d", i, n, tc.w)
+				}
+			}
+		})
+	}
+}
+
+// checkScreen fails when a want matches no line or a reject matches one.
+func checkScreen(t *testing.T, lines, want, reject []string) {
+	t.Helper()
+	var missing []string
+	for _, w := range want {
+		re := regexp.MustCompile(w)
+		if !containsMatch(lines, re) {
+			missing = append(missing, w)
+		}
+	}
+	for _, r := range reject {
+		if containsMatch(lines, regexp.MustCompile(r)) {
+			missing = append(missing, "not "+r)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("screen does not match:\n  %s\nscreen:\n%s", strings.Join(missing, "\n  "), strings.Join(lines, "\n"))
+	}
+}
+
+func containsMatch(lines []string, re *regexp.Regexp) bool {
+	for _, l := range lines {
+		if re.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
