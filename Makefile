@@ -6,7 +6,7 @@ BIN      := bin/kwire
 FUZZTIME ?= 5m
 export CGO_ENABLED := 0
 
-.PHONY: all build demo test test-short captures goldens fuzz bench vet clean
+.PHONY: all build demo test test-deps test-short captures goldens fuzz bench vet clean
 
 all: build
 
@@ -20,8 +20,14 @@ demo: build
 
 # The whole test suite (CI runs exactly this). Root-only tests skip with a
 # reason when unprivileged.
-test: vet
+test: vet test-deps
 	$(GO) test -count=1 -timeout 14m ./...
+
+# What the tests need beyond Go (Debian packages): tmux for the terminal
+# UI's end-to-end test, which skips without it.
+test-deps:
+	command -v tmux >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux; } \
+	  || echo "test-deps: tmux could not be installed; the terminal UI end-to-end test will skip"
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -41,11 +47,26 @@ captures:
 goldens:
 	$(GO) test ./cmd/kwire -run Golden -update
 
-# Long fuzzing: each target for $(FUZZTIME).
+# Long fuzzing: each target for $(FUZZTIME) (FUZZTIME=10000000x: ten
+# million executions each). Go minimizes every input that finds new
+# coverage, for up to 60s and O(n^2) executions it does not count: on inputs
+# of a few KB (real Kafka exchanges, capture files) that is all a worker
+# ever does. FUZZMINIMIZE bounds it. Crashers land in <pkg>/testdata/fuzz
+# and run with every `go test` from then on.
+FUZZMINIMIZE ?= 200x
+FUZZ_TARGETS := ./decode:FuzzFramer ./decode:FuzzRequest ./decode:FuzzResponse \
+                ./correlate:FuzzCorrelator ./capture:FuzzReader
+.PHONY: fuzz-short
+
 fuzz:
-	$(GO) test ./decode -run '^$$' -fuzz '^FuzzFramer$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./decode -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./decode -run '^$$' -fuzz '^FuzzResponse$$' -fuzztime $(FUZZTIME)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "== $${t#*:} ($(FUZZTIME))"; \
+	  $(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE); \
+	done
+
+# Each fuzz target for about 20 seconds (CI).
+fuzz-short:
+	$(MAKE) fuzz FUZZTIME=20s
 
 # Benchmarks on a large generated capture (issues 2 and 8). bench-capture
 # writes $(BENCH_FILE) once: the bulk scenario (kgo <-> kfake, lz4/zstd/
@@ -56,7 +77,7 @@ BENCH_MSS   ?=
 BENCH_DIR   ?= /tmp/kwire-bench
 BENCH_FILE  ?= $(BENCH_DIR)/bulk-$(shell echo '$(BENCH_SIZE)' | tr A-Z a-z | sed 's/i*b$$//')$(if $(BENCH_MSS),-mss$(BENCH_MSS)).pcapng
 BENCH_PORTS := 29092-29094
-BENCH_COUNT ?= 5
+BENCH_COUNT ?= 6
 BENCH_ROUNDS ?= 3
 BENCHSTAT   ?= $(GO) run golang.org/x/perf/cmd/benchstat@latest
 .PHONY: bench-capture bench-compare
@@ -71,7 +92,8 @@ $(BENCH_FILE):
 	rmdir $(BENCH_DIR)/gen.tmp
 
 # Go benchmarks (MB/s, frames/s, allocs) through each stage, on the bulk
-# capture: capture alone, decode (no-op handler / NDJSON), kwire read.
+# capture: capture alone, decode (no-op handler / NDJSON), kwire read and
+# analyze. BENCH_COUNT=6 is the least benchstat gives a confidence interval for.
 # Keep an older bench.txt as bench.old.txt and benchstat compares the two.
 bench: bench-capture
 	KWIRE_BENCH_CAPTURE=$(BENCH_FILE) KWIRE_BENCH_PORTS=$(BENCH_PORTS) \
@@ -79,13 +101,62 @@ bench: bench-capture
 	@! grep -q '^FAIL' bench.txt
 	if [ -f bench.old.txt ]; then $(BENCHSTAT) bench.old.txt bench.txt; else $(BENCHSTAT) bench.txt; fi
 
-# Issue 8's comparison: cat, kwire read (and kwire analyze once it exists)
+# Issue 8's comparison: cat, kwire read, kwire analyze (left out if missing)
 # and tshark's Kafka dissector, interleaved, on the bulk capture: MB/s,
 # frames/s, max RSS, ratios. Installs tshark with apt when it is missing.
 bench-compare: build bench-capture
 	command -v tshark >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get -y install tshark; } \
 	  || echo "bench-compare: tshark could not be installed; comparing without it"
 	$(GO) run ./cmd/kwire-bench -kwire $(BIN) -ports $(BENCH_PORTS) -rounds $(BENCH_ROUNDS) $(BENCH_FILE)
+
+# Issue 5: kwire live keeping up with loopback Kafka traffic through kfake
+# (root). BENCH_LIVE_MBPS are the client rates tried (0: as fast as they
+# go), BENCH_LIVE_SECONDS each run's length, BENCH_LIVE_RING_MB --ring-mb.
+BENCH_LIVE_MBPS    ?= 1000,2000,3000,0
+BENCH_LIVE_SECONDS ?= 15
+BENCH_LIVE_RING_MB ?= 64
+SOAK               ?= 10m
+.PHONY: bench-live soak
+
+bench-live:
+	KWIRE_BENCH_LIVE=1 KWIRE_BENCH_LIVE_MBPS=$(BENCH_LIVE_MBPS) KWIRE_BENCH_LIVE_SECONDS=$(BENCH_LIVE_SECONDS) KWIRE_BENCH_LIVE_RING_MB=$(BENCH_LIVE_RING_MB) \
+	  $(GO) test -run '^$$' -bench BenchmarkLive -benchtime 1x -timeout 30m -v ./cmd/kwire
+
+# kwire live's resident memory over $(SOAK) of steady traffic with group
+# churn (root): start vs end RSS.
+soak:
+	KWIRE_SOAK=$(SOAK) $(GO) test -run '^TestLiveSoak$$' -count=1 -timeout 60m -v ./cmd/kwire
+
+# Issue 6: the eBPF probes. bpf regenerates bpf/vmlinux.h from this
+# kernel's BTF and the committed bpf2go output (bpf/kwire_bpfel.go, .o) from
+# bpf/kwire.c, installing clang, llvm, libbpf-dev and bpftool from Debian
+# packages when they are missing. bpf-check (CI) regenerates the output from
+# the committed sources into a temporary directory and fails if it differs
+# from what is committed. bench-ebpf measures the probes' cost on a loopback
+# Kafka workload (root); BENCH_EBPF_RECORD sets its record size.
+BPF_TOOLS_OK = command -v clang >/dev/null && command -v llvm-strip >/dev/null && command -v bpftool >/dev/null && test -f /usr/include/bpf/bpf_helpers.h
+BPF2GO_ARGS  = $(shell sed -n 's|^//go:generate go tool bpf2go ||p' bpf/gen.go)
+BENCH_EBPF_SECONDS ?= 5
+BENCH_EBPF_RECORD  ?= 65536
+.PHONY: bpf bpf-check bpf-tools bench-ebpf
+
+bpf-tools:
+	@$(BPF_TOOLS_OK) || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y clang llvm libbpf-dev bpftool; }
+
+bpf: bpf-tools
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h.tmp && mv bpf/vmlinux.h.tmp bpf/vmlinux.h
+	cd bpf && $(GO) generate ./
+
+bpf-check: bpf-tools
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	  (cd bpf && GOPACKAGE=bpf GOFILE=gen.go $(GO) tool bpf2go -output-dir $$tmp $(BPF2GO_ARGS)) && \
+	  for f in kwire_bpfel.go kwire_bpfel.o; do \
+	    cmp -s $$tmp/$$f bpf/$$f || { echo "bpf/$$f is not what bpf/kwire.c generates: run make bpf and commit"; exit 1; }; \
+	  done && echo "bpf: committed output matches the sources"
+
+bench-ebpf:
+	KWIRE_BENCH_EBPF_SECONDS=$(BENCH_EBPF_SECONDS) KWIRE_BENCH_EBPF_RECORD=$(BENCH_EBPF_RECORD) \
+	  $(GO) test -run '^$$' -bench BenchmarkEBPFOverhead -benchtime 1x -timeout 30m -v ./capture
 
 clean:
 	rm -rf bin bench.txt

@@ -1,9 +1,11 @@
 package main
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"io"
+
+	"github.com/kwire/kwire/correlate"
 )
 
 const analyzeHelp = `Usage: kwire analyze [flags] FILE...
@@ -15,28 +17,48 @@ left, expired, metadata change, or unknown when the capture began mid-way),
 what each group fetched (positions, records, bytes, high watermark, lag)
 and committed.
 
-On a terminal: a timeline of group events, then a report per group. With
---json (or when stdout is not a terminal): NDJSON events (generation,
-member, commit, coordinator), anomalies, a final "summary" object with the
-whole state and a "stats" line (schema: docs/schema.md).
+It also flags the consumer mistakes that lose or replay data (hazards):
+commits going backwards, skipping delivered records, past what was
+fetched, rejected, or made by a non-owner; zombie fetches; silent offset
+resets; expired members, late heartbeats, rebalance storms; weak producer
+acks; client id churn. Each has a severity (info, warn, critical) and the
+exchanges it rests on (times and connections, to find them in Wireshark).
+
+On a terminal: a timeline of group events and hazards, then a report per
+group with its hazards by severity. With --json (or when stdout is not a
+terminal): NDJSON events (generation, member, commit, coordinator, hazard),
+anomalies, a final "summary" object with the whole state and a "stats"
+line (schema: docs/schema.md).
+
+With --tui: a terminal UI (groups, group detail, hazards, traffic, loss
+counters) over a replay of the files, as fast as possible, at capture pace
+(--replay=real, --speed) or paused and stepped (--replay=paused); ? shows
+the keys.
+
+Exit status: 0, or 1 on an error, 2 on a bad command line, 3 when
+--fail-on finds hazards.
 
 Examples:
   kwire analyze capture.pcapng
   kwire analyze b1.pcapng b2.pcapng b3.pcapng
   kwire analyze --json capture.pcapng | jq 'select(.type=="generation")'
+  kwire analyze --fail-on=critical integration-test.pcapng
+  kwire analyze --tui --replay=real capture.pcapng
 
 Flags:
 `
+
+// errHazards is returned when --fail-on finds hazards; the exit status is 3.
+var errHazards = errors.New("hazards found")
 
 func cmdAnalyze(args []string, stdout, stderr io.Writer) error {
 	var cf commonFlags
 	fs := newFlagSet("analyze", analyzeHelp, stderr)
 	cf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fs.SetOutput(stdout)
-			fs.Usage()
-		}
+	failOn := fs.String("fail-on", "", "exit with status 3 when any hazard of this `SEVERITY` or worse is found: warn or critical (for CI pipelines that capture their tests)")
+	var tf tuiFlags
+	tf.register(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -44,5 +66,24 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	return newPipeline(&cf, stdout, false).runFiles(fs.Args(), &cf, true)
+	rank := 0
+	if *failOn != "" {
+		if rank = correlate.SeverityRank(*failOn); rank < 2 {
+			fmt.Fprintf(stderr, "kwire analyze: --fail-on %q: want warn or critical\n", *failOn)
+			return errUsage
+		}
+	}
+	p := newPipeline(&cf, stdout, false)
+	run := func() error { return p.runFiles(fs.Args(), &cf, true) }
+	if tf.on {
+		run = func() error { return p.runTUI(fs.Args(), &cf, &tf) }
+	}
+	if err := run(); err != nil {
+		return err
+	}
+	if n := p.atOrAbove(rank); rank > 0 && n > 0 {
+		fmt.Fprintf(stderr, "kwire: %d hazard(s) at %s or above (--fail-on)\n", n, *failOn)
+		return errHazards
+	}
+	return nil
 }

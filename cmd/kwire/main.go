@@ -17,13 +17,17 @@ Usage:
                                   members, assignments, fetches, commits)
                                   from pcap/pcapng files (merged by time)
   kwire read [flags] FILE...      decode every Kafka request and response
+  kwire live -i IFACE [flags]     capture on a broker or client host (Linux,
+                                  CAP_NET_RAW): group events as they happen,
+                                  loss counters, Prometheus metrics
   kwire help [COMMAND]            show help for a command
 
 Files captured per broker host are merged by packet time, so a consumer's
 traffic to several brokers is analysed together. Capture with, e.g.:
   tcpdump -i any -s 0 -w broker1.pcapng 'tcp port 9092'
 
-Run 'kwire help analyze' or 'kwire help read' for flags and output.
+Run 'kwire help analyze', 'kwire help read' or 'kwire help live' for flags
+and output.
 `
 
 // errUsage is returned for a bad command line; main prints usage and exits 2.
@@ -45,9 +49,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdRead(args[1:], stdout, stderr)
 	case "analyze":
 		err = cmdAnalyze(args[1:], stdout, stderr)
+	case "live":
+		err = cmdLive(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
-			if cmd, ok := map[string]func([]string, io.Writer, io.Writer) error{"read": cmdRead, "analyze": cmdAnalyze}[args[1]]; ok {
+			if cmd, ok := map[string]func([]string, io.Writer, io.Writer) error{"read": cmdRead, "analyze": cmdAnalyze, "live": cmdLive}[args[1]]; ok {
 				err = cmd([]string{"-h"}, stdout, stderr)
 				break
 			}
@@ -63,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, errHazards):
+		return 3
 	}
 	fmt.Fprintf(stderr, "kwire: %v\n", err)
 	return 1

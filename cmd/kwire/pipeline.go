@@ -23,18 +23,32 @@ type pipeline struct {
 	// commit events out of text output (the exchange lines or the final
 	// report already show them).
 	exchanges, text bool
+	// hazards counts hazard events by severity rank (correlate.SeverityRank).
+	hazards [4]int
+	// tap, when set, also gets every exchange and event (kwire live's
+	// metrics exporter).
+	tap tap
+}
+
+// tap is a second consumer of the pipeline's exchanges and events.
+type tap interface {
+	Exchange(e *decode.Exchange)
+	Event(ev correlate.Event)
 }
 
 func newPipeline(cf *commonFlags, stdout io.Writer, exchanges bool) *pipeline {
 	p := &pipeline{exchanges: exchanges}
 	p.out, p.text = cf.writer(stdout)
-	p.corr = correlate.New(nil, correlate.SinkFunc(p.event))
-	p.dec = decode.New(p, &decode.Options{MaxFrame: cf.maxFrame, MaxBuffered: cf.maxBuf})
+	p.corr = correlate.New(cf.limits.correlate(), correlate.SinkFunc(p.event))
+	p.dec = decode.New(p, &decode.Options{MaxFrame: cf.maxFrame, MaxBuffered: cf.maxBuf, MaxPending: cf.limits.pending})
 	return p
 }
 
 // Exchange implements decode.Handler.
 func (p *pipeline) Exchange(e *decode.Exchange) {
+	if p.tap != nil {
+		p.tap.Exchange(e)
+	}
 	if p.exchanges {
 		p.out.Exchange(e)
 	}
@@ -45,6 +59,12 @@ func (p *pipeline) Exchange(e *decode.Exchange) {
 func (p *pipeline) Anomaly(a *decode.Anomaly) { p.out.Anomaly(a) }
 
 func (p *pipeline) event(ev correlate.Event) {
+	if p.tap != nil {
+		p.tap.Event(ev)
+	}
+	if h, ok := ev.(*correlate.HazardEvent); ok {
+		p.hazards[correlate.SeverityRank(h.Severity)]++
+	}
 	if _, ok := ev.(*correlate.CommitEvent); ok && p.text {
 		return
 	}
@@ -55,7 +75,7 @@ func (p *pipeline) event(ev correlate.Event) {
 // user interrupts; summary adds the final group report. It always writes
 // the stats line, so that what was decoded before an error is kept.
 func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error {
-	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports})
+	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports, MaxConns: cf.limits.conns})
 	if err != nil {
 		return err
 	}
@@ -76,4 +96,13 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 		fmt.Fprintf(os.Stderr, "kwire: warning: %d capture file(s) end in a cut record (capture stopped uncleanly?): everything before it was analysed\n", st.FilesTruncated)
 	}
 	return runErr
+}
+
+// atOrAbove counts the hazards of severity rank r or more.
+func (p *pipeline) atOrAbove(r int) int {
+	n := 0
+	for i := max(r, 1); i < len(p.hazards); i++ {
+		n += p.hazards[i]
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,15 +42,17 @@ type commonFlags struct {
 	text     bool
 	maxFrame int
 	maxBuf   int
+	limits   limitFlags // limits.go
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
 	c.ports, _ = capture.ParsePorts("9092")
-	fs.Var(&c.ports, "port", "broker `PORTS`: a list and/or ranges, e.g. 9092,9093 or 19092-19094")
+	fs.Var(&replacePorts{p: &c.ports}, "port", "broker `PORTS`: a list and/or ranges, e.g. 9092,9093 or 19092-19094; repeat to add")
 	fs.BoolVar(&c.json, "json", false, "write NDJSON (the default when stdout is not a terminal)")
 	fs.BoolVar(&c.text, "text", false, "write human-readable lines (the default on a terminal)")
 	fs.IntVar(&c.maxFrame, "max-frame", 100<<20, "largest Kafka frame decoded, in `BYTES`; larger ones are skipped and counted")
 	fs.IntVar(&c.maxBuf, "max-buffer", 256<<20, "memory for partial frames across all connections, in `BYTES`; beyond it frames are skipped and counted")
+	c.limits.register(fs)
 }
 
 // writer returns the output writer the flags ask for, and whether it
@@ -57,6 +60,22 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 func (c *commonFlags) writer(stdout io.Writer) (*jsonout.Writer, bool) {
 	text := c.text || (!c.json && isTerminal(stdout))
 	return jsonout.New(stdout, &jsonout.Options{Text: text}), text
+}
+
+// parseFlags parses args. -h prints the help to stdout and returns
+// flag.ErrHelp (exit 0); a bad flag, which the flag package has already
+// reported with the usage, returns errUsage (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return err
+	}
+	return errUsage
 }
 
 func newFlagSet(name, help string, stderr io.Writer) *flag.FlagSet {
@@ -73,11 +92,7 @@ func cmdRead(args []string, stdout, stderr io.Writer) error {
 	var cf commonFlags
 	fs := newFlagSet("read", readHelp, stderr)
 	cf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fs.SetOutput(stdout)
-			fs.Usage()
-		}
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

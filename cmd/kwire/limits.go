@@ -1,0 +1,43 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/kwire/kwire/correlate"
+)
+
+// limitFlags are the memory caps of the commands that read traffic, on
+// top of --max-frame and --max-buffer. The defaults fit a busy broker
+// host; every cap has a counter that says when it bit:
+//
+//	--max-conns       capture stats conns_over_cap, packets_over_cap
+//	--max-pending     decode stats pending_overflow (and a pending_overflow anomaly)
+//	--max-groups      summary stats.limits.groups_dropped
+//	--max-members     summary stats.limits.members_dropped
+//	--max-partitions  summary stats.limits.partitions_dropped
+//	--max-clients     summary stats.limits.clients_evicted
+//
+// The defaults repeat those of the packages (capture.Options,
+// decode.Options, correlate.Options), so that --help shows them.
+type limitFlags struct {
+	conns, pending                       int
+	groups, members, partitions, clients int
+}
+
+func (l *limitFlags) register(fs *flag.FlagSet) {
+	// kwire live has its own --max-conns, with its other capture flags.
+	if fs.Name() != "live" {
+		fs.IntVar(&l.conns, "max-conns", 100000, "most TCP connections tracked at once; packets of further ones are dropped and counted (conns_over_cap)")
+	}
+	fs.IntVar(&l.pending, "max-pending", 1024, "most requests awaiting a response on one connection; beyond it the oldest is reported missing (pending_overflow)")
+	fs.IntVar(&l.groups, "max-groups", 10000, "most consumer groups tracked; requests for more are counted and ignored (groups_dropped)")
+	fs.IntVar(&l.members, "max-members", 2000, "most members remembered per group, departed ones forgotten first (members_dropped)")
+	fs.IntVar(&l.partitions, "max-partitions", 100000, "most topic partitions tracked per group (partitions_dropped)")
+	fs.IntVar(&l.clients, "max-clients", 100000, "most clients (host and client id) remembered, least recently seen forgotten first (clients_evicted)")
+}
+
+// correlate returns the correlator's options with the caps asked for.
+func (l *limitFlags) correlate() *correlate.Options {
+	return &correlate.Options{MaxGroups: l.groups, MaxMembersPerGroup: l.members,
+		MaxPartitionsPerGroup: l.partitions, MaxClients: l.clients}
+}

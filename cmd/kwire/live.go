@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/jsonout"
+	"github.com/kwire/kwire/metrics"
+)
+
+const liveHelp = `Usage: kwire live -i IFACE [flags]
+
+Capture Kafka traffic on a network interface (Linux AF_PACKET, no libpcap;
+needs root or CAP_NET_RAW) and analyse it as it happens: the same pipeline
+as kwire analyze. Only TCP to or from --port reaches kwire (a BPF filter in
+the kernel). -i any captures on every interface; on loopback each packet is
+taken once.
+
+Output: group events (generation, member, commit, coordinator, hazard) and
+anomalies as they happen, a "stats" line every --stats-every with every
+loss counted (kernel ring drops, gaps, resyncs, undecodable frames,
+unmatched responses, connections evicted), and on SIGINT/SIGTERM the final
+summary and stats, as kwire analyze prints them (exit status 0). On a
+terminal the lines are human-readable; with --json (or when stdout is not
+a terminal) NDJSON, flushed line by line (schema: docs/schema.md).
+
+--metrics ADDR serves Prometheus metrics at http://ADDR/metrics: per group,
+topic and partition records and bytes fetched, offsets and lag; per group
+members, generation, rebalances, hazards; per API requests, errors and
+latency; capture health counters.
+
+Examples:
+  kwire live -i any --port 9092
+  kwire live -i eth0 --port 9092-9094 --json | jq 'select(.type=="generation")'
+  kwire live -i lo --port 19092 --metrics :9308 -w kafka.pcapng --rotate-mb 1024
+
+Flags:
+`
+
+// liveFlags are kwire live's flags.
+type liveFlags struct {
+	common            commonFlags
+	iface             string
+	ringMB            int
+	metricsAddr       string
+	noPartitionLabels bool
+	write             string
+	rotateMB          int
+	statsEvery        time.Duration
+	idleTimeout       time.Duration
+	maxConns          int
+	maxBufferMB       int
+	duration          time.Duration
+	exchanges         bool
+	probe             probeFlags // --ebpf (live_ebpf.go)
+}
+
+func (f *liveFlags) register(fs *flag.FlagSet) {
+	f.common.register(fs)
+	// The kernel filter is built from --port: a port given replaces the
+	// default 9092 instead of adding to it.
+	fs.StringVar(&f.iface, "i", "", "network `IFACE` to capture on (any: all of them)")
+	fs.IntVar(&f.ringMB, "ring-mb", 64, "kernel ring size in `MiB`: packets arriving while it is full are dropped and counted")
+	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (host:port, :port) at /metrics")
+	fs.BoolVar(&f.noPartitionLabels, "no-partition-labels", false, "aggregate metrics per topic instead of per partition (fewer series)")
+	fs.StringVar(&f.write, "w", "", "also save the captured packets to `FILE` (pcapng)")
+	fs.IntVar(&f.rotateMB, "rotate-mb", 0, "with -w, start a new file (FILE.1.pcapng, ...) every `MiB` written; 0: one file")
+	fs.DurationVar(&f.statsEvery, "stats-every", 10*time.Second, "write a stats line this often")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", 5*time.Minute, "forget a connection after this long without a packet")
+	fs.IntVar(&f.maxConns, "max-conns", 100000, "most connections tracked at once; packets of more are dropped and counted")
+	fs.IntVar(&f.maxBufferMB, "max-reorder-mb", 128, "most out-of-order bytes held for reassembly, in `MiB`; beyond it the missing bytes become counted gaps")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long, as on SIGINT (0: run until interrupted)")
+	fs.BoolVar(&f.exchanges, "exchanges", false, "also write a line per exchange, as kwire read does")
+	f.probe.register(fs)
+}
+
+// replacePorts is a --port flag whose first use replaces the default set;
+// later uses add to it.
+type replacePorts struct {
+	p   *capture.Ports
+	set bool
+}
+
+func (r *replacePorts) String() string {
+	if r.p == nil {
+		return ""
+	}
+	return r.p.String()
+}
+
+func (r *replacePorts) Set(s string) error {
+	var p capture.Ports
+	if r.set {
+		p = *r.p
+	}
+	if err := p.Set(s); err != nil {
+		return err
+	}
+	*r.p, r.set = p, true
+	return nil
+}
+
+func cmdLive(args []string, stdout, stderr io.Writer) error {
+	var f liveFlags
+	fs := newFlagSet("live", liveUsage(), stderr)
+	f.register(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "kwire live: unexpected argument %q (files are for kwire analyze)\n\n", fs.Arg(0))
+	case f.probe.check(&f) != "":
+		fmt.Fprintf(stderr, "kwire live: %s\n\n", f.probe.check(&f))
+	case f.iface == "" && !f.probe.ebpf:
+		fmt.Fprintf(stderr, "kwire live: -i IFACE is required (interfaces here: %s)\n\n", strings.Join(capture.Interfaces(), ", "))
+	case f.ringMB < 1, f.rotateMB < 0, f.statsEvery <= 0, f.idleTimeout <= 0, f.maxConns < 1, f.maxBufferMB < 1:
+		fmt.Fprint(stderr, "kwire live: --ring-mb, --stats-every, --idle-timeout, --max-conns and --max-reorder-mb must be positive\n\n")
+	default:
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if f.duration > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, f.duration)
+			defer cancel()
+		}
+		return runLive(ctx, &f, stdout, stderr)
+	}
+	fs.Usage()
+	return errUsage
+}
+
+// errNoCapNetRaw is what a user without the capability is told.
+const errNoCapNetRaw = "live capture needs CAP_NET_RAW: run as root or setcap cap_net_raw+ep kwire, or capture with tcpdump and use kwire analyze"
+
+// runLive captures until ctx is done, then writes the summary.
+func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error {
+	if f.probe.ebpf {
+		return runLiveEBPF(ctx, f, stdout, stderr)
+	}
+	p := newPipeline(&f.common, stdout, f.exchanges)
+	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
+
+	var pw *capture.PcapngWriter
+	lo := &capture.LiveOptions{Interface: f.iface, RingBytes: f.ringMB << 20}
+	if f.write != "" {
+		var err error
+		if pw, err = capture.CreatePcapng(f.write, f.iface, int64(f.rotateMB)<<20); err != nil {
+			return fmt.Errorf("-w: %w", err)
+		}
+		lo.Write = pw
+	}
+	src, err := capture.OpenLive(lo, &capture.Options{
+		Ports: f.common.ports, IdleTimeout: f.idleTimeout, MaxConns: f.maxConns,
+		// Reassembly pages are 1900 bytes; a connection may use a quarter.
+		MaxBufferedPagesTotal: f.maxBufferMB << 20 / 1900, MaxBufferedPagesPerConn: max(1, f.maxBufferMB<<20/1900/4),
+	})
+	if err != nil {
+		if pw != nil {
+			pw.Close()
+			os.Remove(f.write)
+		}
+		var errno syscall.Errno
+		if errors.Is(err, capture.ErrPermission) && errors.As(err, &errno) {
+			return fmt.Errorf("%s (%v)", errNoCapNetRaw, errno)
+		}
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &liveRun{p: p, src: src, cancel: cancel, stderr: stderr, statsEvery: f.statsEvery, ports: f.common.ports.String()}
+	r.clock.next = p.dec
+	status := fmt.Sprintf("kwire: capturing on %s, kernel filter: %s, ring %d MiB", src.Interface(), src.Filter(), f.ringMB)
+	if pw != nil {
+		status += ", saving to " + f.write
+	}
+	if f.metricsAddr != "" {
+		r.metrics = metrics.New(&metrics.Options{NoPartitionLabels: f.noPartitionLabels})
+		p.tap = r.metrics
+		srv, addr, err := serveMetrics(f.metricsAddr, r.metrics)
+		if err != nil {
+			src.Close()
+			if pw != nil {
+				pw.Close()
+			}
+			return err
+		}
+		defer srv.Close()
+		status += fmt.Sprintf(", metrics on http://%s/metrics", addr)
+	}
+	fmt.Fprintln(stderr, status)
+
+	start := time.Now()
+	r.nextStats, r.hintAt = start.Add(f.statsEvery), start.Add(hintAfter)
+	runErr := src.Run(ctx, r)
+	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
+		runErr = nil // stopped by a signal or --duration: the normal end
+	}
+	p.corr.Close(r.clock.t)
+	p.out.Summary(p.corr.Snapshot())
+	p.out.Stats(time.Now(), src.Stats(), p.dec.Stats())
+	outErr := p.out.Flush()
+	if r.err != nil {
+		outErr = nil // already reported
+	} else if outErr != nil {
+		outErr = fmt.Errorf("write output: %w", outErr)
+	}
+	if pw != nil {
+		if err := pw.Close(); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("-w: %w", err))
+		}
+		fmt.Fprintf(stderr, "kwire: saved %d packets to %s\n", src.Stats().Live.PacketsWritten, strings.Join(pw.Files(), ", "))
+	}
+	return errors.Join(runErr, r.err, outErr)
+}
+
+// serveMetrics listens on addr and serves x at /metrics in the
+// background. It returns the server (Close stops it) and the address
+// listened on (addr may ask for port 0).
+func serveMetrics(addr string, x *metrics.Exporter) (*http.Server, net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", x.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return srv, ln.Addr(), nil
+}
+
+// hintAfter is how long kwire live waits for Kafka traffic before it says
+// where else to look (a variable for tests).
+var hintAfter = 10 * time.Second
+
+// snapshotEvery is how often the metrics get the correlator's state (a
+// snapshot copies it all).
+const snapshotEvery = 2 * time.Second
+
+// liveRun is the live capture's Sink: chunks go down the pipeline, ticks
+// write the periodic stats, refresh the metrics and give the hint. All of
+// it runs on the capture goroutine, which owns the decoder and correlator.
+type liveRun struct {
+	p          *pipeline
+	src        liveSource
+	metrics    *metrics.Exporter
+	clock      lastTime
+	cancel     context.CancelFunc // stops the capture (output failed)
+	stderr     io.Writer
+	ports      string
+	statsEvery time.Duration
+	nextStats  time.Time
+	nextSnap   time.Time
+	hintAt     time.Time
+	hinted     bool
+	err        error
+}
+
+// Chunk implements capture.Sink.
+func (r *liveRun) Chunk(c *capture.Chunk) { r.clock.Chunk(c) }
+
+// Tick implements capture.Ticker.
+func (r *liveRun) Tick(now time.Time) {
+	if !now.Before(r.nextStats) {
+		r.nextStats = now.Add(r.statsEvery)
+		r.p.out.Stats(now, r.src.Stats(), r.p.dec.Stats())
+		if err := r.p.out.Flush(); err != nil && r.err == nil {
+			r.err = fmt.Errorf("write output: %w", err)
+			r.cancel()
+		}
+	}
+	if r.metrics != nil && !now.Before(r.nextSnap) {
+		r.nextSnap = now.Add(snapshotEvery)
+		r.metrics.Stats(r.src.Stats(), r.p.dec.Stats())
+		r.metrics.Snapshot(r.p.corr.Snapshot())
+	}
+	if !r.hinted && !now.Before(r.hintAt) {
+		r.hinted = true
+		r.hint()
+	}
+}
+
+// hint says why nothing was decoded yet, when nothing was.
+func (r *liveRun) hint() {
+	cs, ds := r.src.Stats(), r.p.dec.Stats()
+	ports := "port " + r.ports
+	if r.ports == "" {
+		ports = "any port"
+	}
+	switch {
+	case ds.Requests > 0:
+	case cs.TCPPackets == 0:
+		fmt.Fprintf(r.stderr, "kwire: no TCP traffic on %s seen on %s in %s: is that the brokers' listener port (--port) and their interface (-i; any captures on all: %s)?\n",
+			ports, r.src.Interface(), hintAfter, strings.Join(capture.Interfaces(), ", "))
+	case ds.TLSConns > 0:
+		fmt.Fprintf(r.stderr, "kwire: the traffic on %s is TLS, which kwire cannot decode: capture a plaintext listener\n", ports)
+	default:
+		fmt.Fprintf(r.stderr, "kwire: %d TCP packets on %s in %s but no Kafka request decoded yet: is it a Kafka listener (--port)? (connections opened before the capture are picked up at their next request)\n",
+			cs.TCPPackets, ports, hintAfter)
+	}
+}

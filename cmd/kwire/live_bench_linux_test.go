@@ -1,0 +1,420 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// traffic is sustained Kafka traffic through kfake on loopback: producers
+// writing big records (kfake discards them: BlackholeProduce) and a
+// consumer group reading a canned 1 MiB batch (SyntheticFetch), so the
+// broker holds no data however long it runs. Bytes counts record bytes
+// produced and fetched, as the clients saw them.
+type traffic struct {
+	kf     *kfake.Cluster
+	ports  string
+	topic  string
+	bytes  atomic.Int64
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newTraffic(t testing.TB) *traffic {
+	tr := &traffic{topic: "bench"}
+	tr.kf, tr.ports = newCluster(t, kfake.SeedTopics(6, tr.topic), kfake.BlackholeProduce(),
+		kfake.SyntheticFetch(kfake.SyntheticBatch{Records: 16, RecordBytes: 64 << 10}))
+	return tr
+}
+
+// start runs producers and consumers until stop. A pace above 0 limits
+// each client to that many bytes per second; churn > 0 replaces one
+// consumer of the group that often (rebalances, new connections).
+func (tr *traffic) start(t testing.TB, producers, consumers int, pace int64, churn time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	tr.cancel = cancel
+	for i := range producers {
+		tr.wg.Add(1)
+		go tr.produce(ctx, t, i, pace)
+	}
+	for i := range consumers {
+		tr.wg.Add(1)
+		go tr.consume(ctx, t, fmt.Sprintf("bench-consumer-%d", i), pace, 0)
+	}
+	if churn > 0 {
+		tr.wg.Add(1)
+		go tr.consume(ctx, t, "bench-churn", pace, churn)
+	}
+}
+
+func (tr *traffic) stop() {
+	tr.cancel()
+	tr.wg.Wait()
+}
+
+// pacer waits until n more bytes are within rate bytes per second.
+type pacer struct {
+	rate  int64
+	start time.Time
+	sent  int64
+}
+
+func (p *pacer) wait(ctx context.Context, n int64) {
+	if p.rate <= 0 {
+		return
+	}
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	p.sent += n
+	due := p.start.Add(time.Duration(float64(p.sent) / float64(p.rate) * float64(time.Second)))
+	if d := time.Until(due); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (tr *traffic) produce(ctx context.Context, t testing.TB, i int, pace int64) {
+	defer tr.wg.Done()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tr.kf.ListenAddrs()...), kgo.ClientID(fmt.Sprintf("bench-producer-%d", i)),
+		kgo.DefaultProduceTopic(tr.topic), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(0),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer cl.Close()
+	value := make([]byte, 128<<10)
+	p := pacer{rate: pace}
+	for ctx.Err() == nil {
+		rs := make([]*kgo.Record, 8)
+		for j := range rs {
+			rs[j] = &kgo.Record{Value: value}
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err == nil {
+			tr.bytes.Add(int64(len(rs) * len(value)))
+		}
+		p.wait(ctx, int64(len(rs)*len(value)))
+	}
+}
+
+// consume runs a group member; with life > 0 it leaves and rejoins (as a
+// new client) every life.
+func (tr *traffic) consume(ctx context.Context, t testing.TB, id string, pace int64, life time.Duration) {
+	defer tr.wg.Done()
+	p := pacer{rate: pace}
+	for n := 0; ctx.Err() == nil; n++ {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(tr.kf.ListenAddrs()...), kgo.ClientID(fmt.Sprintf("%s-%d", id, n)),
+			kgo.ConsumerGroup("bench-group"), kgo.ConsumeTopics(tr.topic), kgo.FetchMaxBytes(16<<20),
+			kgo.FetchMaxPartitionBytes(4<<20), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		lctx, lcancel := ctx, context.CancelFunc(func() {})
+		if life > 0 {
+			lctx, lcancel = context.WithTimeout(ctx, life)
+		}
+		for lctx.Err() == nil {
+			fs := cl.PollFetches(lctx)
+			var got int64
+			fs.EachRecord(func(r *kgo.Record) { got += int64(len(r.Value)) })
+			tr.bytes.Add(got)
+			p.wait(lctx, got)
+		}
+		lcancel()
+		cl.Close()
+	}
+}
+
+// liveProc is `kwire live` as a child process (this test binary, see
+// TestMain), so that its CPU time and memory are its own.
+type liveProc struct {
+	cmd        *exec.Cmd
+	metricsURL string
+	stats      chan map[string]float64 // every stats line's capture counters
+	last       map[string]float64
+	err        chan error
+	stderr     *output
+}
+
+// latest returns the counters of the newest stats line not yet seen.
+func (p *liveProc) latest() (map[string]float64, bool) {
+	got := false
+	for {
+		select {
+		case st, ok := <-p.stats:
+			if !ok {
+				return p.last, got
+			}
+			p.last, got = st, true
+		default:
+			return p.last, got
+		}
+	}
+}
+
+func startLiveProc(t testing.TB, args ...string) *liveProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, append([]string{"live"}, args...)...)
+	cmd.Env = append(os.Environ(), "KWIRE_TEST_MAIN=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &liveProc{cmd: cmd, stats: make(chan map[string]float64, 1024), err: make(chan error, 1), stderr: newOutput()}
+	t.Cleanup(func() { cmd.Process.Kill() }) // if the test ends early
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "kwire: capturing on") {
+				ready <- sc.Text()
+			} else {
+				fmt.Fprintln(p.stderr, sc.Text())
+			}
+		}
+		close(ready)
+	}()
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			if st := lastStats(sc.Text()); st != nil {
+				select {
+				case p.stats <- st:
+				default:
+				}
+			}
+		}
+		close(p.stats)
+		p.err <- cmd.Wait()
+	}()
+	select {
+	case line, ok := <-ready:
+		if !ok {
+			t.Fatalf("kwire live exited before capturing: %s", p.stderr.String())
+		}
+		t.Log(line)
+		if m := metricsRE.FindStringSubmatch(line); m != nil {
+			p.metricsURL = m[1]
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("kwire live did not start")
+	}
+	return p
+}
+
+// stop interrupts the child and returns its last stats counters and CPU
+// time.
+func (p *liveProc) stop(t testing.TB) (map[string]float64, time.Duration) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGINT)
+	for st := range p.stats {
+		p.last = st
+	}
+	err := <-p.err
+	if s := p.stderr.String(); s != "" {
+		t.Logf("kwire live stderr:\n%s", s)
+	}
+	if err != nil {
+		t.Fatalf("kwire live: %v", err)
+	}
+	return p.last, p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+}
+
+// memKiB returns the child's resident memory (VmRSS) and, within it,
+// its anonymous memory (RssAnon: the Go heap and stacks; the rest is
+// mostly the kernel ring mapped in).
+func (p *liveProc) memKiB(t testing.TB) (rss, anon int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = n
+		case "RssAnon:":
+			anon = n
+		}
+	}
+	return rss, anon
+}
+
+// benchSeconds is how long each BenchmarkLive run moves traffic
+// (KWIRE_BENCH_LIVE_SECONDS, default 15).
+func benchSeconds() time.Duration {
+	if n, err := strconv.Atoi(os.Getenv("KWIRE_BENCH_LIVE_SECONDS")); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return 15 * time.Second
+}
+
+// benchRates are the client traffic rates BenchmarkLive tries, in Mbit/s
+// of records (KWIRE_BENCH_LIVE_MBPS, comma-separated; 0 is as fast as the
+// clients go).
+func benchRates() []int {
+	s := os.Getenv("KWIRE_BENCH_LIVE_MBPS")
+	if s == "" {
+		s = "1000,2000,3000,0"
+	}
+	var rates []int
+	for f := range strings.SplitSeq(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n >= 0 {
+			rates = append(rates, n)
+		}
+	}
+	return rates
+}
+
+// BenchmarkLive pushes produce and consume traffic through kfake on
+// loopback at each of benchRates while `kwire live -i lo` captures it in
+// its own process, and reports the Kafka traffic kwire saw (Mbit/s of TCP
+// payload reassembled, both directions), the rate the clients moved,
+// kwire's CPU use (% of one core) and its loss counters. Root only, and
+// opt-in (KWIRE_BENCH_LIVE=1) so that `make bench` stays offline.
+func BenchmarkLive(b *testing.B) {
+	if os.Getenv("KWIRE_BENCH_LIVE") != "1" {
+		b.Skip("set KWIRE_BENCH_LIVE=1 (make bench-live): a minute of traffic through kfake, root only")
+	}
+	needCapture(b)
+	for _, rate := range benchRates() {
+		name := fmt.Sprintf("clients=%dMbps", rate)
+		if rate == 0 {
+			name = "clients=max"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				benchLive(b, rate)
+			}
+		})
+	}
+}
+
+func benchLive(b *testing.B, mbps int) {
+	tr := newTraffic(b)
+	live := startLiveProc(b, "-i", "lo", "--port", tr.ports, "--json", "--stats-every", "1s")
+	const producers, consumers = 2, 2
+	// Half the bytes produced, half fetched.
+	pace := int64(mbps) * 1e6 / 8 / 2 / producers
+	start := time.Now()
+	tr.start(b, producers, consumers, pace, 0)
+	<-time.After(benchSeconds()) // the measured interval
+	tr.stop()
+	elapsed := time.Since(start)
+	st, cpu := live.stop(b)
+	seen := st["delivered_bytes"] * 8 / elapsed.Seconds() / 1e6
+	moved := float64(tr.bytes.Load()) * 8 / elapsed.Seconds() / 1e6
+	cpuPct := 100 * cpu.Seconds() / elapsed.Seconds()
+	b.ReportMetric(seen, "Mbit/s")
+	b.ReportMetric(moved, "client-Mbit/s")
+	b.ReportMetric(cpuPct, "kwire-cpu-%")
+	b.ReportMetric(st["kernel_drops"], "kernel-drops")
+	b.ReportMetric(st["gaps"], "gaps")
+	b.ReportMetric(st["packets"]/elapsed.Seconds(), "packets/s")
+	b.SetBytes(int64(st["delivered_bytes"]))
+	b.Logf("%.0f Mbit/s of Kafka traffic seen over %v (clients moved %.0f Mbit/s of records); kwire CPU %.0f%% of a core; kernel drops %v of %v packets, gaps %v",
+		seen, elapsed.Round(time.Millisecond), moved, cpuPct, st["kernel_drops"], st["kernel_packets"], st["gaps"])
+}
+
+// TestLiveSoak runs kwire live (its own process, metrics on and scraped)
+// over steady traffic with group churn for KWIRE_SOAK (e.g. 10m; `make
+// soak`) and checks that its resident memory stays flat: the median of
+// the last fifth of the run within 25% (or 32 MiB) of the median of the
+// fifth after the first minute (RSS swings with each GC cycle; medians
+// ignore a passing spike). Opt-in and root only.
+func TestLiveSoak(t *testing.T) {
+	d, err := time.ParseDuration(os.Getenv("KWIRE_SOAK"))
+	if err != nil || d <= 0 {
+		t.Skip("set KWIRE_SOAK to a duration (make soak runs 10m) for the RSS flatness run")
+	}
+	needCapture(t)
+	tr := newTraffic(t)
+	live := startLiveProc(t, "-i", "lo", "--port", tr.ports, "--json", "--stats-every", "10s", "--metrics", "127.0.0.1:0")
+	const producers, consumers = 2, 2
+	mbps := int64(800)
+	tr.start(t, producers, consumers, mbps*1e6/8/2/producers, 5*time.Second)
+	start := time.Now()
+	warm := min(time.Minute, d/5)
+	type sample struct {
+		at        time.Duration
+		rss, anon int64
+	}
+	var samples []sample
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for now := range tick.C {
+		rss, anon := live.memKiB(t)
+		samples = append(samples, sample{now.Sub(start), rss, anon})
+		scrape(t, live.metricsURL)
+		if last, ok := live.latest(); ok {
+			t.Logf("%4.0fs: RSS %d MiB (anon %d MiB); Kafka traffic seen %.0f MB, kernel drops %v, conns open %v", now.Sub(start).Seconds(), rss>>10, anon>>10,
+				last["delivered_bytes"]/1e6, last["kernel_drops"], last["conns_open"])
+		}
+		if now.Sub(start) >= d {
+			break
+		}
+	}
+	tr.stop()
+	st, cpu := live.stop(t)
+	median := func(from, to time.Duration) int64 {
+		var v []int64
+		for _, s := range samples {
+			if s.at >= from && s.at <= to {
+				v = append(v, s.rss)
+			}
+		}
+		if len(v) == 0 {
+			return 0
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	var peak sample
+	for _, s := range samples {
+		if s.rss > peak.rss {
+			peak = s
+		}
+	}
+	first, last := median(warm, warm+d/5), median(d-d/5, d)
+	t.Logf("RSS median %v-%v: %d MiB; median %v-%v: %d MiB; at the end %d MiB; peak %d MiB at %v. Kafka traffic seen %.1f GB (%.0f Mbit/s), kernel drops %v, gaps %v, kwire CPU %.0f%% of a core",
+		warm, warm+d/5, first>>10, d-d/5, d, last>>10, samples[len(samples)-1].rss>>10, peak.rss>>10, peak.at,
+		st["delivered_bytes"]/1e9, st["delivered_bytes"]*8/d.Seconds()/1e6, st["kernel_drops"], st["gaps"], 100*cpu.Seconds()/d.Seconds())
+	if grow := last - first; grow > first/4 && grow > 32<<10 {
+		t.Errorf("RSS grew from %d MiB to %d MiB", first>>10, last>>10)
+	}
+}

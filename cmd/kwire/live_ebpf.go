@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/jsonout"
+	"github.com/kwire/kwire/metrics"
+)
+
+// probeFlags are kwire live's eBPF flags (--ebpf instead of -i).
+type probeFlags struct {
+	ebpf   bool
+	pid    uint
+	comm   string
+	cgroup string
+	snap   int
+}
+
+const probeHelp = `
+Examples with eBPF (root):
+  kwire live --ebpf --port 9092 --comm java
+  kwire live --ebpf --port 19092-19094 --pid 4242 --json
+
+With --ebpf instead of -i, kwire reads the bytes processes on this host
+move through TCP sockets on --port, from eBPF probes on system calls
+(Linux 5.8+ with BTF, root): connections also say which process (pid,
+comm) owns their client side. --pid, --comm and --cgroup restrict it to
+some processes. At most --snap bytes of each call are copied: group
+coordination arrives whole, the record bytes of big Produce and Fetch
+frames are skipped as gaps of known size (those frames are reported
+without a body). Bytes a broker sends with sendfile are never seen.
+`
+
+// liveUsage is kwire live's help with --ebpf in it.
+func liveUsage() string {
+	h := strings.Replace(liveHelp, "Usage: kwire live -i IFACE [flags]", "Usage: kwire live -i IFACE [flags]\n       kwire live --ebpf [--pid N] [--comm NAME] [flags]", 1)
+	return strings.Replace(h, "\nFlags:\n", probeHelp+"\nFlags:\n", 1)
+}
+
+func (f *probeFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.ebpf, "ebpf", false, "capture with eBPF socket probes instead of an interface (-i)")
+	fs.UintVar(&f.pid, "pid", 0, "with --ebpf, only the process with this `PID`")
+	fs.StringVar(&f.comm, "comm", "", "with --ebpf, only processes with this `NAME` (their comm, at most 15 bytes)")
+	fs.StringVar(&f.cgroup, "cgroup", "", "with --ebpf, only processes in this cgroup v2 `DIR` (e.g. /sys/fs/cgroup/system.slice/kafka.service)")
+	fs.IntVar(&f.snap, "snap", 4096, "with --ebpf, most `BYTES` copied per system call (at most 65536); the rest is a gap of known size")
+}
+
+// check reports flags that need --ebpf, or that --ebpf excludes.
+func (f *probeFlags) check(lf *liveFlags) string {
+	switch {
+	case !f.ebpf && (f.pid != 0 || f.comm != "" || f.cgroup != ""):
+		return "--pid, --comm and --cgroup select processes for --ebpf"
+	case !f.ebpf:
+		return ""
+	case lf.iface != "":
+		return "-i and --ebpf are two ways to capture: give one"
+	case lf.write != "":
+		return "-w saves packets, and --ebpf captures none: use -i to save a capture"
+	case f.snap < 1 || f.snap > 65536:
+		return "--snap must be between 1 and 65536"
+	case len(f.comm) > 15:
+		return "--comm: the kernel keeps 15 bytes of a process name"
+	case f.pid > 1<<22:
+		return "--pid is out of range"
+	}
+	return ""
+}
+
+// ebpfSource is the eBPF capture as kwire live's source.
+type ebpfSource struct{ *capture.EBPF }
+
+// Interface names the capture in messages.
+func (ebpfSource) Interface() string { return "eBPF socket probes" }
+
+// errNoEBPF is what a user whose system cannot run the probes is told.
+const errNoEBPF = "capture on an interface instead (kwire live -i IFACE), or with tcpdump and kwire analyze"
+
+// runLiveEBPF is runLive for --ebpf: the same pipeline and outputs.
+func runLiveEBPF(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error {
+	p := newPipeline(&f.common, stdout, f.exchanges)
+	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
+	eo := &capture.EBPFOptions{PID: uint32(f.probe.pid), Comm: f.probe.comm, SnapBytes: f.probe.snap, RingBytes: f.ringMB << 20}
+	if f.probe.cgroup != "" {
+		var st syscall.Stat_t
+		if err := syscall.Stat(f.probe.cgroup, &st); err != nil {
+			return fmt.Errorf("--cgroup: %w (give a cgroup v2 directory, e.g. under /sys/fs/cgroup)", err)
+		}
+		eo.CgroupID = st.Ino
+	}
+	src, err := capture.OpenEBPF(eo, &capture.Options{Ports: f.common.ports, IdleTimeout: f.idleTimeout, MaxConns: f.maxConns})
+	if errors.Is(err, capture.ErrEBPFUnavailable) {
+		return fmt.Errorf("%w: %s", err, errNoEBPF)
+	}
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &liveRun{p: p, src: ebpfSource{src}, cancel: cancel, stderr: stderr, statsEvery: f.statsEvery, ports: f.common.ports.String()}
+	r.clock.next = p.dec
+	status := fmt.Sprintf("kwire: capturing on eBPF socket probes, ports %s, %s", f.common.ports.String(), src.Hooks())
+	if sel := f.probe.selection(); sel != "" {
+		status += ", only " + sel
+	}
+	status += fmt.Sprintf(", at most %d bytes per call, ring %d MiB", f.probe.snap, f.ringMB)
+	if f.metricsAddr != "" {
+		r.metrics = metrics.New(&metrics.Options{NoPartitionLabels: f.noPartitionLabels})
+		p.tap = r.metrics
+		srv, addr, err := serveMetrics(f.metricsAddr, r.metrics)
+		if err != nil {
+			src.Close()
+			return err
+		}
+		defer srv.Close()
+		status += fmt.Sprintf(", metrics on http://%s/metrics", addr)
+	}
+	fmt.Fprintln(stderr, status)
+
+	start := time.Now()
+	r.nextStats, r.hintAt = start.Add(f.statsEvery), start.Add(hintAfter)
+	runErr := src.Run(ctx, r)
+	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
+		runErr = nil
+	}
+	p.corr.Close(r.clock.t)
+	p.out.Summary(p.corr.Snapshot())
+	st := src.Stats()
+	p.out.Stats(time.Now(), st, p.dec.Stats())
+	outErr := p.out.Flush()
+	if r.err != nil {
+		outErr = nil
+	} else if outErr != nil {
+		outErr = fmt.Errorf("write output: %w", outErr)
+	}
+	if d := st.EBPF.RingDrops; d > 0 {
+		fmt.Fprintf(stderr, "kwire: warning: %d probe events were dropped with the ring buffer full (their bytes are gaps): raise --ring-mb or lower --snap\n", d)
+	}
+	return errors.Join(runErr, r.err, outErr)
+}
+
+// selection describes the process filters.
+func (f *probeFlags) selection() string {
+	s := ""
+	add := func(x string) {
+		if s != "" {
+			s += " and "
+		}
+		s += x
+	}
+	if f.pid != 0 {
+		add(fmt.Sprintf("pid %d", f.pid))
+	}
+	if f.comm != "" {
+		add(fmt.Sprintf("comm %q", f.comm))
+	}
+	if f.cgroup != "" {
+		add("cgroup " + f.cgroup)
+	}
+	return s
+}
+
+// liveSource is what liveRun needs of a capture (*capture.Live or
+// ebpfSource).
+type liveSource interface {
+	Stats() capture.Stats
+	Interface() string
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/jsonout"
+	"github.com/kwire/kwire/tui"
+)
+
+// tuiFlags are kwire analyze's terminal UI flags.
+type tuiFlags struct {
+	on     bool
+	replay string
+	speed  float64
+	step   time.Duration
+}
+
+func (f *tuiFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.on, "tui", false, "show the terminal UI (groups, group detail, hazards, traffic; ? lists the keys) instead of writing output, replaying the files as --replay says")
+	fs.StringVar(&f.replay, "replay", "fast", "with --tui, replay the files at this `PACE`: fast (as fast as possible), real (capture pace, times --speed) or paused (start paused: n steps, p runs at capture pace)")
+	fs.Float64Var(&f.speed, "speed", 1, "with --tui, how many times capture pace a real-pace replay runs")
+	fs.DurationVar(&f.step, "step", time.Second, "with --tui, the capture time one step (n) of a paused replay covers")
+}
+
+// replayOptions checks the flags and returns the replay's options.
+func (f *tuiFlags) replayOptions() (*tui.ReplayOptions, error) {
+	o := &tui.ReplayOptions{Speed: f.speed, Step: f.step}
+	switch f.replay {
+	case "fast":
+	case "real":
+		o.Pace = tui.Real
+	case "paused":
+		o.Pace, o.Paused = tui.Real, true
+	default:
+		return nil, fmt.Errorf("--replay %q: want fast, real or paused", f.replay)
+	}
+	if f.speed <= 0 || f.step <= 0 {
+		return nil, errors.New("--speed and --step must be positive")
+	}
+	return o, nil
+}
+
+// runTUI replays capture files through the pipeline under the terminal UI,
+// until the user quits (the UI stays up when the files end).
+func (p *pipeline) runTUI(files []string, cf *commonFlags, tf *tuiFlags) error {
+	return p.replayTUI(files, cf, tf, nil, nil)
+}
+
+// replayTUI is runTUI drawing on screen (nil: the terminal); ended, when
+// set, is called once the files are done and the last frame published
+// (benchmarks stop the UI there).
+func (p *pipeline) replayTUI(files []string, cf *commonFlags, tf *tuiFlags, screen tcell.Screen, ended func(*tui.UI)) error {
+	ro, err := tf.replayOptions()
+	if err != nil {
+		return err
+	}
+	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	clock := &lastTime{next: p.dec}
+	var s *tuiSession
+	ro.Poll = func(pausing bool) { s.poll(pausing) }
+	replay := tui.NewReplay(clock, ro)
+	s = newTUISession(p, src.Stats, replay, &tui.Options{Source: sourceName(files), Screen: screen})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	return s.run(func() error {
+		err := src.Run(ctx, replay)
+		p.corr.Close(clock.t)
+		replay.Finish()
+		s.finish()
+		if ended != nil {
+			ended(s.ui)
+		}
+		return err
+	}, func() {
+		replay.Stop()
+		cancel()
+	})
+}
+
+// tuiSession is the terminal UI over a running pipeline: kwire analyze
+// --tui (a file replay) and, through the same three calls, kwire live
+// --tui. The capture goroutine owns the decoder and the correlator; it
+// calls poll often (after chunks, on ticks) and finish at the end, and the
+// session publishes frames from there at a steady rate. The UI only reads
+// published frames: it never holds the capture up.
+//
+// For kwire live: s := newTUISession(p, src.Stats, nil, &tui.Options{Source:
+// iface}) after newPipeline; s.poll(false) in liveRun.Tick (with a
+// LiveOptions.TickEvery of 250ms for a steady frame rate); and
+// s.run(func() error { return src.Run(ctx, r) }, cancel) in place of
+// src.Run(ctx, r), followed by p.corr.Close and s.finish as it is now.
+type tuiSession struct {
+	p     *pipeline
+	stats func() capture.Stats
+	feed  *tui.Feed
+	ui    *tui.UI
+}
+
+// newTUISession taps a Feed into p (after the tap it has, if any) and
+// sends its output nowhere: the screen is the output. stats is the
+// source's Stats; ctl the replay's control (nil: live).
+func newTUISession(p *pipeline, stats func() capture.Stats, ctl tui.Control, opts *tui.Options) *tuiSession {
+	s := &tuiSession{p: p, stats: stats, feed: tui.NewFeed(nil)}
+	p.out = jsonout.New(io.Discard, nil)
+	if p.tap != nil {
+		p.tap = taps{p.tap, s.feed}
+	} else {
+		p.tap = s.feed
+	}
+	s.ui = tui.New(s.feed, ctl, opts)
+	return s
+}
+
+// build fills a frame on the capture goroutine.
+func (s *tuiSession) build(fr *tui.Frame) {
+	fr.Snapshot, fr.Capture, fr.Decode = s.p.corr.Snapshot(), s.stats(), s.p.dec.Stats()
+}
+
+// poll publishes a frame when one is due, or now (force: the replay is
+// about to wait for the keyboard). Capture goroutine only.
+func (s *tuiSession) poll(force bool) {
+	if force {
+		s.feed.Publish(time.Now(), s.build)
+		return
+	}
+	s.feed.Poll(time.Now(), s.build)
+}
+
+// finish publishes the last frame, once the input ended and the
+// correlator is closed. Capture goroutine only.
+func (s *tuiSession) finish() {
+	s.feed.Publish(time.Now(), func(fr *tui.Frame) {
+		s.build(fr)
+		fr.Done = true
+	})
+}
+
+// run runs capture on its own goroutine and the UI on this one until the
+// user quits (q, ctrl-c, SIGINT, SIGTERM); then it calls stop, which must
+// make capture return, and waits for capture.
+func (s *tuiSession) run(capture func() error, stop func()) error {
+	done := make(chan error, 1)
+	uiDone := make(chan struct{})
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				s.ui.Stop()
+				<-uiDone // the terminal is back: the crash report can be read
+				panic(r)
+			}
+		}()
+		done <- capture()
+	}()
+	sig, stopSig := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSig()
+	go func() {
+		<-sig.Done()
+		s.ui.Stop()
+	}()
+	uiErr := s.ui.Run()
+	close(uiDone)
+	stop()
+	runErr := <-done
+	if errors.Is(runErr, context.Canceled) {
+		runErr = nil // the user quit before the end
+	}
+	return errors.Join(uiErr, runErr)
+}
+
+// taps passes exchanges and events to two taps (kwire live's metrics and
+// its UI).
+type taps [2]tap
+
+func (t taps) Exchange(e *decode.Exchange) {
+	t[0].Exchange(e)
+	t[1].Exchange(e)
+}
+
+func (t taps) Event(ev correlate.Event) {
+	t[0].Event(ev)
+	t[1].Event(ev)
+}
+
+// sourceName names the capture files in the status bar.
+func sourceName(files []string) string {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
+	}
+	return strings.Join(names, ",")
+}
