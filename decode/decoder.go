@@ -55,6 +55,9 @@ type connState struct {
 
 	early      []early // responses that came before their requests
 	earlyBytes int
+	// pendingBytes is the request bodies pending entries hold (p.buf):
+	// counted in buffered, so that Options.MaxBuffered bounds them.
+	pendingBytes int64
 
 	saslRaw    bool // SaslHandshake v0 done: raw SASL tokens follow (KIP-43)
 	saslTokens int  // raw tokens sent, awaiting the broker's token
@@ -96,27 +99,46 @@ func (d *Decoder) Chunk(c *capture.Chunk) {
 	}
 }
 
-// buffered is the bytes cs holds for partial frames.
+// buffered is the bytes cs holds: partial frames, bodies of requests
+// awaiting responses, responses held for requests not yet seen.
 func (cs *connState) buffered() int64 {
-	return int64(len(cs.dir[0].buf) + len(cs.dir[1].buf))
+	return int64(len(cs.dir[0].buf)+len(cs.dir[1].buf)+cs.earlyBytes) + cs.pendingBytes
 }
 
-// shed keeps the decoder within Options.MaxBuffered: the stream that just
-// grew gives up its partial frame. In sync, the frame's length is known, so
-// the rest of it is skipped and the stream stays in sync; its header still
-// pairs request and response.
+// shed keeps the decoder within Options.MaxBuffered: the connection that
+// just grew gives up what it holds. A partial frame in sync has a known
+// length, so the rest of it is skipped and the stream stays in sync; its
+// header still pairs request and response. Requests awaiting a response
+// drop their bodies (the exchange keeps its header, ErrBufferLimit), and
+// responses held for requests not yet seen are reported unmatched.
 func (d *Decoder) shed(cs *connState, c *capture.Chunk) {
+	limit := func(dir capture.Dir, n int64) {
+		d.stats.BufferLimit++
+		if cs.once(AnomalyBufferLimit) {
+			d.anomaly(cs, dir, c.Time, AnomalyBufferLimit, n, -1,
+				fmt.Sprintf("more than --max-buffer %d bytes held for partial frames and unanswered requests: frame skipped (reported once per connection)", d.opts.MaxBuffered))
+		}
+	}
+	for _, p := range cs.pending {
+		if n := len(p.buf); n > 0 { // p.req aliases p.buf
+			limit(capture.ToServer, int64(n))
+			p.req, p.reqErr, p.buf = nil, ErrBufferLimit, nil
+			cs.pendingBytes -= int64(n)
+			d.buffered -= int64(n)
+		}
+	}
+	for len(cs.early) > 0 {
+		limit(capture.ToClient, int64(len(cs.early[0].frame)))
+		d.buffered -= int64(len(cs.early[0].frame))
+		d.unmatched(cs, 1)
+	}
 	for dir := range cs.dir {
 		s := &cs.dir[dir]
 		if len(s.buf) == 0 {
 			continue
 		}
 		n := int64(len(s.buf))
-		d.stats.BufferLimit++
-		if cs.once(AnomalyBufferLimit) {
-			d.anomaly(cs, capture.Dir(dir), c.Time, AnomalyBufferLimit, n, -1,
-				fmt.Sprintf("more than --max-buffer %d bytes buffered for partial frames: frame skipped (reported once per connection)", d.opts.MaxBuffered))
-		}
+		limit(capture.Dir(dir), n)
 		if s.synced && n >= 4 {
 			total := 4 + int64(int32(binary.BigEndian.Uint32(s.buf)))
 			d.damaged(cs, capture.Dir(dir), s.buf[4:], s.start)
@@ -169,9 +191,9 @@ func (d *Decoder) close(cs *connState, c *capture.Chunk) {
 	d.unmatched(cs, len(cs.early))
 	for _, p := range cs.pending {
 		d.emit(cs, p, nil, ResponseMissing, time.Time{}, 0, nil)
-		cs.put(p)
+		d.release(cs, p)
 	}
-	cs.pending = cs.pending[:0]
+	cs.pending, cs.pendingBytes = cs.pending[:0], 0
 	if !cs.conn.Ignore {
 		for i := range cs.dir {
 			// Bytes never decoded: a partial last frame (normal when a

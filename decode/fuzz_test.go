@@ -56,7 +56,8 @@ func (c *counting) Anomaly(a *Anomaly) {
 //
 // Invariants: no panic; every exchange has a decoded request or a reason
 // (ReqErr), and a seen response a decoded body or a reason; the decoder
-// forgets the connection after its close; bytes skipped are counted.
+// forgets the connection after its close, and what it counted as held
+// (Options.MaxBuffered) with it; bytes skipped are counted.
 func FuzzFramer(f *testing.F) {
 	seeds := fuzzSeeds()
 	f.Add(seeds[2], seeds[5], uint8(0), false)
@@ -65,7 +66,9 @@ func FuzzFramer(f *testing.F) {
 	seedFuzzers(f, "framer")
 	f.Fuzz(func(t *testing.T, reqs, resps []byte, split uint8, handshake bool) {
 		h := &counting{t: t}
-		d := New(h, &Options{MaxFrame: 1 << 16, SniffBytes: 512})
+		// Small caps, so that the fuzzer reaches them: buffer shedding,
+		// pending overflow.
+		d := New(h, &Options{MaxFrame: 1 << 16, SniffBytes: 512, MaxBuffered: 1 << 12, MaxPending: 8})
 		conn := &capture.Conn{ID: 1, Handshake: handshake, Role: capture.RoleGuess}
 		n := int(split)%61 + 1
 		for i := 0; i < len(reqs) || i < len(resps); i += n {
@@ -83,8 +86,8 @@ func FuzzFramer(f *testing.F) {
 		for dir := range 2 {
 			d.Chunk(&capture.Chunk{Conn: conn, Dir: capture.Dir(dir), Kind: capture.Close, Reason: capture.CloseEOF})
 		}
-		if len(d.conns) != 0 {
-			t.Fatalf("connection state kept after close")
+		if len(d.conns) != 0 || d.buffered != 0 {
+			t.Fatalf("connection state kept after close (%d bytes counted as held)", d.buffered)
 		}
 	})
 }

@@ -15,7 +15,9 @@ import (
 func (d *Decoder) damaged(cs *connState, dir capture.Dir, part []byte, t time.Time) {
 	if dir == capture.ToServer {
 		h, ok := parseRequestHeader(&d.protos, part)
-		if !ok || !h.plausible() && h.known {
+		// As for a whole request: no negative key, version or id (an
+		// unknown key is kept, header only; a known one must be plausible).
+		if !ok || h.key < 0 || h.version < 0 || h.corr < 0 || !h.plausible() && h.known {
 			return
 		}
 		p := d.begin(cs, &h, t, 0)
@@ -30,7 +32,7 @@ func (d *Decoder) damaged(cs *connState, dir capture.Dir, part []byte, t time.Ti
 	}
 	if p := d.match(cs, int32(binary.BigEndian.Uint32(part)), 0, t); p != nil {
 		d.emit(cs, p, nil, ResponseSeen, t, 0, ErrLost)
-		cs.put(p)
+		d.release(cs, p)
 	}
 }
 
@@ -65,7 +67,7 @@ func (d *Decoder) oversize(cs *connState, dir capture.Dir, rem []byte, l int64, 
 	} else if p := d.match(cs, int32(binary.BigEndian.Uint32(rem[4:])), 0, t); p != nil {
 		ok = true
 		d.emit(cs, p, nil, ResponseSeen, t, int(4+l), ErrOversize)
-		cs.put(p)
+		d.release(cs, p)
 	}
 	if !ok {
 		d.desync(cs, dir, t)

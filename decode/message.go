@@ -18,6 +18,7 @@ var (
 	ErrUnsupportedVersion = errors.New("api version above what kmsg decodes")
 	ErrLost               = errors.New("bytes lost in a capture gap")
 	ErrOversize           = errors.New("frame larger than --max-frame, skipped")
+	ErrBufferLimit        = errors.New("request body dropped: more than --max-buffer held")
 )
 
 // pending is a request awaiting its response.
@@ -61,9 +62,12 @@ func (cs *connState) get() *pending {
 	return new(pending)
 }
 
-func (cs *connState) put(p *pending) {
+// release returns p, done with, to cs's free list. A large body buffer
+// is let go: after a burst of big Produce requests whose responses were
+// lost, reused entries would otherwise keep that memory forever.
+func (d *Decoder) release(cs *connState, p *pending) {
 	buf := p.buf[:0]
-	if cap(buf) > 1<<20 {
+	if cap(buf) > maxKeptBody {
 		buf = nil
 	}
 	*p = pending{buf: buf}
@@ -71,6 +75,9 @@ func (cs *connState) put(p *pending) {
 		cs.free = append(cs.free, p)
 	}
 }
+
+// maxKeptBody is the largest request body buffer a free entry keeps.
+const maxKeptBody = 64 << 10
 
 // intern returns id as a string, reusing the connection's last client id.
 func (cs *connState) intern(id []byte) string {
@@ -97,8 +104,9 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 		return false
 	}
 	p := d.begin(cs, &h, t, 4+len(frame))
+	body := frame[h.body:]
 	if p.reqErr == nil {
-		p.buf = append(p.buf[:0], frame[h.body:]...)
+		p.buf = append(p.buf[:0], body...)
 		req := kmsg.RequestForKey(h.key)
 		req.SetVersion(h.version)
 		if err := req.ReadFrom(p.buf); err != nil {
@@ -112,7 +120,7 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 	if r, ok := p.req.(*kmsg.ProduceRequest); ok && r.Acks == 0 {
 		d.stats.NoResponse++
 		d.emit(cs, p, nil, ResponseNotExpected, time.Time{}, 0, nil)
-		cs.put(p)
+		d.release(cs, p)
 		return true
 	}
 	d.enqueue(cs, p, t)
@@ -158,11 +166,14 @@ func (d *Decoder) enqueue(cs *connState, p *pending, t time.Time) {
 				fmt.Sprintf("more than %d requests awaiting responses: oldest reported missing", d.opts.MaxPending))
 		}
 		old := cs.pending[0]
+		cs.pending[0] = nil // the backing array must not keep it (nor its body)
 		cs.pending = cs.pending[1:]
+		cs.pendingBytes -= int64(len(old.buf))
 		d.emit(cs, old, nil, ResponseMissing, time.Time{}, 0, nil)
-		cs.put(old)
+		d.release(cs, old)
 	}
 	cs.pending = append(cs.pending, p)
+	cs.pendingBytes += int64(len(p.buf))
 	if len(cs.early) > 0 {
 		d.pairEarly(cs, p.corr)
 	}
@@ -193,7 +204,7 @@ func (d *Decoder) complete(cs *connState, p *pending, frame []byte, t time.Time)
 		cs.saslRaw = true // KIP-43: v0 is followed by raw, unframed-by-header tokens
 	}
 	d.emit(cs, p, resp, ResponseSeen, t, 4+len(frame), err)
-	cs.put(p)
+	d.release(cs, p)
 }
 
 // Limits on responses held for requests not yet seen, per connection.
@@ -233,6 +244,7 @@ func (d *Decoder) unmatched(cs *connState, n int) {
 		cs.earlyBytes -= len(e.frame)
 	}
 	cs.early = cs.early[:copy(cs.early, cs.early[n:])]
+	clear(cs.early[len(cs.early) : len(cs.early)+n]) // drop the frames' last references
 }
 
 func (d *Decoder) unmatchedFrame(cs *connState, corr int32, size int, t time.Time) {
@@ -253,6 +265,7 @@ func (d *Decoder) pairEarly(cs *connState, corr int32) {
 		e = cs.early[0]
 		cs.earlyBytes -= len(e.frame)
 		cs.early = cs.early[:copy(cs.early, cs.early[1:])]
+		clear(cs.early[len(cs.early) : len(cs.early)+1])
 		d.complete(cs, d.match(cs, corr, 4+len(e.frame), e.t), e.frame, e.t)
 		return
 	}
@@ -269,11 +282,14 @@ func (d *Decoder) match(cs *connState, corr int32, size int, t time.Time) *pendi
 		return nil
 	}
 	for _, old := range cs.pending[:i] {
+		cs.pendingBytes -= int64(len(old.buf))
 		d.emit(cs, old, nil, ResponseLost, time.Time{}, 0, nil)
-		cs.put(old)
+		d.release(cs, old)
 	}
 	p := cs.pending[i]
+	cs.pendingBytes -= int64(len(p.buf))
 	n := copy(cs.pending, cs.pending[i+1:])
+	clear(cs.pending[n : n+i+1]) // entries gone to the free list or dropped
 	cs.pending = cs.pending[:n]
 	d.stats.Responses++
 	return p

@@ -10,9 +10,13 @@ type Options struct {
 	// MaxPending caps requests awaiting a response per connection
 	// (default 1024). Beyond it the oldest is reported missing.
 	MaxPending int
-	// MaxBuffered caps the bytes held for partial frames across all
-	// connections (default 256 MiB). A stream that would exceed it gives up
-	// its frame, skipping the rest of it in sync, and it is counted.
+	// MaxBuffered caps the bytes held across all connections (default
+	// 256 MiB): partial frames, bodies of requests awaiting a response,
+	// responses held for requests not yet seen. A connection that would
+	// exceed it gives up what it holds, counted in BufferLimit: its partial
+	// frame (the rest skipped in sync), its requests' bodies (their
+	// exchanges keep the header, ErrBufferLimit), its held responses
+	// (unmatched).
 	MaxBuffered int
 	// SniffBytes is how many bytes of a connection are searched for a
 	// Kafka frame before it is declared not Kafka (default 64 KiB).

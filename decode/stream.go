@@ -147,6 +147,7 @@ func (d *Decoder) settle(cs *connState, dir capture.Dir) capture.Dir {
 	if dir == capture.ToClient {
 		cs.conn.Swap()
 		cs.dir[0], cs.dir[1] = cs.dir[1], cs.dir[0]
+		cs.closed[0], cs.closed[1] = cs.closed[1], cs.closed[0]
 	}
 	// The other direction was searched for requests: search it again,
 	// for responses.

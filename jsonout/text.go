@@ -116,7 +116,18 @@ func textStats(l *statsLine) string {
 	for _, k := range keys {
 		apis = append(apis, fmt.Sprintf("%s=%d", k, d.ByAPI[k]))
 	}
-	return fmt.Sprintf("-- %d packets, %d bytes, %d kafka connections (%d not kafka, %d tls); %d exchanges (%d responses missing, %d lost, %d unmatched); %d gaps (%d bytes), %d resyncs (%d bytes skipped), %d decode errors\n-- by api: %s",
-		c.Packets, c.Bytes, d.KafkaConns, d.NonKafkaConns, d.TLSConns, d.Exchanges, d.Missing, d.Lost, d.Unmatched,
+	loss := ""
+	if c.Live != nil {
+		// Live capture: what the kernel dropped is never in the stream.
+		loss = fmt.Sprintf(", kernel dropped %d of %d packets", c.Live.KernelDrops, c.Live.KernelPackets+c.Live.KernelDrops)
+		if c.Live.PacketsNotWritten > 0 {
+			loss += fmt.Sprintf(", %d not written to the -w file", c.Live.PacketsNotWritten)
+		}
+	}
+	if c.ConnsOverCap > 0 {
+		loss += fmt.Sprintf(", %d connections over --max-conns (%d packets)", c.ConnsOverCap, c.PacketsOverCap)
+	}
+	return fmt.Sprintf("-- %d packets, %d bytes%s, %d kafka connections (%d not kafka, %d tls); %d exchanges (%d responses missing, %d lost, %d unmatched); %d gaps (%d bytes), %d resyncs (%d bytes skipped), %d decode errors\n-- by api: %s",
+		c.Packets, c.Bytes, loss, d.KafkaConns, d.NonKafkaConns, d.TLSConns, d.Exchanges, d.Missing, d.Lost, d.Unmatched,
 		d.Gaps, d.GapBytes, d.Resyncs, d.SkippedBytes, d.DecodeErrors, strings.Join(apis, " "))
 }
