@@ -128,6 +128,10 @@ type Chunk struct {
 	Data []byte
 	// Len is the number of bytes missing (Kind == Gap); -1 if unknown.
 	Len int
+	// NotCopied marks a Gap of bytes the source chose not to copy (an
+	// eBPF probe copies at most --snap bytes per system call): expected,
+	// not a loss of the capture.
+	NotCopied bool
 	// Reason is set when Kind == Close.
 	Reason CloseReason
 }

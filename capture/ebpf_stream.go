@@ -43,6 +43,7 @@ type sockID struct{ sk, gen uint64 }
 // It follows one socket per connection: when both ends are local (as on
 // loopback) the first one seen, and asks the kernel to mute the other.
 type tracker struct {
+	notCopied   bool // the Gap being sent was not copied on purpose (--snap)
 	opts        Options
 	reorderWait time.Duration
 	sink        Sink
@@ -205,11 +206,13 @@ func (s *esock) chunkDir(recv bool) Dir {
 
 func (t *tracker) send(s *esock, recv bool, kind Kind, tm time.Time, data []byte, n int, reason CloseReason) {
 	c := &t.chunk
-	*c = Chunk{Conn: s.conn, Dir: s.chunkDir(recv), Kind: kind, Time: tm, Data: data, Len: n, Reason: reason}
-	switch kind {
-	case Data:
+	*c = Chunk{Conn: s.conn, Dir: s.chunkDir(recv), Kind: kind, Time: tm, Data: data, Len: n, Reason: reason, NotCopied: t.notCopied}
+	switch {
+	case kind == Data:
 		t.st.DeliveredBytes += uint64(len(data))
-	case Gap:
+	case kind == Gap && t.notCopied:
+		// Counted by the probe as snap_bytes / sendfile_bytes.
+	case kind == Gap:
 		t.st.Gaps++
 		t.st.GapBytes += uint64(n)
 	}
@@ -241,7 +244,11 @@ func (t *tracker) deliver(s *esock, recv bool, tm time.Time, offset, n uint64, d
 		from = uint64(len(data))
 	}
 	if from < n {
+		// Not copied on purpose (--snap): marked so that decode counts
+		// it without reporting a loss.
+		t.notCopied = true
 		t.send(s, recv, Gap, tm, nil, int(n-from), 0)
+		t.notCopied = false
 	}
 	d.next = offset + n
 }

@@ -56,18 +56,20 @@ const maxKey = 128
 // Stats are a Decoder's counters. Every byte or frame the decoder could not
 // decode is counted somewhere here.
 type Stats struct {
-	KafkaConns      int64 `json:"kafka_connections"`
-	NonKafkaConns   int64 `json:"non_kafka_connections"`
-	TLSConns        int64 `json:"tls_connections"`
-	Requests        int64 `json:"requests"`
-	Responses       int64 `json:"responses"`
-	Exchanges       int64 `json:"exchanges"`
-	Unmatched       int64 `json:"unmatched_responses"`
-	Missing         int64 `json:"responses_missing"`
-	Lost            int64 `json:"responses_lost"`
-	NoResponse      int64 `json:"acks0_produce"`
-	Gaps            int64 `json:"gaps"`
-	GapBytes        int64 `json:"gap_bytes"`
+	KafkaConns    int64 `json:"kafka_connections"`
+	NonKafkaConns int64 `json:"non_kafka_connections"`
+	TLSConns      int64 `json:"tls_connections"`
+	Requests      int64 `json:"requests"`
+	Responses     int64 `json:"responses"`
+	Exchanges     int64 `json:"exchanges"`
+	Unmatched     int64 `json:"unmatched_responses"`
+	Missing       int64 `json:"responses_missing"`
+	Lost          int64 `json:"responses_lost"`
+	NoResponse    int64 `json:"acks0_produce"`
+	Gaps          int64 `json:"gaps"`
+	GapBytes      int64 `json:"gap_bytes"`
+	// NotCopiedBytes are bytes a source chose not to copy (eBPF --snap).
+	NotCopiedBytes  int64 `json:"not_copied_bytes"`
 	Resyncs         int64 `json:"resyncs"`
 	SkippedBytes    int64 `json:"skipped_bytes"`
 	DecodeErrors    int64 `json:"decode_errors"`

@@ -150,3 +150,23 @@ func TestGuessedSides(t *testing.T) {
 		t.Errorf("sides not swapped: client %v server %v", conn.Client, conn.Server)
 	}
 }
+
+// TestNotCopied checks that a gap the source chose not to copy (eBPF
+// --snap) keeps the stream in sync like any gap of known size, without
+// reporting a loss.
+func TestNotCopied(t *testing.T) {
+	big := reqFrame(produceReq(-1, 5000), 9, 1, "p")
+	r := &recorder{}
+	d := New(r, nil)
+	conn := newConn(capture.RolePort, true)
+	d.Chunk(&capture.Chunk{Conn: conn, Dir: capture.ToServer, Data: big[:4096]})
+	d.Chunk(&capture.Chunk{Conn: conn, Dir: capture.ToServer, Kind: capture.Gap, Len: len(big) - 4096, NotCopied: true})
+	for _, s := range []step{resp(respFrame(produceResp(), 9, 1)), req(reqFrame(heartbeatReq(1), 4, 2, "c")), resp(respFrame(heartbeatResp(0), 4, 2))} {
+		d.Chunk(&capture.Chunk{Conn: conn, Dir: s.dir, Data: s.data})
+	}
+	diff(t, "exchanges", []string{"Produce v9 #1 seen noreq", "Heartbeat v4 #2 seen"}, summary(r))
+	diff(t, "anomalies", []AnomalyKind(nil), r.kinds())
+	if st := d.Stats(); st.NotCopiedBytes != int64(len(big)-4096) || st.Gaps != 0 {
+		t.Errorf("not copied %d, gaps %d", st.NotCopiedBytes, st.Gaps)
+	}
+}

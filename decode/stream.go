@@ -377,11 +377,18 @@ func (d *Decoder) notKafka(cs *connState, dir capture.Dir, t time.Time) bool {
 // next is decoded.
 func (d *Decoder) gap(cs *connState, c *capture.Chunk) {
 	s := &cs.dir[c.Dir]
-	d.stats.Gaps++
-	if c.Len > 0 {
-		d.stats.GapBytes += int64(c.Len)
+	if c.NotCopied {
+		// The source chose not to copy these bytes (eBPF --snap): the
+		// frame they cut loses its body, as for a gap, but nothing was
+		// lost from the capture: counted, not reported.
+		d.stats.NotCopiedBytes += int64(c.Len)
+	} else {
+		d.stats.Gaps++
+		if c.Len > 0 {
+			d.stats.GapBytes += int64(c.Len)
+		}
+		d.anomaly(cs, c.Dir, c.Time, AnomalyGap, int64(c.Len), -1, "bytes missing from the capture")
 	}
-	d.anomaly(cs, c.Dir, c.Time, AnomalyGap, int64(c.Len), -1, "bytes missing from the capture")
 	n := int64(c.Len)
 	switch {
 	case n < 0:
