@@ -18,10 +18,15 @@ build:
 demo: build
 	./$(BIN) analyze --text testdata/group.pcapng
 
-# The whole test suite (CI runs exactly this). Root-only tests skip with a
-# reason when unprivileged.
+# The whole test suite (CI runs exactly this, as root): unit and
+# real-capture tests, root-only live/eBPF tests (they skip with a reason
+# when unprivileged), the committed eBPF object checked against its source,
+# and each fuzz target for ~20 s.
 test: vet test-deps
 	$(GO) test -count=1 -timeout 14m ./...
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory bpf-check; \
+	  else echo "bpf-check skipped: installing clang/bpftool needs root (run make bpf-check as root)"; fi
+	$(MAKE) --no-print-directory fuzz-short
 
 # What the tests need beyond Go (Debian packages): tmux for the terminal
 # UI's end-to-end test, which skips without it.
