@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -54,6 +55,8 @@ type detailView struct {
 	group string
 	g     *correlate.Group
 	now   time.Time
+	// procs are the client processes known (eBPF), by host and client id.
+	procs map[clientKey]*ClientStats
 }
 
 func newDetailView() *detailView {
@@ -71,6 +74,17 @@ func (v *detailView) set(group string, fr *Frame) {
 
 func (v *detailView) update(fr *Frame) {
 	v.g = nil
+	clear(v.procs)
+	if fr != nil {
+		for i := range fr.Traffic.Clients {
+			if cl := &fr.Traffic.Clients[i]; cl.PID != 0 || cl.Comm != "" {
+				if v.procs == nil {
+					v.procs = make(map[clientKey]*ClientStats)
+				}
+				v.procs[clientKey{cl.Host, cl.ClientID}] = cl
+			}
+		}
+	}
 	if fr != nil && fr.Snapshot != nil {
 		v.now = fr.Snapshot.Time
 		for i := range fr.Snapshot.Groups {
@@ -144,6 +158,7 @@ func (v *detailView) members(b *strings.Builder, g *correlate.Group, width int) 
 	}
 	fmt.Fprintf(b, "\n[::u]MEMBERS[::-] %d live of %d\n", live, len(g.Members))
 	rows := make([][]cell, 0, len(g.Members))
+	withProc := false
 	for _, m := range g.Members {
 		hb := cell{text: "-"}
 		if m.Status == "live" {
@@ -153,10 +168,33 @@ func (v *detailView) members(b *strings.Builder, g *correlate.Group, width int) 
 		if m.Status == "expired" {
 			st.color = severityColor(correlate.SeverityWarn)
 		}
-		rows = append(rows, []cell{c(m.MemberID), c(m.ClientID), c(m.ClientHost), st, cf("%d", m.Generation), hb, c(assignmentText(m.Assignment))})
+		proc := v.process(m.ClientHost, m.ClientID)
+		withProc = withProc || proc != "-"
+		rows = append(rows, []cell{c(m.MemberID), c(m.ClientID), c(m.ClientHost), c(proc), st, cf("%d", m.Generation), hb,
+			c(assignmentText(m.Assignment))})
 	}
-	writeTable(b, width, []col{{title: "MEMBER", shrink: 12, mid: true}, {title: "CLIENT", shrink: 8}, {title: "HOST", shrink: 9},
-		{title: "STATUS"}, {title: "GEN", right: true}, {title: "HEARTBEAT"}, {title: "ASSIGNED", shrink: 10}}, rows)
+	cols := []col{{title: "MEMBER", shrink: 12, mid: true}, {title: "CLIENT", shrink: 8}, {title: "HOST", shrink: 9},
+		{title: "PID/COMM", shrink: 8}, {title: "STATUS"}, {title: "GEN", right: true}, {title: "HEARTBEAT"}, {title: "ASSIGNED", shrink: 10}}
+	if !withProc { // packet captures do not know processes: no column
+		cols = slices.Delete(cols, 3, 4)
+		for i := range rows {
+			rows[i] = slices.Delete(rows[i], 3, 4)
+		}
+	}
+	writeTable(b, width, cols, rows)
+}
+
+// process is "pid/comm" of a client, "-" when unknown.
+func (v *detailView) process(host, clientID string) string {
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return "-"
+	}
+	cl := v.procs[clientKey{a, clientID}]
+	if cl == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%s", cl.PID, cl.Comm)
 }
 
 // heartbeatCell is the age of a member's last request against its

@@ -10,8 +10,8 @@
 //
 // Two goroutines meet in a Feed. The pipeline goroutine, which owns the
 // decoder and the Correlator, calls Feed.Exchange and Feed.Event for every
-// exchange and event, and Feed.Poll often: at most every Options.Every of
-// wall time Poll takes a Snapshot and publishes a Frame into a one-slot
+// exchange and event, and Feed.Poll often: at most every 250ms of
+// wall time (FeedOptions.Every) Poll takes a Snapshot and publishes a Frame into a one-slot
 // mailbox, replacing a frame the UI did not take yet. The UI goroutine
 // takes the latest Frame and redraws from it. Nothing the pipeline does
 // waits for the UI: when the UI falls behind, frames are dropped, never

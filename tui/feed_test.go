@@ -105,6 +105,13 @@ func TestFrameOfRealCapture(t *testing.T) {
 	if clientReqs != reqs || brokerReqs != reqs {
 		t.Errorf("clients count %d requests, brokers %d, APIs %d", clientReqs, brokerReqs, reqs)
 	}
+	var conns int64
+	for _, b := range fr.Traffic.Brokers {
+		conns += b.Conns
+	}
+	if conns != fr.Decode.KafkaConns {
+		t.Errorf("brokers count %d connections, the decoder %d Kafka connections", conns, fr.Decode.KafkaConns)
+	}
 	if got := len(fr.Hazards); got != fr.Snapshot.HazardCounts["warn"]+fr.Snapshot.HazardCounts["info"]+fr.Snapshot.HazardCounts["critical"] {
 		t.Errorf("feed has %d hazards, the snapshot counts %v", got, fr.Snapshot.HazardCounts)
 	}

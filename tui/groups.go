@@ -189,26 +189,7 @@ func (v *groupsView) render() {
 		if r.name == keep {
 			sel = y
 		}
-		lag := "-"
-		if r.lagKnown {
-			lag = count(r.lag)
-		}
-		last := "-"
-		if !r.lastAt.IsZero() {
-			last = r.lastAt.UTC().Format("15:04:05") + " " + r.lastCause
-		}
-		cells := []*tview.TableCell{
-			tview.NewTableCell(tview.Escape(r.name)).SetMaxWidth(24).SetExpansion(1),
-			tview.NewTableCell(r.state).SetTextColor(colorOf(stateColor(r.state))),
-			tview.NewTableCell(fmt.Sprint(r.gen)).SetAlign(tview.AlignRight),
-			tview.NewTableCell(fmt.Sprintf("%d/%d", r.live, r.members)).SetAlign(tview.AlignRight),
-			tview.NewTableCell(lag).SetAlign(tview.AlignRight),
-			tview.NewTableCell(r.hazardText()).SetTextColor(colorOf(hazardColor(r.hz))),
-			tview.NewTableCell(tview.Escape(last)).SetMaxWidth(26),
-			tview.NewTableCell(fmt.Sprint(r.parts)).SetAlign(tview.AlignRight),
-			tview.NewTableCell(tview.Escape(orDash(r.protocol))).SetMaxWidth(24),
-		}
-		for x, cl := range cells {
+		for x, cl := range r.cells() {
 			t.SetCell(y, x, cl)
 		}
 	}
@@ -227,6 +208,30 @@ func (v *groupsView) render() {
 		}
 	}
 	t.Select(sel, 0)
+}
+
+// cells are the row's table cells; state and hazards are coloured and
+// written out.
+func (r *groupRow) cells() []*tview.TableCell {
+	lag := "-"
+	if r.lagKnown {
+		lag = count(r.lag)
+	}
+	last := "-"
+	if !r.lastAt.IsZero() {
+		last = r.lastAt.UTC().Format("15:04:05") + " " + r.lastCause
+	}
+	return []*tview.TableCell{
+		tview.NewTableCell(tview.Escape(r.name)).SetMaxWidth(24).SetExpansion(1),
+		tview.NewTableCell(r.state).SetTextColor(colorOf(stateColor(r.state))),
+		tview.NewTableCell(fmt.Sprint(r.gen)).SetAlign(tview.AlignRight),
+		tview.NewTableCell(fmt.Sprintf("%d/%d", r.live, r.members)).SetAlign(tview.AlignRight),
+		tview.NewTableCell(lag).SetAlign(tview.AlignRight),
+		tview.NewTableCell(r.hazardText()).SetTextColor(colorOf(hazardColor(r.hz))),
+		tview.NewTableCell(tview.Escape(last)).SetMaxWidth(26),
+		tview.NewTableCell(fmt.Sprint(r.parts)).SetAlign(tview.AlignRight),
+		tview.NewTableCell(tview.Escape(orDash(r.protocol))).SetMaxWidth(24),
+	}
 }
 
 // hazardColor is the colour of the worst severity counted.

@@ -23,6 +23,7 @@ const (
 
 var viewNames = [numViews]string{"Groups", "Group", "Hazards", "Evidence", "Traffic", "Help"}
 
+// String is the view's name, as the tab bar and the help write it.
 func (v view) String() string { return viewNames[v] }
 
 // scope is a set of views a key works in.
@@ -69,7 +70,7 @@ var bindings = []binding{
 	{keys: []key{special(tcell.KeyPgUp), special(tcell.KeyPgDn), char('g'), char('G')}, label: "PgUp PgDn g G",
 		help: "page up and down, first and last row", where: everywhere},
 	{keys: []key{special(tcell.KeyEnter)}, label: "enter", where: in(viewGroups, viewHazards),
-		help: "open the selected group (Groups) or the hazard's evidence (Hazards)", action: (*UI).open},
+		help: "open: the selected group's detail, or the selected hazard's evidence", action: (*UI).open},
 	{keys: []key{special(tcell.KeyEscape)}, label: "esc", where: everywhere,
 		help: "back: close the group, the evidence or the help; clear the filter", action: (*UI).back},
 	{keys: []key{char('/')}, label: "/", where: in(viewGroups, viewHazards, viewTraffic),

@@ -19,6 +19,7 @@ const (
 	Real
 )
 
+// String is the pace's name: fast or real.
 func (p Pace) String() string {
 	if p == Real {
 		return "real"
@@ -54,6 +55,7 @@ type ReplayState struct {
 	At time.Time
 }
 
+// String says the state in a few words, for the status bar.
 func (s ReplayState) String() string {
 	switch {
 	case s.Done:
@@ -175,11 +177,7 @@ func (r *Replay) wait(t time.Time) {
 			r.mu.Unlock()
 			return
 		}
-		now := time.Now()
-		if !r.anchored {
-			r.anchored, r.wall0, r.cap0 = true, now, t
-		}
-		d := time.Duration(float64(t.Sub(r.cap0))/r.speed) - now.Sub(r.wall0)
+		d := r.due(t)
 		if d <= 0 {
 			r.release(t)
 			r.mu.Unlock()
@@ -199,6 +197,17 @@ func (r *Replay) wait(t time.Time) {
 		case <-r.wake:
 		}
 	}
+}
+
+// due returns how long until a chunk of capture time t is due at capture
+// pace; r.mu is held. The first chunk (after a start, a resume or a pace
+// change) is due at once and anchors the pace.
+func (r *Replay) due(t time.Time) time.Duration {
+	now := time.Now()
+	if !r.anchored {
+		r.anchored, r.wall0, r.cap0 = true, now, t
+	}
+	return time.Duration(float64(t.Sub(r.cap0))/r.speed) - now.Sub(r.wall0)
 }
 
 // release records chunk time t as released; r.mu is held.

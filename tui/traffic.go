@@ -91,8 +91,10 @@ type ClientStats struct {
 	// request; Conns counts its connections (up to maxConnsTracked).
 	First, Last time.Time
 	Conns       int64
-	conns       map[uint64]struct{}
-	lastConn    uint64
+	// PID and Comm are the process on the client side, when the source
+	// knows it (eBPF): the latest seen.
+	PID  uint32
+	Comm string
 }
 
 // BrokerStats counts a broker's (server address) exchanges.
@@ -101,9 +103,7 @@ type BrokerStats struct {
 	Other                   bool
 	Requests, Errors, Bytes int64
 	// Conns counts the connections seen (up to maxConnsTracked).
-	Conns    int64
-	conns    map[uint64]struct{}
-	lastConn uint64
+	Conns int64
 }
 
 // Traffic is a copy of the traffic counters at one moment.
@@ -133,14 +133,26 @@ type clientKey struct {
 // traffic accumulates Traffic on the pipeline goroutine: counters and
 // histograms only, nothing of an exchange is kept.
 type traffic struct {
-	first, last  time.Time
-	apis         [128]*APIStats
-	unknown      APIStats // keys outside 0..127
-	clients      map[clientKey]*ClientStats
-	clientOther  *ClientStats
-	brokers      map[netip.AddrPort]*BrokerStats
-	brokerOther  *BrokerStats
-	connsTracked int
+	first, last time.Time
+	apis        [128]*APIStats
+	unknown     APIStats // keys outside 0..127
+	clients     map[clientKey]*ClientStats
+	clientOther *ClientStats
+	brokers     map[netip.AddrPort]*BrokerStats
+	brokerOther *BrokerStats
+	// conns remembers each connection's client and broker entries: one
+	// lookup per exchange, and connections counted once. Beyond
+	// maxConnsTracked new connections are looked up every time and no
+	// longer counted.
+	conns map[uint64]connRef
+}
+
+// connRef is what a connection's exchanges are counted in.
+type connRef struct {
+	clientID string
+	server   netip.AddrPort
+	client   *ClientStats
+	broker   *BrokerStats
 }
 
 func (t *traffic) exchange(e *decode.Exchange) {
@@ -171,46 +183,48 @@ func (t *traffic) exchange(e *decode.Exchange) {
 	if e.Conn == nil {
 		return
 	}
+	ref := t.conn(e)
 	size := int64(e.ReqSize + e.RespSize)
-	cl := t.client(clientKey{e.Conn.Client.Addr(), e.ClientID})
+	cl, br := ref.client, ref.broker
 	cl.Requests++
 	cl.Bytes += size
+	br.Requests++
+	br.Bytes += size
 	if isErr {
 		cl.Errors++
+		br.Errors++
 	}
 	if cl.First.IsZero() {
 		cl.First = e.ReqTime
 	}
 	cl.Last = e.ReqTime
-	t.countConn(&cl.conns, &cl.lastConn, &cl.Conns, e.Conn.ID)
-	br := t.broker(e.Conn.Server)
-	br.Requests++
-	br.Bytes += size
-	if isErr {
-		br.Errors++
+	if pr := e.Conn.Process; pr != nil {
+		cl.PID, cl.Comm = pr.PID, pr.Comm
 	}
-	t.countConn(&br.conns, &br.lastConn, &br.Conns, e.Conn.ID)
 }
 
-// countConn counts connection id in set once (the last one seen is checked
-// first: exchanges of a connection come in runs).
-func (t *traffic) countConn(set *map[uint64]struct{}, last *uint64, n *int64, id uint64) {
-	if *last == id && *n > 0 {
-		return
+// conn returns the entries e's connection is counted in, counting the
+// connection in them the first time.
+func (t *traffic) conn(e *decode.Exchange) connRef {
+	ref, ok := t.conns[e.Conn.ID]
+	// A client may change its client id on a connection; a connection's
+	// sides may be swapped once the decoder sees which one is the broker.
+	if ok && ref.clientID == e.ClientID && ref.server == e.Conn.Server {
+		return ref
 	}
-	*last = id
-	if *set == nil {
-		*set = make(map[uint64]struct{})
+	ref = connRef{clientID: e.ClientID, server: e.Conn.Server,
+		client: t.client(clientKey{e.Conn.Client.Addr(), e.ClientID}), broker: t.broker(e.Conn.Server)}
+	if t.conns == nil {
+		t.conns = make(map[uint64]connRef)
 	}
-	if _, ok := (*set)[id]; ok {
-		return
+	if ok || len(t.conns) < maxConnsTracked {
+		t.conns[e.Conn.ID] = ref
+		ref.client.Conns++
+		if !ok {
+			ref.broker.Conns++
+		}
 	}
-	if t.connsTracked >= maxConnsTracked {
-		return
-	}
-	t.connsTracked++
-	(*set)[id] = struct{}{}
-	*n++
+	return ref
 }
 
 func (t *traffic) client(k clientKey) *ClientStats {
@@ -264,9 +278,7 @@ func (t *traffic) copy() Traffic {
 	}
 	out.Clients = make([]ClientStats, 0, len(t.clients)+1)
 	for _, cl := range t.clients {
-		v := *cl
-		v.conns = nil
-		out.Clients = append(out.Clients, v)
+		out.Clients = append(out.Clients, *cl)
 	}
 	sort.Slice(out.Clients, func(i, j int) bool {
 		a, b := &out.Clients[i], &out.Clients[j]
@@ -276,21 +288,15 @@ func (t *traffic) copy() Traffic {
 		return a.ClientID < b.ClientID
 	})
 	if t.clientOther != nil {
-		v := *t.clientOther
-		v.conns = nil
-		out.Clients = append(out.Clients, v)
+		out.Clients = append(out.Clients, *t.clientOther)
 	}
 	out.Brokers = make([]BrokerStats, 0, len(t.brokers)+1)
 	for _, br := range t.brokers {
-		v := *br
-		v.conns = nil
-		out.Brokers = append(out.Brokers, v)
+		out.Brokers = append(out.Brokers, *br)
 	}
 	sort.Slice(out.Brokers, func(i, j int) bool { return out.Brokers[i].Addr.Compare(out.Brokers[j].Addr) < 0 })
 	if t.brokerOther != nil {
-		v := *t.brokerOther
-		v.conns = nil
-		out.Brokers = append(out.Brokers, v)
+		out.Brokers = append(out.Brokers, *t.brokerOther)
 	}
 	return out
 }

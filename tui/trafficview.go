@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -63,100 +64,111 @@ func (v *trafficView) render(width int) string {
 	}
 	cur, base, secs := v.rates.span()
 	var b strings.Builder
-	window := "no rates yet"
+	v.apis(&b, width, cur.traffic, base.traffic, secs, cur.at.Sub(base.at))
+	v.clients(&b, width, cur.traffic, base.traffic, secs)
+	v.brokers(&b, width, cur.traffic, base.traffic, secs)
+	if v.dropped != nil {
+		fmt.Fprintf(&b, "\nscreen: frame %d, %d frames dropped (the UI took only the latest)\n", v.fr.Seq, v.dropped())
+	}
+	return b.String()
+}
+
+// apis writes the per API table: rates and latency over the window
+// (now minus base, over secs of capture time), totals since the start.
+func (v *trafficView) apis(b *strings.Builder, width int, now, base *Traffic, secs float64, window time.Duration) {
+	what := "no rates yet"
 	if secs > 0 {
-		window = fmt.Sprintf("rates over the last %s of capture time", dur(cur.at.Sub(base.at)))
+		what = fmt.Sprintf("rates over the last %s of capture time", dur(window))
 	}
 	b.WriteString("[::u]REQUESTS BY API[::-] ")
-	para(&b, width-16, window+"; latency from the request's last byte to the response's first")
-	baseAPI := map[int16]*APIStats{}
-	for i := range base.traffic.APIs {
-		baseAPI[base.traffic.APIs[i].Key] = &base.traffic.APIs[i]
+	para(b, width-16, what+"; latency from the request's last byte to the response's first")
+	was := map[int16]*APIStats{}
+	for i := range base.APIs {
+		was[base.APIs[i].Key] = &base.APIs[i]
 	}
 	var rows [][]cell
-	for i := range cur.traffic.APIs {
-		a := &cur.traffic.APIs[i]
+	for i := range now.APIs {
+		a := &now.APIs[i]
 		name := apiName(a.Key)
 		if !v.matches(name) {
 			continue
 		}
-		var was APIStats
-		if p := baseAPI[a.Key]; p != nil {
-			was = *p
+		var old APIStats
+		if p := was[a.Key]; p != nil {
+			old = *p
 		}
-		win := a.Latency.sub(&was.Latency)
-		q := func(p float64) string {
+		win := a.Latency.sub(&old.Latency)
+		q := func(p float64) cell {
 			if d, ok := win.Quantile(p); ok {
-				return dur(d)
+				return c(dur(d))
 			}
-			return "-"
+			return c("-")
 		}
 		errs := cell{text: count(a.Errors)}
 		if a.Errors > 0 {
 			errs.color = "red"
 		}
-		rows = append(rows, []cell{c(name), c(rate(perSec(a.Requests, was.Requests, secs))), c(rate(perSec(a.Errors, was.Errors, secs))),
-			c(q(0.5)), c(q(0.9)), c(q(0.99)), c(count(a.Requests)), errs, c(count(a.Unanswered))})
+		rows = append(rows, []cell{c(name), c(rate(perSec(a.Requests, old.Requests, secs))), c(rate(perSec(a.Errors, old.Errors, secs))),
+			q(0.5), q(0.9), q(0.99), c(count(a.Requests)), errs, c(count(a.Unanswered))})
 	}
-	writeTable(&b, width, []col{{title: "API", shrink: 10}, {title: "REQ/S", right: true}, {title: "ERR/S", right: true},
+	writeTable(b, width, []col{{title: "API", shrink: 10}, {title: "REQ/S", right: true}, {title: "ERR/S", right: true},
 		{title: "P50", right: true}, {title: "P90", right: true}, {title: "P99", right: true},
 		{title: "REQUESTS", right: true}, {title: "ERRORS", right: true}, {title: "NO RESP", right: true}}, rows)
+}
 
-	baseCl := map[clientKey]*ClientStats{}
-	for i := range base.traffic.Clients {
-		cl := &base.traffic.Clients[i]
-		baseCl[clientKey{cl.Host, cl.ClientID}] = cl
+// clients writes the per client (host, client id) table.
+func (v *trafficView) clients(b *strings.Builder, width int, now, base *Traffic, secs float64) {
+	was := map[clientKey]int64{}
+	for i := range base.Clients {
+		cl := &base.Clients[i]
+		was[clientKey{cl.Host, cl.ClientID}] = cl.Requests
 	}
-	fmt.Fprintf(&b, "\n[::u]CLIENTS[::-] (host, client id)\n")
-	rows = rows[:0]
-	for i := range cur.traffic.Clients {
-		cl := &cur.traffic.Clients[i]
+	b.WriteString("\n[::u]CLIENTS[::-] (host, client id)\n")
+	var rows [][]cell
+	for i := range now.Clients {
+		cl := &now.Clients[i]
 		host, id := hostText(cl.Host), cl.ClientID
+		old := was[clientKey{cl.Host, cl.ClientID}]
 		if cl.Other {
-			host, id = "(others)", "(beyond the cap)"
+			host, id, old = "(others)", "(beyond the cap)", 0
 		}
 		if !v.matches(host, id) {
 			continue
 		}
-		var was int64
-		if p := baseCl[clientKey{cl.Host, cl.ClientID}]; p != nil && !cl.Other {
-			was = p.Requests
+		proc := "-"
+		if cl.PID != 0 || cl.Comm != "" {
+			proc = fmt.Sprintf("%d/%s", cl.PID, cl.Comm)
 		}
-		rows = append(rows, []cell{c(host), c(orDash(id)), c(rate(perSec(cl.Requests, was, secs))), c(count(cl.Requests)),
-			c(count(cl.Errors)), c(bytesText(cl.Bytes)), c(count(cl.Conns)), c(clock(cl.Last))})
+		rows = append(rows, []cell{c(host), c(orDash(id)), c(rate(perSec(cl.Requests, old, secs))), c(count(cl.Requests)),
+			c(count(cl.Errors)), c(bytesText(cl.Bytes)), c(count(cl.Conns)), c(clock(cl.Last)), c(proc)})
 	}
-	writeTable(&b, width, []col{{title: "HOST", shrink: 9}, {title: "CLIENT ID", shrink: 10}, {title: "REQ/S", right: true},
+	writeTable(b, width, []col{{title: "HOST", shrink: 9}, {title: "CLIENT ID", shrink: 10}, {title: "REQ/S", right: true},
 		{title: "REQUESTS", right: true}, {title: "ERRORS", right: true}, {title: "BYTES", right: true}, {title: "CONNS", right: true},
-		{title: "LAST"}}, rows)
+		{title: "LAST"}, {title: "PID/COMM", shrink: 3}}, rows)
+}
 
-	baseBr := map[netip.AddrPort]*BrokerStats{}
-	for i := range base.traffic.Brokers {
-		baseBr[base.traffic.Brokers[i].Addr] = &base.traffic.Brokers[i]
+// brokers writes the per broker (server address) table.
+func (v *trafficView) brokers(b *strings.Builder, width int, now, base *Traffic, secs float64) {
+	was := map[netip.AddrPort]int64{}
+	for i := range base.Brokers {
+		was[base.Brokers[i].Addr] = base.Brokers[i].Requests
 	}
-	fmt.Fprintf(&b, "\n[::u]BROKERS[::-] (server side of the connections)\n")
-	rows = rows[:0]
-	for i := range cur.traffic.Brokers {
-		br := &cur.traffic.Brokers[i]
-		addr := br.Addr.String()
+	b.WriteString("\n[::u]BROKERS[::-] (server side of the connections)\n")
+	var rows [][]cell
+	for i := range now.Brokers {
+		br := &now.Brokers[i]
+		addr, old := br.Addr.String(), was[br.Addr]
 		if br.Other {
-			addr = "(others)"
+			addr, old = "(others)", 0
 		}
 		if !v.matches(addr) {
 			continue
 		}
-		var was int64
-		if p := baseBr[br.Addr]; p != nil && !br.Other {
-			was = p.Requests
-		}
-		rows = append(rows, []cell{c(addr), c(count(br.Conns)), c(rate(perSec(br.Requests, was, secs))), c(count(br.Requests)),
+		rows = append(rows, []cell{c(addr), c(count(br.Conns)), c(rate(perSec(br.Requests, old, secs))), c(count(br.Requests)),
 			c(count(br.Errors)), c(bytesText(br.Bytes))})
 	}
-	writeTable(&b, width, []col{{title: "BROKER", shrink: 12}, {title: "CONNS", right: true}, {title: "REQ/S", right: true},
+	writeTable(b, width, []col{{title: "BROKER", shrink: 12}, {title: "CONNS", right: true}, {title: "REQ/S", right: true},
 		{title: "REQUESTS", right: true}, {title: "ERRORS", right: true}, {title: "BYTES", right: true}}, rows)
-	if v.dropped != nil {
-		fmt.Fprintf(&b, "\nscreen: frame %d, %d frames dropped (the UI took only the latest)\n", v.fr.Seq, v.dropped())
-	}
-	return b.String()
 }
 
 func hostText(a netip.Addr) string {

@@ -20,9 +20,9 @@ type Options struct {
 	Screen tcell.Screen
 }
 
-// UI is the terminal UI. Build it with New, then Run it on one goroutine;
-// every other method is called by Run's goroutine (or a test driving the
-// UI without a terminal).
+// UI is the terminal UI. Build it with New and Run it on one goroutine;
+// Stop may be called from any. Everything else runs on the goroutine of
+// the application's event loop (or a test driving the UI without one).
 type UI struct {
 	app  *tview.Application
 	feed *Feed
@@ -53,9 +53,9 @@ type UI struct {
 	// lastKey is the key whose action runs.
 	lastKey *tcell.EventKey
 
-	mu               sync.Mutex
-	running, stopped bool
-	quit             chan struct{} // closed by Stop
+	mu      sync.Mutex
+	stopped bool
+	quit    chan struct{} // closed by Stop
 }
 
 // New returns a UI drawing the frames of feed; ctl is the replay's
@@ -108,12 +108,11 @@ func New(feed *Feed, ctl Control, opts *Options) *UI {
 // feed's frames as they come.
 func (u *UI) Run() error {
 	u.mu.Lock()
-	if u.stopped {
-		u.mu.Unlock()
+	stopped := u.stopped
+	u.mu.Unlock()
+	if stopped {
 		return nil
 	}
-	u.running = true
-	u.mu.Unlock()
 	ended := make(chan struct{})
 	defer close(ended)
 	go u.refresh(ended)

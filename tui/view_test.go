@@ -150,6 +150,18 @@ func TestViews(t *testing.T) {
 		keys: keys("?"),
 		want: []string{`^kwire keys`, `^enter +open`, `^/ +filter`, `^q ctrl-c +quit$`},
 	}, {
+		name: "processes from an eBPF source", w: 100, h: 24, keys: keys(tcell.KeyEnter),
+		frame: func(t *testing.T) *Frame {
+			fr := churnMid(t)
+			for i := range fr.Traffic.Clients {
+				if cl := &fr.Traffic.Clients[i]; cl.ClientID == "gc-member-1" {
+					cl.PID, cl.Comm = 4242, "java"
+				}
+			}
+			return fr
+		},
+		want: []string{`^MEMBER +CLIENT +HOST +PID/COMM +STATUS`, `gc-member-1 127\.0\.0\.1 4242/java live `, `gc-member-2 127\.0\.0\.1 -  +live `},
+	}, {
 		name: "esc goes back", frame: churnMid, w: 80, h: 24,
 		keys: keys(tcell.KeyEnter, tcell.KeyEscape),
 		want: []string{`^gc-group +stable`},
@@ -201,4 +213,55 @@ func containsMatch(lines []string, re *regexp.Regexp) bool {
 		}
 	}
 	return false
+}
+
+// TestDetailKeepsScroll: a new frame redraws the group detail where the
+// user scrolled to, not at the top.
+func TestDetailKeepsScroll(t *testing.T) {
+	fr := churnMid(t)
+	s := newScreen(t, nil, 80, 24)
+	s.u.apply(fr)
+	s.press(tcell.KeyEnter, 0)
+	for range 6 {
+		s.press(tcell.KeyRune, 'j')
+	}
+	if got := s.draw()[1]; !strings.HasPrefix(got, "MEMBER ") {
+		t.Fatalf("six lines down the first line is %q, want the members' header", got)
+	}
+	s.u.apply(frameOf(t, "g_churn.pcapng", time.Time{}))
+	if got := s.draw(); !strings.HasPrefix(got[1], "MEMBER ") {
+		t.Fatalf("a new frame moved the scrolled detail:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestStatusReplayState: the status bar says what the replay does, in
+// words.
+func TestStatusReplayState(t *testing.T) {
+	tests := []struct {
+		name string
+		opts ReplayOptions
+		keys []press
+		done bool
+		want string
+	}{
+		{"paused", ReplayOptions{Pace: Real, Paused: true}, nil, false, `PAUSED 11:38:33$`},
+		{"p resumes at capture pace", ReplayOptions{Pace: Real, Paused: true}, keys("p"), false, ` real 11:38:33$`},
+		{"f switches to fast", ReplayOptions{Pace: Real}, keys("f"), false, ` fast 11:38:33$`},
+		{"real x4", ReplayOptions{Pace: Real, Speed: 4}, nil, false, ` real x4 11:38:33$`},
+		{"done", ReplayOptions{}, nil, true, ` replay done 11:38:33$`},
+	}
+	fr := churnMid(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewReplay(nil, &tc.opts)
+			s := newScreen(t, r, 80, 24)
+			f := *fr
+			f.Done = tc.done
+			s.u.apply(&f)
+			for _, k := range tc.keys {
+				s.press(k.key, k.r)
+			}
+			checkScreen(t, s.draw(), []string{tc.want}, nil)
+		})
+	}
 }

@@ -18,8 +18,8 @@ import (
 // `kwire analyze --tui --replay=fast` (ui=on: frames every 250ms of wall
 // time, the UI drawing them on a 200x60 simulation screen on its own
 // goroutine) until the files end. The UI must not slow the pipeline: the
-// two MB/s should be the same. Sub-benchmarks alternate with -count, so
-// benchstat compares runs made under the same load.
+// two MB/s should be the same. On a busy machine prefer TestTUIKeepsUp,
+// which alternates the two.
 func BenchmarkAnalyzeTUI(b *testing.B) {
 	path := os.Getenv("KWIRE_BENCH_CAPTURE")
 	if path == "" {
@@ -77,7 +77,8 @@ func benchTUI(b *testing.B, cf *commonFlags, tf *tuiFlags, path string, size int
 // analyze --json > /dev/null) and with it (--tui --replay=fast, drawing
 // on a simulation screen) alternate, KWIRE_BENCH_ROUNDS times (default 3),
 // so that both see the same machine load. The best run with the UI must
-// be within 10% of the best without; it logs wall and CPU MB/s.
+// be within 10% of the best without (wall time: run it on a quiet
+// machine); it logs wall and CPU MB/s and context switches.
 func TestTUIKeepsUp(t *testing.T) {
 	path := os.Getenv("KWIRE_BENCH_CAPTURE")
 	if path == "" {
@@ -126,11 +127,12 @@ func TestTUIKeepsUp(t *testing.T) {
 			name string
 			f    func()
 		}{{"ui=off", off}, {"ui=on", on}} {
-			cpu0, t0 := cpuTime(t), time.Now()
+			u0, t0 := procUsage(t), time.Now()
 			c.f()
-			wall, cpu := time.Since(t0), cpuTime(t)-cpu0
-			t.Logf("round %d %s: %.0f MB/s wall, %.0f MB/s per CPU second (%.1fs wall, %.1fs CPU)", i+1, c.name,
-				mb/wall.Seconds(), mb/cpu.Seconds(), wall.Seconds(), cpu.Seconds())
+			wall, u1 := time.Since(t0), procUsage(t)
+			cpu := u1.cpu - u0.cpu
+			t.Logf("round %d %s: %.0f MB/s wall, %.0f MB/s per CPU second (%.1fs wall, %.1fs CPU, %d+%d context switches)", i+1, c.name,
+				mb/wall.Seconds(), mb/cpu.Seconds(), wall.Seconds(), cpu.Seconds(), u1.vcsw-u0.vcsw, u1.ivcsw-u0.ivcsw)
 			if b, ok := best[c.name]; !ok || wall < b {
 				best[c.name] = wall
 			}
@@ -143,11 +145,17 @@ func TestTUIKeepsUp(t *testing.T) {
 	}
 }
 
-// cpuTime is the process's user + system CPU time so far.
-func cpuTime(t *testing.T) time.Duration {
+// rusage is what the process used so far: user + system CPU time,
+// voluntary and involuntary context switches.
+type rusage struct {
+	cpu         time.Duration
+	vcsw, ivcsw int64
+}
+
+func procUsage(t *testing.T) rusage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		t.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return rusage{time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Nvcsw, ru.Nivcsw}
 }

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,9 +21,11 @@ import (
 // tmuxSession is a program running in a detached tmux session of its own
 // server, 80x24, read with capture-pane.
 type tmuxSession struct {
-	t    *testing.T
-	tmux string
-	sock string
+	t      *testing.T
+	tmux   string
+	sock   string
+	stderr string // the program's stderr, for when it hangs
+	status string // the file the shell writes the exit status to
 }
 
 // startTmux runs command under a private tmux server; it skips the test
@@ -34,13 +38,15 @@ func startTmux(t *testing.T, command string) *tmuxSession {
 	}
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "tmux.conf")
-	// remain-on-exit keeps the pane after the program ends, to read its
-	// exit status; escape-time 0 passes esc on at once.
-	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g escape-time 0\nset -g status off\n"), 0o644); err != nil {
+	// escape-time 0 passes esc on at once.
+	if err := os.WriteFile(conf, []byte("set -g escape-time 0\nset -g status off\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &tmuxSession{t: t, tmux: tmux, sock: filepath.Join(dir, "sock")}
-	s.run("-f", conf, "new-session", "-d", "-s", "kwire", "-x", "80", "-y", "24", command)
+	s := &tmuxSession{t: t, tmux: tmux, sock: filepath.Join(dir, "sock"), stderr: filepath.Join(dir, "stderr"), status: filepath.Join(dir, "status")}
+	// The shell keeps the exit status in a file: tmux may see the pane
+	// die before it learns the status.
+	s.run("-f", conf, "new-session", "-d", "-s", "kwire", "-x", "80", "-y", "24",
+		"GOTRACEBACK=all "+command+" 2>"+s.stderr+"; echo $? >"+s.status+".tmp; mv "+s.status+".tmp "+s.status)
 	t.Cleanup(func() { exec.Command(s.tmux, "-S", s.sock, "kill-server").Run() })
 	return s
 }
@@ -95,15 +101,37 @@ func (s *tmuxSession) waitFor(res ...string) string {
 	}
 }
 
-// exited waits until the program ended and returns its exit status.
+// exited waits until the program ended and returns its exit status. If
+// it does not end, it gets SIGQUIT and the test fails with its goroutines.
 func (s *tmuxSession) exited() string {
 	s.t.Helper()
-	// remain-on-exit leaves this line in the pane.
-	scr := s.waitFor(`Pane is dead \(`)
-	if m := regexp.MustCompile(`Pane is dead \((status \d+|signal \d+)`).FindStringSubmatch(scr); m != nil {
-		return m[1]
+	deadline := time.Now().Add(15 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if st, err := os.ReadFile(s.status); err == nil {
+			return strings.TrimSpace(string(st))
+		}
+		if time.Now().After(deadline) {
+			scr := s.screen()
+			shell := strings.TrimSpace(s.run("display-message", "-p", "-t", "kwire", "#{pane_pid}"))
+			kids, _ := os.ReadFile("/proc/" + shell + "/task/" + shell + "/children")
+			for _, k := range strings.Fields(string(kids)) {
+				if pid, err := strconv.Atoi(k); err == nil {
+					syscall.Kill(pid, syscall.SIGQUIT)
+				}
+			}
+			for range 100 {
+				if _, err := os.Stat(s.status); err == nil {
+					break
+				}
+				<-tick.C
+			}
+			dump, _ := os.ReadFile(s.stderr)
+			s.t.Fatalf("kwire did not exit; screen:\n%s\nstderr after SIGQUIT:\n%s", scr, dump)
+		}
+		<-tick.C
 	}
-	return scr
 }
 
 // buildKwire builds the kwire binary into a temporary directory.
@@ -177,7 +205,7 @@ func tuiDrive(t *testing.T, bin string) {
 	s.waitFor(`^TIME +SEVERITY +KIND +GROUP +SUMMARY$`)
 
 	s.keys("q")
-	if st := s.exited(); st != "status 0" {
+	if st := s.exited(); st != "0" {
 		t.Fatalf("kwire exited with status %s", st)
 	}
 }
@@ -192,7 +220,7 @@ func tuiPaused(t *testing.T, bin string) {
 	s.keys("p", "f") // resume at capture pace, then as fast as possible
 	s.waitFor(`replay done 11:38:40$`, `^gc-group +empty +10 +0/4 `)
 	s.keys("q")
-	if st := s.exited(); st != "status 0" {
+	if st := s.exited(); st != "0" {
 		t.Fatalf("kwire exited with status %s", st)
 	}
 }
