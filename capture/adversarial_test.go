@@ -16,23 +16,48 @@ import (
 // the decoder, are in decode/adversarial_test.go.)
 
 func TestSelfConnect(t *testing.T) {
-	// A packet from an endpoint to itself: a TCP self-connect, or forged.
+	// Packets from an endpoint to itself: a TCP self-connect, or forged.
 	// Both halves of the connection are the same endpoint; each direction
-	// must still get exactly one Close (found by FuzzReader).
-	self := seg{flags: "PA", data: "loop"}
-	data := frame(t, layers.LinkTypeEthernet, self, 0)
-	copy(data[14+16:14+20], data[14+12:14+16]) // destination IP := source IP
-	copy(data[34+2:34+4], data[34:34+2])       // destination port := source port
-	rec := &recorder{}
-	a := NewAssembler(nil, rec)
-	a.Packet(layers.LinkTypeEthernet, data, gopacket.CaptureInfo{Timestamp: base, CaptureLength: len(data), Length: len(data)})
-	a.Close()
-	want := []string{"c1 to_server data loop", "c1 to_server close eof", "c1 to_client close eof"}
-	if d := diffLines(want, rec.lines(false)); d != "" {
-		t.Errorf("chunks (-want +got):\n%s", d)
+	// must still get exactly one Close, and Swap must still swap them
+	// (found by FuzzReader).
+	self := func(s seg) []byte {
+		data := frame(t, layers.LinkTypeEthernet, s, 0)
+		copy(data[14+16:14+20], data[14+12:14+16]) // destination IP := source IP
+		copy(data[34+2:34+4], data[34:34+2])       // destination port := source port
+		return data
 	}
-	if st := a.Stats(); st.ConnsOpen != 0 {
-		t.Errorf("conns_open = %d after Close, want 0", st.ConnsOpen)
+	tests := []struct {
+		name    string
+		onChunk func(c *Chunk)
+		want    []string
+	}{{
+		name: "one close per direction",
+		want: []string{"c1 to_server data ping", "c1 to_server data pong", "c1 to_server close eof", "c1 to_client close eof"},
+	}, {
+		name: "swapped by the sink",
+		onChunk: func(c *Chunk) {
+			if string(c.Data) == "ping" {
+				c.Conn.Swap()
+			}
+		},
+		want: []string{"c1 to_server data ping", "c1 to_client data pong", "c1 to_server close eof", "c1 to_client close eof"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{onChunk: tt.onChunk}
+			a := NewAssembler(nil, rec)
+			for i, s := range []seg{{seq: 1, flags: "PA", data: "ping"}, {seq: 5, flags: "PA", data: "pong"}} {
+				data := self(s)
+				a.Packet(layers.LinkTypeEthernet, data, gopacket.CaptureInfo{Timestamp: base.Add(time.Duration(i)), CaptureLength: len(data), Length: len(data)})
+			}
+			a.Close()
+			if d := diffLines(tt.want, rec.lines(false)); d != "" {
+				t.Errorf("chunks (-want +got):\n%s", d)
+			}
+			if st := a.Stats(); st.ConnsOpen != 0 {
+				t.Errorf("conns_open = %d after Close, want 0", st.ConnsOpen)
+			}
+		})
 	}
 }
 

@@ -68,6 +68,10 @@ type Conn struct {
 	// Process describes the local process owning the client side, when the
 	// source knows it (eBPF). Nil for packet sources.
 	Process *Process
+
+	// swapped flips with every Swap: the only trace of one on a
+	// connection from an endpoint to itself (see stream.deliver).
+	swapped bool
 }
 
 // Process identifies a local process (from eBPF probes).
@@ -84,6 +88,7 @@ type Process struct {
 func (c *Conn) Swap() {
 	c.Client, c.Server = c.Server, c.Client
 	c.Role = RoleGuess
+	c.swapped = !c.swapped
 }
 
 // Kind is what a Chunk carries.

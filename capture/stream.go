@@ -302,7 +302,7 @@ func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
 
 // serverFirst returns the half indexes, the ToServer direction first.
 func (s *stream) serverFirst() [2]int {
-	if s.ep[0] == s.conn.Client {
+	if s.ep[0] == s.conn.Client && (s.ep[0] != s.ep[1] || !s.conn.swapped) {
 		return [2]int{0, 1}
 	}
 	return [2]int{1, 0}
@@ -332,10 +332,16 @@ func (s *stream) deliver(hi int, kind Kind, data []byte, n int, reason CloseReas
 		return
 	}
 	dir := ToClient
-	// A connection from an endpoint to itself (a TCP self-connect, or a
-	// forged packet) has both halves at Client: tell them apart by half,
-	// so that each direction still gets exactly one Close.
-	if s.ep[hi] == s.conn.Client && (hi == 0 || s.ep[0] != s.ep[1]) {
+	switch {
+	case s.ep[0] == s.ep[1]:
+		// A connection from an endpoint to itself (a TCP self-connect,
+		// or forged) has both halves at Client: tell them apart by half,
+		// so that each direction gets its own Close, and Swap still
+		// swaps them.
+		if (hi == 0) != s.conn.swapped {
+			dir = ToServer
+		}
+	case s.ep[hi] == s.conn.Client:
 		dir = ToServer
 	}
 	switch kind {
