@@ -178,44 +178,18 @@ func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error 
 		return err
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r := &liveRun{p: p, src: src, cancel: cancel, stderr: stderr, statsEvery: f.statsEvery, ports: f.common.ports.String()}
-	r.clock.next = p.dec
+	r := &liveRun{p: p, src: src, stderr: stderr, statsEvery: f.statsEvery, ports: f.common.ports.String()}
 	status := fmt.Sprintf("kwire: capturing on %s, kernel filter: %s, ring %d MiB", src.Interface(), src.Filter(), f.ringMB)
 	if pw != nil {
 		status += ", saving to " + f.write
 	}
-	if f.metricsAddr != "" {
-		r.metrics = metrics.New(&metrics.Options{NoPartitionLabels: f.noPartitionLabels})
-		p.tap = r.metrics
-		srv, addr, err := serveMetrics(f.metricsAddr, r.metrics)
-		if err != nil {
-			src.Close()
-			if pw != nil {
-				pw.Close()
-			}
-			return err
+	ran, runErr := r.serve(ctx, f, status, src.Run)
+	if !ran { // --metrics could not listen
+		src.Close()
+		if pw != nil {
+			pw.Close()
 		}
-		defer srv.Close()
-		status += fmt.Sprintf(", metrics on http://%s/metrics", addr)
-	}
-	fmt.Fprintln(stderr, status)
-
-	start := time.Now()
-	r.nextStats, r.hintAt = start.Add(f.statsEvery), start.Add(hintAfter)
-	runErr := src.Run(ctx, r)
-	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
-		runErr = nil // stopped by a signal or --duration: the normal end
-	}
-	p.corr.Close(r.clock.t)
-	p.out.Summary(p.corr.Snapshot())
-	p.out.Stats(time.Now(), src.Stats(), p.dec.Stats())
-	outErr := p.out.Flush()
-	if r.err != nil {
-		outErr = nil // already reported
-	} else if outErr != nil {
-		outErr = fmt.Errorf("write output: %w", outErr)
+		return runErr
 	}
 	if pw != nil {
 		if err := pw.Close(); err != nil {
@@ -223,7 +197,41 @@ func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintf(stderr, "kwire: saved %d packets to %s\n", src.Stats().Live.PacketsWritten, strings.Join(pw.Files(), ", "))
 	}
-	return errors.Join(runErr, r.err, outErr)
+	return runErr
+}
+
+// serve runs a live capture through r's pipeline: metrics (when asked)
+// and the status line first, then run until ctx is done (a signal or
+// --duration is the normal end), then the summary and final stats. ran is
+// false when --metrics cannot listen: then nothing ran, and the caller
+// closes its source.
+func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run func(context.Context, capture.Sink) error) (ran bool, err error) {
+	if f.metricsAddr != "" {
+		r.metrics = metrics.New(&metrics.Options{NoPartitionLabels: f.noPartitionLabels})
+		r.p.tap = r.metrics
+		srv, addr, err := serveMetrics(f.metricsAddr, r.metrics)
+		if err != nil {
+			return false, err
+		}
+		defer srv.Close()
+		status += fmt.Sprintf(", metrics on http://%s/metrics", addr)
+	}
+	fmt.Fprintln(r.stderr, status)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.cancel = cancel
+	r.clock.next = r.p.dec
+	start := time.Now()
+	r.nextStats, r.hintAt = start.Add(f.statsEvery), start.Add(hintAfter)
+	runErr := run(ctx, r)
+	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
+		runErr = nil // stopped by a signal or --duration: the normal end
+	}
+	outErr := r.p.finish(r.clock.t, time.Now(), r.src.Stats(), true)
+	if r.err != nil {
+		outErr = nil // already reported
+	}
+	return true, errors.Join(runErr, r.err, outErr)
 }
 
 // serveMetrics listens on addr and serves x at /metrics in the

@@ -8,11 +8,9 @@ import (
 	"io"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/jsonout"
-	"github.com/kwire/kwire/metrics"
 )
 
 // probeFlags are kwire live's eBPF flags (--ebpf instead of -i).
@@ -102,48 +100,22 @@ func runLiveEBPF(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r := &liveRun{p: p, src: ebpfSource{src}, cancel: cancel, stderr: stderr, statsEvery: f.statsEvery, ports: f.common.ports.String()}
-	r.clock.next = p.dec
+	r := &liveRun{p: p, src: ebpfSource{src}, stderr: stderr, statsEvery: f.statsEvery, ports: f.common.ports.String()}
 	status := fmt.Sprintf("kwire: capturing on eBPF socket probes, ports %s, %s", f.common.ports.String(), src.Hooks())
 	if sel := f.probe.selection(); sel != "" {
 		status += ", only " + sel
 	}
 	status += fmt.Sprintf(", at most %d bytes per call, ring %d MiB", f.probe.snap, f.ringMB)
-	if f.metricsAddr != "" {
-		r.metrics = metrics.New(&metrics.Options{NoPartitionLabels: f.noPartitionLabels})
-		p.tap = r.metrics
-		srv, addr, err := serveMetrics(f.metricsAddr, r.metrics)
-		if err != nil {
-			src.Close()
-			return err
-		}
-		defer srv.Close()
-		status += fmt.Sprintf(", metrics on http://%s/metrics", addr)
+	ran, err := r.serve(ctx, f, status, src.Run)
+	if !ran { // --metrics could not listen
+		src.Close()
+		return err
 	}
-	fmt.Fprintln(stderr, status)
-
-	start := time.Now()
-	r.nextStats, r.hintAt = start.Add(f.statsEvery), start.Add(hintAfter)
-	runErr := src.Run(ctx, r)
-	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
-		runErr = nil
-	}
-	p.corr.Close(r.clock.t)
-	p.out.Summary(p.corr.Snapshot())
 	st := src.Stats()
-	p.out.Stats(time.Now(), st, p.dec.Stats())
-	outErr := p.out.Flush()
-	if r.err != nil {
-		outErr = nil
-	} else if outErr != nil {
-		outErr = fmt.Errorf("write output: %w", outErr)
-	}
 	if d := st.EBPF.RingDrops; d > 0 {
 		fmt.Fprintf(stderr, "kwire: warning: %d probe events were dropped with the ring buffer full (their bytes are gaps): raise --ring-mb or lower --snap\n", d)
 	}
-	return errors.Join(runErr, r.err, outErr)
+	return err
 }
 
 // selection describes the process filters.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/correlate"
@@ -84,13 +85,8 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	runErr := src.Run(ctx, clock)
-	p.corr.Close(clock.t)
-	if summary {
-		p.out.Summary(p.corr.Snapshot())
-	}
-	p.out.Stats(clock.t, src.Stats(), p.dec.Stats())
-	if err := p.out.Flush(); err != nil {
-		return fmt.Errorf("write output: %w", err)
+	if err := p.finish(clock.t, clock.t, src.Stats(), summary); err != nil {
+		return err
 	}
 	if st := src.Stats(); st.FilesTruncated > 0 {
 		fmt.Fprintf(os.Stderr, "kwire: warning: %d capture file(s) end in a cut record (capture stopped uncleanly?): everything before it was analysed\n", st.FilesTruncated)
@@ -105,4 +101,19 @@ func (p *pipeline) atOrAbove(r int) int {
 		n += p.hazards[i]
 	}
 	return n
+}
+
+// finish ends a run: the correlator closes at capture time end (expiries
+// due by then, generations not yet emitted), then the summary (if asked),
+// the final stats line stamped statsAt, and a flush.
+func (p *pipeline) finish(end, statsAt time.Time, cs capture.Stats, summary bool) error {
+	p.corr.Close(end)
+	if summary {
+		p.out.Summary(p.corr.Snapshot())
+	}
+	p.out.Stats(statsAt, cs, p.dec.Stats())
+	if err := p.out.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
 }
