@@ -49,14 +49,19 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 	if resp == nil {
 		return
 	}
+	nc := c.recordsNotCopied(e, resp)
 	for _, t := range resp.Topics {
 		topic := c.topicKey(t.Topic, t.TopicID)
 		for i := range t.Partitions {
 			rp := &t.Partitions[i]
 			p := tp{topic, rp.Partition}
 			b := decode.ScanBatches(rp.RecordBatches)
+			bp := &b
+			if nc[p] {
+				bp = nil
+			}
 			for _, f := range c.fetchTargets(a, k, p) {
-				f.got(rp, &b, e.RespTime.UTC(), a.member, k)
+				f.got(rp, bp, e.RespTime.UTC(), a.member, k)
 				if off, ok := offsets[p]; ok && f.position < 0 {
 					f.position, f.positionAt = off, e.ReqTime.UTC() // from the session
 				}
@@ -94,7 +99,24 @@ func (c *Correlator) fetchTargets(a attribution, k clientKey, p tp) []*fetchStat
 	return []*fetchState{fetchOf(cs.unattributed, p)}
 }
 
-// got records one partition of a Fetch response.
+// recordsNotCopied returns the partitions of resp whose record bytes the
+// source did not copy (eBPF --snap): what they delivered is unknown.
+func (c *Correlator) recordsNotCopied(e *decode.Exchange, resp *kmsg.FetchResponse) map[tp]bool {
+	if len(e.RecordsNotCopied) == 0 || resp == nil {
+		return nil
+	}
+	out := make(map[tp]bool, len(e.RecordsNotCopied))
+	for _, ix := range e.RecordsNotCopied {
+		if ix.Topic < len(resp.Topics) && ix.Partition < len(resp.Topics[ix.Topic].Partitions) {
+			t := &resp.Topics[ix.Topic]
+			out[tp{c.topicKey(t.Topic, t.TopicID), t.Partitions[ix.Partition].Partition}] = true
+		}
+	}
+	return out
+}
+
+// got records one partition of a Fetch response; b is nil when its record
+// bytes were not copied.
 func (f *fetchState) got(rp *kmsg.FetchResponseTopicPartition, b *decode.Batches, at time.Time, member string, k clientKey) {
 	f.fetches++
 	f.lastFetch, f.fetchedBy, f.client = at, member, k
@@ -103,6 +125,10 @@ func (f *fetchState) got(rp *kmsg.FetchResponseTopicPartition, b *decode.Batches
 		return
 	}
 	f.hwm, f.lso, f.logStart = rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset
+	if b == nil {
+		f.notCopied++
+		return
+	}
 	f.records += b.Records
 	f.bytes += b.Bytes
 	f.batches += int64(b.Batches)

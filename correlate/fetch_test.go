@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
 )
 
 var ordersID = [16]byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
@@ -125,5 +127,34 @@ func TestReplicaFetchIgnored(t *testing.T) {
 	st := h.c.Stats()
 	if st.ReplicaFetches != 1 || st.Fetches != 0 || len(h.c.Snapshot().Unattributed) != 0 {
 		t.Errorf("stats = %+v, want one replica fetch and nothing else", st)
+	}
+}
+
+// TestFetchRecordsNotCopied: a Fetch whose records an eBPF source did not
+// copy (decode lists the partition, its RecordBatches nil) updates the high
+// watermark and counts the response as not copied; what it delivered is
+// unknown, so a commit above the fetch position is not judged a commit
+// beyond what was fetched, as it is when the response is known empty.
+func TestFetchRecordsNotCopied(t *testing.T) {
+	for _, notCopied := range []bool{true, false} {
+		h := newHarness(t, nil)
+		stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}})
+		c, cid := h.member1()
+		if notCopied {
+			h.notCopied = []decode.PartitionIndex{{Topic: 0, Partition: 0}}
+		}
+		h.fetch(100*ms, c, cid, 0, 0, 100, nil)
+		h.commit(time.Second, c, cid, "m1", 1, 0, 100, 0)
+		h.c.Close(base.Add(10 * time.Second))
+		p := findPartition(h.c.Snapshot(), "g", "t", 0)
+		hz := h.hazards(HazardCommitBeyondFetch)
+		switch {
+		case p == nil:
+			t.Fatalf("not copied %v: no partition t/0", notCopied)
+		case notCopied && (p.NotCopied != 1 || p.Records != 0 || *p.HighWatermark != 100 || len(hz) != 0):
+			t.Errorf("not copied: fetch %+v, %d commit_beyond_fetch: want 1 not copied, hwm 100, no hazard", p.Fetch, len(hz))
+		case !notCopied && (p.NotCopied != 0 || len(hz) != 1):
+			t.Errorf("copied, empty: fetch %+v, %d commit_beyond_fetch: want 0 not copied, 1 hazard", p.Fetch, len(hz))
+		}
 	}
 }

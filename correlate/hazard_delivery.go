@@ -11,9 +11,11 @@ import (
 // Fetch that delivered them may be taken in after the commit (capture
 // times of different connections are not exactly ordered), so the commit
 // waits FetchGrace for a Fetch requested before it to deliver as far.
+// Not judged once a Fetch's records were not copied (eBPF --snap): what
+// was delivered is then unknown.
 func (c *Correlator) checkBeyondFetch(g *groupState, p tp, mp *memberPart, cm *committer, off int64, prev commitMark) {
 	seen := max(mp.delivered, mp.position)
-	if mp.fetches == 0 || (prev.known && off <= prev.offset) || off <= seen {
+	if mp.fetches == 0 || mp.notCopied > 0 || (prev.known && off <= prev.offset) || off <= seen {
 		return
 	}
 	if mp.pend == nil {

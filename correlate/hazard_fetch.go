@@ -39,6 +39,7 @@ type memberPart struct {
 	hwm        int64  // high watermark of the last response; -1 unknown
 	fetches    int64  // Fetch requests or responses naming the partition
 	deliveries int64  // responses delivering records
+	notCopied  int64  // responses whose records were not copied: deliveries unknown
 	lastFetch  Evidence
 	hasFetch   bool
 
@@ -242,6 +243,7 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 		}
 	}
 	resp, _ := e.Resp.(*kmsg.FetchResponse)
+	nc := c.recordsNotCopied(e, resp)
 	got := make(map[tp]*kmsg.FetchResponseTopicPartition)
 	if resp != nil {
 		for _, t := range resp.Topics {
@@ -278,6 +280,10 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 		}
 		mp.fetches++
 		mp.hwm, mp.lastFetch, mp.hasFetch = rp.HighWatermark, ev, true
+		if nc[p] {
+			mp.notCopied++
+			continue
+		}
 		ss := scanSpans(rp.RecordBatches, len(rp.AbortedTransactions) > 0, e.RespTime.UTC())
 		if len(ss) == 0 {
 			continue

@@ -33,6 +33,9 @@ type harness struct {
 	conns map[string]*capture.Conn
 	// joined remembers "group/member" of members that joined (see stableGroup).
 	joined map[string]bool
+	// notCopied is set on the next exchange fed (then cleared): the
+	// partitions whose records decode found not copied.
+	notCopied []decode.PartitionIndex
 }
 
 func newHarness(t *testing.T, opts *Options) *harness {
@@ -76,6 +79,7 @@ func (h *harness) ex(at time.Duration, conn *capture.Conn, clientID string, req 
 		}
 		e.Resp, e.Response, e.RespTime = rr, decode.ResponseSeen, e.ReqTime.Add(time.Millisecond)
 	}
+	e.RecordsNotCopied, h.notCopied = h.notCopied, nil
 	h.c.Exchange(e)
 	for _, b := range [][]byte{reqBytes, respBytes} {
 		for i := range b {

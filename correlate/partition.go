@@ -34,6 +34,7 @@ type fetchState struct {
 	bytes      int64
 	batches    int64
 	fetches    int64 // responses with the partition
+	notCopied  int64 // of which records not copied (eBPF --snap): not counted
 	lastFetch  time.Time
 	errCode    int16 // last partition error, and when
 	errAt      time.Time
@@ -125,10 +126,10 @@ func (c *Correlator) topicKey(name string, id [16]byte) string {
 	if id == ([16]byte{}) {
 		return name
 	}
-	if n, ok := c.topics.Name(id); ok {
+	if n, ok := c.topicName(id); ok {
 		return n
 	}
-	c.unresolved[id] = true
+	c.markUnresolved(id)
 	return idKey(id)
 }
 

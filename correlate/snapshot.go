@@ -118,10 +118,14 @@ type Fetch struct {
 	// Records, Bytes and Batches count record batches delivered, from
 	// their headers, whole (a batch starting before the fetch offset
 	// counts whole; control batches count).
-	Records   int64      `json:"records"`
-	Bytes     int64      `json:"bytes"`
-	Batches   int64      `json:"batches"`
-	Fetches   int64      `json:"fetches"`
+	Records int64 `json:"records"`
+	Bytes   int64 `json:"bytes"`
+	Batches int64 `json:"batches"`
+	Fetches int64 `json:"fetches"`
+	// NotCopied counts responses whose record bytes the source did not
+	// copy (eBPF --snap): Records, Bytes, Batches and DeliveredTo leave
+	// them out.
+	NotCopied int64      `json:"records_not_copied,omitempty"`
 	LastFetch *time.Time `json:"last_fetch"`
 	FetchedBy string     `json:"fetched_by,omitempty"`
 	// LastErrorCode is the last partition error (OFFSET_OUT_OF_RANGE...).
@@ -244,7 +248,7 @@ func (f *fetchState) snapshot() Fetch {
 	o := Fetch{
 		Position: i64p(f.position), HighWatermark: i64p(f.hwm), LastStable: i64p(f.lso),
 		LogStart: i64p(f.logStart), DeliveredTo: i64p(f.delivered),
-		Records: f.records, Bytes: f.bytes, Batches: f.batches, Fetches: f.fetches,
+		Records: f.records, Bytes: f.bytes, Batches: f.batches, Fetches: f.fetches, NotCopied: f.notCopied,
 		LastFetch: timePtr(f.lastFetch), FetchedBy: f.fetchedBy,
 	}
 	if f.hwm >= 0 && f.position >= 0 {

@@ -23,6 +23,12 @@ type Decoder struct {
 	ex      Exchange // reused for every Handler call
 	an      Anomaly
 	scratch []byte // re-encoding buffer for resync validation
+
+	bufs      [][]byte // free request body buffers (message.go)
+	freeBytes int      // their capacity
+	holes     []hole   // the holes of the frame being decoded (holes.go)
+	spans     []recordSpan
+	respHoles []PartitionIndex
 }
 
 // New returns a Decoder calling h. opts may be nil.
@@ -94,7 +100,7 @@ func (d *Decoder) Chunk(c *capture.Chunk) {
 		}
 	}
 	d.buffered += cs.buffered() - before
-	if d.buffered > int64(d.opts.MaxBuffered) && c.Kind == capture.Data {
+	if d.buffered > int64(d.opts.MaxBuffered) && c.Kind != capture.Close {
 		d.shed(cs, c)
 	}
 }

@@ -56,6 +56,12 @@ type Exchange struct {
 
 	// ReqErr and RespErr say why a body is missing, when it is.
 	ReqErr, RespErr error
+
+	// RecordsNotCopied lists the partitions of a Produce request or a
+	// Fetch response whose record bytes the source did not copy (eBPF
+	// --snap): their Records or RecordBatches are nil and unknown; every
+	// other field was decoded.
+	RecordsNotCopied []PartitionIndex
 }
 
 // Latency is the time from the request's last byte to the response's first,

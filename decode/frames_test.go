@@ -58,13 +58,15 @@ type rec struct {
 	ReqErr       string
 	RespErr      string
 	ErrorCode    int16
+	NotCopied    []PartitionIndex
 	req          kmsg.Request
 	resp         kmsg.Response
 }
 
 func (r *recorder) Exchange(e *Exchange) {
 	x := rec{Key: e.Key, Version: e.Version, Corr: e.CorrelationID, ClientID: e.ClientID, Response: e.Response,
-		HasReq: e.Req != nil, HasResp: e.Resp != nil, ErrorCode: ErrorCode(e.Resp), req: e.Req, resp: e.Resp}
+		HasReq: e.Req != nil, HasResp: e.Resp != nil, ErrorCode: ErrorCode(e.Resp), req: e.Req, resp: e.Resp,
+		NotCopied: append([]PartitionIndex(nil), e.RecordsNotCopied...)}
 	if e.ReqErr != nil {
 		x.ReqErr = e.ReqErr.Error()
 	}
@@ -90,12 +92,17 @@ type step struct {
 	kind capture.Kind
 	data []byte
 	gap  int
+	// notCopied: the gap is bytes the source chose not to copy.
+	notCopied bool
 }
 
 func req(b []byte) step  { return step{dir: capture.ToServer, data: b} }
 func resp(b []byte) step { return step{dir: capture.ToClient, data: b} }
 func gap(dir capture.Dir, n int) step {
 	return step{dir: dir, kind: capture.Gap, gap: n}
+}
+func uncopied(dir capture.Dir, n int) step {
+	return step{dir: dir, kind: capture.Gap, gap: n, notCopied: true}
 }
 
 func newConn(role capture.Role, handshake bool) *capture.Conn {
@@ -112,7 +119,7 @@ func feed(opts *Options, conn *capture.Conn, split int, steps ...step) (*recorde
 	for _, s := range steps {
 		now = now.Add(time.Millisecond)
 		if s.kind == capture.Gap {
-			d.Chunk(&capture.Chunk{Conn: conn, Dir: s.dir, Kind: capture.Gap, Len: s.gap, Time: now})
+			d.Chunk(&capture.Chunk{Conn: conn, Dir: s.dir, Kind: capture.Gap, Len: s.gap, Time: now, NotCopied: s.notCopied})
 			continue
 		}
 		for p := s.data; len(p) > 0; {

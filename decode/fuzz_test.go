@@ -2,6 +2,7 @@ package decode
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,6 +43,17 @@ func (c *counting) Exchange(e *Exchange) {
 		c.t.Fatalf("request neither decoded nor explained: %+v", e)
 	}
 	ErrorCode(e.Resp) // must not panic on any decoded response
+	for _, ix := range e.RecordsNotCopied {
+		var m any = e.Req
+		if e.Key == 1 {
+			m = e.Resp
+		}
+		spans := recordSpans(m, nil)
+		k := slices.IndexFunc(spans, func(s recordSpan) bool { return s.idx == ix })
+		if k < 0 || *spans[k].b != nil {
+			c.t.Fatalf("key %d: records not copied at %+v, not a partition with nil records", e.Key, ix)
+		}
+	}
 }
 
 func (c *counting) Anomaly(a *Anomaly) {
@@ -77,8 +89,11 @@ func FuzzFramer(f *testing.F) {
 					continue
 				}
 				part := b[i:min(i+n, len(b))]
-				if part[0] == 0xee { // let the input ask for a gap
+				switch part[0] { // let the input ask for a gap
+				case 0xee:
 					d.Chunk(&capture.Chunk{Conn: conn, Dir: capture.Dir(dir), Kind: capture.Gap, Len: int(part[len(part)-1]) - 10})
+				case 0xef: // bytes not copied (eBPF --snap): zero-filled in frames
+					d.Chunk(&capture.Chunk{Conn: conn, Dir: capture.Dir(dir), Kind: capture.Gap, Len: int(part[len(part)-1]) * 16, NotCopied: true})
 				}
 				d.Chunk(&capture.Chunk{Conn: conn, Dir: capture.Dir(dir), Kind: capture.Data, Data: part})
 			}

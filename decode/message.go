@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -19,6 +20,9 @@ var (
 	ErrLost               = errors.New("bytes lost in a capture gap")
 	ErrOversize           = errors.New("frame larger than --max-frame, skipped")
 	ErrBufferLimit        = errors.New("request body dropped: more than --max-buffer held")
+	// ErrNotCopied: the source did not copy bytes outside the frame's
+	// record data (eBPF --snap; see holes.go).
+	ErrNotCopied = errors.New("bytes not copied by the source (--snap) outside record data")
 )
 
 // pending is a request awaiting its response.
@@ -31,6 +35,9 @@ type pending struct {
 	req          kmsg.Request
 	reqErr       error
 	buf          []byte // owns the request body that req aliases
+	// uncopied lists the partitions of a Produce request whose records
+	// the source did not copy (holes.go).
+	uncopied []PartitionIndex
 }
 
 // rawSASL reports whether the next frame in dir may be a raw SASL token
@@ -62,22 +69,49 @@ func (cs *connState) get() *pending {
 	return new(pending)
 }
 
-// release returns p, done with, to cs's free list. A large body buffer
-// is let go: after a burst of big Produce requests whose responses were
-// lost, reused entries would otherwise keep that memory forever.
+// release returns p, done with, to cs's free list, and its body buffer
+// to the decoder's.
 func (d *Decoder) release(cs *connState, p *pending) {
-	buf := p.buf[:0]
-	if cap(buf) > maxKeptBody {
-		buf = nil
-	}
-	*p = pending{buf: buf}
+	d.putBuf(p.buf)
+	*p = pending{uncopied: p.uncopied[:0]}
 	if len(cs.free) < 8 {
 		cs.free = append(cs.free, p)
 	}
 }
 
-// maxKeptBody is the largest request body buffer a free entry keeps.
-const maxKeptBody = 64 << 10
+// Request body buffers are reused through one free list per decoder, of at
+// most maxFreeBufs bytes in buffers of at most maxKeptBody: bounded
+// whatever the number of connections, and a burst of big Produce requests
+// does not keep its memory.
+const (
+	maxKeptBody = 64 << 10
+	maxFreeBufs = 4 << 20
+)
+
+// bodyBuf returns an empty buffer for a request body of n bytes.
+func (d *Decoder) bodyBuf(n int) []byte {
+	for i := len(d.bufs) - 1; i >= 0 && i >= len(d.bufs)-4; i-- {
+		if b := d.bufs[i]; cap(b) >= n {
+			last := len(d.bufs) - 1
+			d.bufs[i], d.bufs[last] = d.bufs[last], nil
+			d.bufs = d.bufs[:last]
+			d.freeBytes -= cap(b)
+			return b
+		}
+	}
+	if n <= maxKeptBody { // round up, so that the buffer fits more bodies
+		return make([]byte, 0, max(512, 1<<bits.Len(uint(n-1))))
+	}
+	return make([]byte, 0, n)
+}
+
+// putBuf keeps a request body buffer for reuse, within the bounds.
+func (d *Decoder) putBuf(b []byte) {
+	if c := cap(b); c > 0 && c <= maxKeptBody && d.freeBytes+c <= maxFreeBufs {
+		d.bufs = append(d.bufs, b[:0])
+		d.freeBytes += c
+	}
+}
 
 // intern returns id as a string, reusing the connection's last client id.
 func (cs *connState) intern(id []byte) string {
@@ -100,21 +134,40 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 		}
 		cs.saslRaw = false
 	}
+	if len(d.holes) > 0 && (!ok || d.holes[0].off < 4+h.body) {
+		// Zero-filled bytes in the header: nothing of the frame is
+		// known but its length, which keeps the stream in sync.
+		d.stats.NotCopiedFrames++
+		return true
+	}
 	if !ok || h.corr < 0 || h.key < 0 || h.version < 0 {
 		return false
 	}
 	p := d.begin(cs, &h, t, 4+len(frame))
 	body := frame[h.body:]
 	if p.reqErr == nil {
-		p.buf = append(p.buf[:0], body...)
+		p.buf = append(d.bodyBuf(len(body)), body...)
 		req := kmsg.RequestForKey(h.key)
 		req.SetVersion(h.version)
 		if err := req.ReadFrom(p.buf); err != nil {
-			d.decodeError(cs, capture.ToServer, t, &h, err)
+			if len(d.holes) > 0 {
+				err = ErrNotCopied
+				d.stats.NotCopiedFrames++
+			} else {
+				d.decodeError(cs, capture.ToServer, t, &h, err)
+			}
 			p.reqErr = err
 		} else {
-			redactRequest(req)
-			p.req = req
+			if len(d.holes) > 0 {
+				p.uncopied, ok = d.notCopied(req, p.buf, 4+h.body, 4+len(frame), d.holes, p.uncopied[:0])
+			}
+			if ok {
+				redactRequest(req)
+				p.req = req
+			} else {
+				p.reqErr = ErrNotCopied
+				d.stats.NotCopiedFrames++
+			}
 		}
 	}
 	if r, ok := p.req.(*kmsg.ProduceRequest); ok && r.Acks == 0 {
@@ -187,6 +240,10 @@ func (d *Decoder) response(cs *connState, frame []byte, t time.Time) {
 		return
 	}
 	corr := int32(binary.BigEndian.Uint32(frame))
+	if len(d.holes) > 0 && d.holes[0].off < 8 {
+		d.stats.NotCopiedFrames++ // the correlation id is not known
+		return
+	}
 	if cs.find(corr) < 0 {
 		d.hold(cs, corr, frame, t)
 		return
@@ -194,11 +251,23 @@ func (d *Decoder) response(cs *connState, frame []byte, t time.Time) {
 	d.complete(cs, d.match(cs, corr, 4+len(frame), t), frame, t)
 }
 
-// complete decodes p's response frame and reports the exchange.
+// complete decodes p's response frame and reports the exchange. d.holes
+// are the frame's zero-filled bytes.
 func (d *Decoder) complete(cs *connState, p *pending, frame []byte, t time.Time) {
 	resp, err := d.decodeResponse(p, frame[4:])
-	if err != nil && !errors.Is(err, ErrUnknownAPI) && !errors.Is(err, ErrUnsupportedVersion) {
+	switch {
+	case len(d.holes) > 0 && err == nil:
+		var ok bool
+		if d.respHoles, ok = d.notCopied(resp, frame, 4, 4+len(frame), d.holes, d.respHoles[:0]); !ok {
+			resp, err = nil, ErrNotCopied
+		}
+	case len(d.holes) > 0 && !errors.Is(err, ErrUnknownAPI) && !errors.Is(err, ErrUnsupportedVersion):
+		err = ErrNotCopied
+	case err != nil && !errors.Is(err, ErrUnknownAPI) && !errors.Is(err, ErrUnsupportedVersion):
 		d.decodeError(cs, capture.ToClient, t, &reqHeader{key: p.key, version: p.version, corr: p.corr}, err)
+	}
+	if err == ErrNotCopied {
+		d.stats.NotCopiedFrames++
 	}
 	if r, ok := resp.(*kmsg.SASLHandshakeResponse); ok && p.version == 0 && r.ErrorCode == 0 {
 		cs.saslRaw = true // KIP-43: v0 is followed by raw, unframed-by-header tokens
@@ -218,6 +287,7 @@ type early struct {
 	corr  int32
 	frame []byte
 	t     time.Time
+	holes []hole
 }
 
 // hold keeps a response whose request has not been seen: when a segment is
@@ -233,7 +303,11 @@ func (d *Decoder) hold(cs *connState, corr int32, frame []byte, t time.Time) {
 		d.unmatchedFrame(cs, corr, 4+len(frame), t)
 		return
 	}
-	cs.early = append(cs.early, early{corr: corr, frame: append([]byte(nil), frame...), t: t})
+	var holes []hole
+	if len(d.holes) > 0 {
+		holes = append(holes, d.holes...)
+	}
+	cs.early = append(cs.early, early{corr: corr, frame: append([]byte(nil), frame...), t: t, holes: holes})
 	cs.earlyBytes += len(frame)
 }
 
@@ -266,7 +340,10 @@ func (d *Decoder) pairEarly(cs *connState, corr int32) {
 		cs.earlyBytes -= len(e.frame)
 		cs.early = cs.early[:copy(cs.early, cs.early[1:])]
 		clear(cs.early[len(cs.early) : len(cs.early)+1])
+		saved := d.holes
+		d.holes = e.holes
 		d.complete(cs, d.match(cs, corr, 4+len(e.frame), e.t), e.frame, e.t)
+		d.holes = saved
 		return
 	}
 }
@@ -348,7 +425,14 @@ func (d *Decoder) emit(cs *connState, p *pending, resp kmsg.Response, state Resp
 		ReqTime: p.reqTime, RespTime: rt, ReqSize: p.reqSize, RespSize: size,
 		Req: p.req, Resp: resp, Response: state, ReqErr: p.reqErr, RespErr: respErr,
 	}
+	switch {
+	case len(p.uncopied) > 0 && p.req != nil:
+		d.ex.RecordsNotCopied = p.uncopied
+	case len(d.respHoles) > 0 && resp != nil:
+		d.ex.RecordsNotCopied = d.respHoles
+	}
 	d.h.Exchange(&d.ex)
+	d.respHoles = d.respHoles[:0]
 }
 
 func (d *Decoder) decodeError(cs *connState, dir capture.Dir, t time.Time, h *reqHeader, err error) {

@@ -69,7 +69,10 @@ type Stats struct {
 	Gaps          int64 `json:"gaps"`
 	GapBytes      int64 `json:"gap_bytes"`
 	// NotCopiedBytes are bytes a source chose not to copy (eBPF --snap).
-	NotCopiedBytes  int64 `json:"not_copied_bytes"`
+	NotCopiedBytes int64 `json:"not_copied_bytes"`
+	// NotCopiedFrames are frames whose body was not decoded because
+	// bytes outside their record data were not copied.
+	NotCopiedFrames int64 `json:"not_copied_frames,omitempty"`
 	Resyncs         int64 `json:"resyncs"`
 	SkippedBytes    int64 `json:"skipped_bytes"`
 	DecodeErrors    int64 `json:"decode_errors"`

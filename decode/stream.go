@@ -19,6 +19,7 @@ type stream struct {
 	lostAt  time.Time // when sync was lost
 	cands   []int     // resync: offsets in buf of plausible frame starts
 	scan    int       // resync: next offset in buf to judge
+	holes   []hole    // zero-filled NotCopied runs in buf's frame (holes.go)
 }
 
 // scan is the result of looking for a frame at an offset.
@@ -57,10 +58,17 @@ func (d *Decoder) feed(cs *connState, dir capture.Dir, c *capture.Chunk) {
 	}
 	old := len(s.buf)
 	s.buf = append(s.buf, p...)
-	rest, dir := d.consume(cs, dir, s.buf, s.start, old, c.Time)
+	d.drain(cs, dir, old, c.Time)
+}
+
+// drain decodes the frames in dir's buffer, whose bytes from offset old
+// on arrived at time t, and keeps what is left.
+func (d *Decoder) drain(cs *connState, dir capture.Dir, old int, t time.Time) {
+	s := &cs.dir[dir]
+	rest, dir := d.consume(cs, dir, s.buf, s.start, old, t)
 	s = &cs.dir[dir]
 	if len(rest) <= len(s.buf)-old { // what is left began in this chunk
-		s.start = c.Time
+		s.start = t
 	}
 	n := copy(s.buf, rest)
 	s.buf = s.buf[:n]
@@ -125,14 +133,19 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 		if off < old {
 			ft = t0
 		}
+		if off == 0 && len(s.holes) > 0 && len(s.buf) > 0 && &p[0] == &s.buf[0] {
+			d.holes, s.holes = append(d.holes[:0], s.holes...), s.holes[:0]
+		}
 		if dir == capture.ToServer {
 			if !d.request(cs, frame, t) {
+				d.holes = d.holes[:0]
 				d.desync(cs, dir, t)
 				continue
 			}
 		} else {
 			d.response(cs, frame, ft)
 		}
+		d.holes = d.holes[:0]
 		off += int(4 + l)
 	}
 	return nil, dir
@@ -321,6 +334,7 @@ func (d *Decoder) desync(cs *connState, dir capture.Dir, t time.Time) {
 		s.synced = false
 		s.lostAt = t
 		s.cands, s.scan = s.cands[:0], 0
+		s.holes = s.holes[:0]
 	}
 }
 
@@ -401,6 +415,9 @@ func (d *Decoder) gap(cs *connState, c *capture.Chunk) {
 	case s.synced && len(s.buf) >= 4:
 		total := 4 + int64(int32(binary.BigEndian.Uint32(s.buf)))
 		if total <= int64(d.opts.MaxFrame)+4 {
+			if c.NotCopied && d.fillHole(cs, c.Dir, n, total, c.Time) {
+				return
+			}
 			// The frame is lost; its header still pairs request and
 			// response. If the gap ends inside it, the next frame
 			// starts right after it: the direction stays in sync.
@@ -427,4 +444,5 @@ func (s *stream) drop() {
 	s.buf = s.buf[:0]
 	s.cands = s.cands[:0]
 	s.scan = 0
+	s.holes = s.holes[:0]
 }

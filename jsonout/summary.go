@@ -70,6 +70,9 @@ type Partition struct {
 	Bytes         int64  `json:"bytes,omitempty"`
 	Partial       bool   `json:"partial_batch,omitempty"`
 	Codecs        string `json:"compression,omitempty"`
+	// NotCopied: the source did not copy the record bytes (eBPF --snap),
+	// so the batch fields above are unknown, not zero.
+	NotCopied bool `json:"records_not_copied,omitempty"`
 }
 
 func i64(v int64) *int64 { return &v }
@@ -81,6 +84,20 @@ func topicID(id [16]byte) string {
 		return ""
 	}
 	return hex.EncodeToString(id[:])
+}
+
+// markNotCopied marks the partitions of a Produce request or Fetch
+// response summary whose record bytes were not copied (by position, as
+// decode.Exchange.RecordsNotCopied lists them).
+func markNotCopied(s *Summary, ix []decode.PartitionIndex) {
+	if s == nil {
+		return
+	}
+	for _, i := range ix {
+		if i.Topic < len(s.Topics) && i.Partition < len(s.Topics[i.Topic].Partitions) {
+			s.Topics[i.Topic].Partitions[i.Partition].NotCopied = true
+		}
+	}
 }
 
 // withBatches fills p from record batch headers.

@@ -134,6 +134,13 @@ func (w *Writer) Exchange(e *decode.Exchange) {
 		l.RespErr = e.RespErr.Error()
 	}
 	l.Req, l.Resp = Summarize(e.Req, e.Resp, &w.names)
+	switch {
+	case len(e.RecordsNotCopied) == 0:
+	case e.Key == 0: // Produce: the request's records
+		markNotCopied(l.Req, e.RecordsNotCopied)
+	case e.Key == 1: // Fetch: the response's
+		markNotCopied(l.Resp, e.RecordsNotCopied)
+	}
 	l.Req, l.Resp = nilIfEmpty(l.Req), nilIfEmpty(l.Resp)
 	if w.opts.Text {
 		w.line(textExchange(&l))
