@@ -32,6 +32,11 @@ type analysis struct {
 	memberPIDs map[string]map[uint32]bool
 	conns      map[uint64]*capture.Conn
 	anomalies  map[decode.AnomalyKind]int
+	// fetches are the decoded Fetch responses' fields other than records,
+	// by connection and correlation id; holed those of them decoded with
+	// records not copied, lost those whose body holes cost.
+	fetches     map[string]string
+	holed, lost []string
 
 	mu      sync.Mutex
 	snap    correlate.Snapshot
@@ -40,7 +45,7 @@ type analysis struct {
 
 func newAnalysis(name string) *analysis {
 	a := &analysis{name: name, memberPIDs: map[string]map[uint32]bool{}, conns: map[uint64]*capture.Conn{},
-		anomalies: map[decode.AnomalyKind]int{}, changed: make(chan struct{})}
+		anomalies: map[decode.AnomalyKind]int{}, fetches: map[string]string{}, changed: make(chan struct{})}
 	a.corr = correlate.New(nil, nil)
 	a.dec = decode.New(a, nil)
 	return a
@@ -85,7 +90,32 @@ func (a *analysis) Exchange(e *decode.Exchange) {
 		}
 		a.memberPIDs[member][e.Conn.Process.PID] = true
 	}
+	if e.Key == 1 {
+		k := fmt.Sprintf("%s>%s#%d", e.Conn.Client, e.Conn.Server, e.CorrelationID)
+		if resp, ok := e.Resp.(*kmsg.FetchResponse); ok {
+			a.fetches[k] = fetchFields(resp)
+			if len(e.RecordsNotCopied) > 0 {
+				a.holed = append(a.holed, k)
+			}
+		} else if e.RespErr == decode.ErrNotCopied {
+			a.lost = append(a.lost, k)
+		}
+	}
 	a.corr.Exchange(e)
+}
+
+// fetchFields renders every field of a Fetch response but its records.
+func fetchFields(r *kmsg.FetchResponse) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "err %d session %d", r.ErrorCode, r.SessionID)
+	for _, t := range r.Topics {
+		fmt.Fprintf(&b, " %s%x:", t.Topic, t.TopicID)
+		for _, p := range t.Partitions {
+			fmt.Fprintf(&b, " p%d err %d hwm %d lso %d start %d aborted %d replica %d",
+				p.Partition, p.ErrorCode, p.HighWatermark, p.LastStableOffset, p.LogStartOffset, len(p.AbortedTransactions), p.PreferredReadReplica)
+		}
+	}
+	return b.String()
 }
 
 func (a *analysis) Anomaly(x *decode.Anomaly) { a.anomalies[x.Kind]++ }
@@ -231,12 +261,31 @@ func TestEBPFGroup(t *testing.T) {
 		t.Errorf("eBPF and packet captures disagree (-packets +ebpf):\n-%s\n+%s", dump(want), dump(got))
 	}
 	checkPIDs(t, viaEBPF, members, broker.pid())
+	checkHoledFetches(t, viaEBPF, viaPackets)
 
 	st := ebpfSrc.Stats()
 	t.Logf("ebpf: %+v", *st.EBPF)
 	t.Logf("ebpf: %d gaps (%d bytes), anomalies %v; packets: anomalies %v", st.Gaps, st.GapBytes, viaEBPF.anomalies, viaPackets.anomalies)
 	if st.EBPF.RingDrops != 0 || st.EBPF.KernelEvents != st.EBPF.Events {
 		t.Errorf("ring buffer: %d drops, %d events submitted, %d read; want no drops, all read", st.EBPF.RingDrops, st.EBPF.KernelEvents, st.EBPF.Events)
+	}
+}
+
+// checkHoledFetches checks that the Fetch responses the eBPF capture
+// decoded with records not copied (--snap) carry every other field as the
+// packet capture saw them.
+func checkHoledFetches(t *testing.T, viaEBPF, viaPackets *analysis) {
+	t.Helper()
+	st := viaEBPF.dec.Stats()
+	t.Logf("ebpf: %d Fetch responses decoded, %d of them with records not copied, %d bodies lost to holes outside records; %d bytes not copied, %d frames lost",
+		len(viaEBPF.fetches), len(viaEBPF.holed), len(viaEBPF.lost), st.NotCopiedBytes, st.NotCopiedFrames)
+	if len(viaEBPF.holed) == 0 {
+		t.Errorf("no Fetch response was decoded with records not copied: the hole-aware path was not exercised")
+	}
+	for _, k := range viaEBPF.holed {
+		if got, want := viaEBPF.fetches[k], viaPackets.fetches[k]; got != want {
+			t.Errorf("Fetch %s decoded around holes:\n got  %s\n want %s (packet capture)", k, got, want)
+		}
 	}
 }
 
