@@ -293,17 +293,21 @@ func checkHoledFetches(t *testing.T, viaEBPF, viaPackets *analysis) {
 // and that no connection was attributed to the broker.
 func checkPIDs(t *testing.T, a *analysis, members map[string]*child, broker uint32) {
 	t.Helper()
-	byClient := map[string]string{} // client id -> member id
+	byClient := map[string]correlate.Member{} // client id -> member
 	for _, g := range a.snap.Groups {
 		for _, m := range g.Members {
-			byClient[m.ClientID] = m.MemberID
+			byClient[m.ClientID] = m
 		}
 	}
 	for id, c := range members {
-		mid, ok := byClient[id]
+		m, ok := byClient[id]
 		if !ok {
 			t.Errorf("member %s not in the eBPF capture", id)
 			continue
+		}
+		mid := m.MemberID
+		if m.PID != c.pid() || m.Comm == "" {
+			t.Errorf("member %s (%s) in the snapshot: pid %d comm %q, want pid %d and a comm", id, mid, m.PID, m.Comm, c.pid())
 		}
 		if want := map[uint32]bool{c.pid(): true}; !reflect.DeepEqual(a.memberPIDs[mid], want) {
 			t.Errorf("member %s (%s): pids %v, want {%d}", id, mid, a.memberPIDs[mid], c.pid())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
 )
 
@@ -26,6 +27,7 @@ type clientState struct {
 	key      clientKey
 	bindings map[string]*binding // by group
 	lastSeen time.Time
+	process  capture.Process // of its last group request's connection (eBPF), when known
 	// unattributed is what its Fetches got while no group could be
 	// named for it (unknown or ambiguous).
 	unattributed map[tp]*fetchState
@@ -46,12 +48,21 @@ type binding struct {
 	first, last time.Time
 }
 
+// processOf sets *p to the process on e's client side, when the source
+// knows it (eBPF).
+func processOf(e *decode.Exchange, p *capture.Process) {
+	if e.Conn != nil && e.Conn.Process != nil {
+		*p = *e.Conn.Process
+	}
+}
+
 // bind ties e's client to group, with member id memberID when the member
 // is live (or unknown yet), else without one.
 func (c *Correlator) bind(e *decode.Exchange, group, memberID string, instanceID *string) {
 	cs := c.client(keyOf(e))
 	t := e.ReqTime.UTC()
 	cs.lastSeen = t
+	processOf(e, &cs.process)
 	b := cs.bindings[group]
 	if b == nil {
 		b = &binding{live: map[string]bool{}, ended: map[string]time.Time{}, learnedFrom: kmsg.NameForKey(e.Key), first: t}

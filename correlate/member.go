@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
 )
 
@@ -26,7 +27,8 @@ type memberState struct {
 	instanceID *string
 	clientID   string
 	clientHost string
-	consumer   bool // KIP-848 member
+	process    capture.Process // of its last request's connection (eBPF), when known
+	consumer   bool            // KIP-848 member
 
 	status     memberStatus
 	announced  bool // its join was reported, or it predates the capture
@@ -70,6 +72,7 @@ func (c *Correlator) member(g *groupState, id string, e *decode.Exchange) *membe
 	}
 	if e != nil {
 		m.clientID, m.clientHost = e.ClientID, hostOf(e)
+		processOf(e, &m.process)
 		if t := e.ReqTime.UTC(); t.Before(m.firstSeen) {
 			m.firstSeen = t
 		}

@@ -81,6 +81,11 @@ type Member struct {
 	InstanceID *string `json:"instance_id"`
 	ClientID   string  `json:"client_id"`
 	ClientHost string  `json:"client_host"`
+	// PID, Comm and CgroupID are the process behind its last request,
+	// when the source knows it (eBPF).
+	PID      uint32 `json:"pid,omitempty"`
+	Comm     string `json:"comm,omitempty"`
+	CgroupID uint64 `json:"cgroup_id,omitempty"`
 	// Status is live, left or expired.
 	Status     string     `json:"status"`
 	Generation int32      `json:"generation"`
@@ -187,6 +192,11 @@ type ListOffsets struct {
 type Client struct {
 	ClientHost string `json:"client_host"`
 	ClientID   string `json:"client_id"`
+	// PID, Comm and CgroupID are the process behind its last group
+	// request, when the source knows it (eBPF).
+	PID      uint32 `json:"pid,omitempty"`
+	Comm     string `json:"comm,omitempty"`
+	CgroupID uint64 `json:"cgroup_id,omitempty"`
 	// Attribution is how its Fetches are attributed now: group,
 	// former_member, ambiguous or unknown; Group the group, if one.
 	Attribution string    `json:"attribution"`

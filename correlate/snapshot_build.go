@@ -67,6 +67,7 @@ func (cs *coordState) snapshot() Coordinator {
 func (m *memberState) snapshot() Member {
 	o := Member{
 		MemberID: m.id, InstanceID: strPtr(m.instanceID), ClientID: m.clientID, ClientHost: m.clientHost,
+		PID: m.process.PID, Comm: m.process.Comm, CgroupID: m.process.CgroupID,
 		Status: m.status.String(), Generation: m.generation, JoinedAt: timePtr(m.joinedAt),
 		FirstSeen: m.firstSeen, LastSeen: timePtr(m.lastSeen), GoneAt: timePtr(m.goneAt), Reason: m.goneReason,
 		SessionTimeoutMillis: m.sessionMillis, RebalanceTimeoutMillis: m.rebalanceMillis,
@@ -121,6 +122,7 @@ func (c *Correlator) clientSnapshots() ([]Client, []Consumption) {
 		cs := c.clients[k]
 		a := c.attribute(k)
 		cl := Client{ClientHost: k.host, ClientID: k.clientID, Attribution: a.status, Group: a.group,
+			PID: cs.process.PID, Comm: cs.process.Comm, CgroupID: cs.process.CgroupID,
 			Candidates: a.candidates, Bindings: make([]Binding, 0, len(cs.bindings))}
 		for _, g := range sortedKeys(cs.bindings) {
 			cl.Bindings = append(cl.Bindings, cs.bindings[g].snapshot(g))

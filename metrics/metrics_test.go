@@ -184,3 +184,24 @@ func TestHazardEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberInfo checks the member info metric: live members only, with
+// their process when the source knew it.
+func TestMemberInfo(t *testing.T) {
+	x := New(nil)
+	x.Snapshot(&correlate.Snapshot{Groups: []correlate.Group{{Group: "g", Generation: 3, Members: []correlate.Member{
+		{MemberID: "m1", ClientID: "c1", ClientHost: "10.0.0.1", Status: "live", PID: 4242, Comm: "java"},
+		{MemberID: "m2", ClientID: "c2", ClientHost: "10.0.0.2", Status: "live"},
+		{MemberID: "m3", ClientID: "c3", ClientHost: "10.0.0.3", Status: "left", PID: 7},
+	}}}})
+	m := scrape(t, x)
+	for name, want := range map[string]bool{
+		`kwire_group_member_info{client_host="10.0.0.1",client_id="c1",comm="java",group="g",member_id="m1",pid="4242"}`: true,
+		`kwire_group_member_info{client_host="10.0.0.2",client_id="c2",comm="",group="g",member_id="m2",pid=""}`:         true,
+		`kwire_group_member_info{client_host="10.0.0.3",client_id="c3",comm="",group="g",member_id="m3",pid="7"}`:        false,
+	} {
+		if v, ok := m[name]; ok != want || ok && v != 1 {
+			t.Errorf("%s: present %v (value %v), want present %v", name, ok, v, want)
+		}
+	}
+}

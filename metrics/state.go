@@ -21,6 +21,7 @@ type stateCollector struct {
 	descs      map[string]*prometheus.Desc // fixed metrics by name
 	mu         sync.Mutex
 	groups     []groupRow
+	members    []memberRow
 	parts      []partRow
 	unattr     []partRow // per topic (group and partition unused)
 	cs         capture.Stats
@@ -34,6 +35,9 @@ type groupRow struct {
 	members    int
 	generation int32
 }
+
+// memberRow is one live member: its labels.
+type memberRow struct{ group, id, clientID, host, pid, comm string }
 
 // partRow is one partition of a group (or, aggregated, one topic).
 type partRow struct {
@@ -57,6 +61,8 @@ func newStateCollector(o *Options) *stateCollector {
 		c.descs[name] = prometheus.NewDesc("kwire_"+name, help, labels, nil)
 	}
 	def("group_members", "Live members of a group (as last seen).", "group")
+	def("group_member_info", "A live member of a group (1), with its client and, when the source knows it (eBPF), its process.",
+		"group", "member_id", "client_id", "client_host", "pid", "comm")
 	def("group_generation", "Latest generation of a group (KIP-848: member epoch).", "group")
 	def("fetch_records_total", "Records in record batches fetched by a group's consumers (batch headers, whole batches).", c.partLabels...)
 	def("fetch_bytes_total", "Bytes of record batches fetched by a group's consumers.", c.partLabels...)
@@ -76,12 +82,18 @@ func (c *stateCollector) Describe(chan<- *prometheus.Desc) {}
 func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 	groups := make([]groupRow, 0, len(s.Groups))
 	var parts []partRow
+	var members []memberRow
 	for i := range s.Groups {
 		g := &s.Groups[i]
 		live := 0
 		for _, m := range g.Members {
 			if m.Status == "live" {
 				live++
+				pid := ""
+				if m.PID != 0 {
+					pid = strconv.FormatUint(uint64(m.PID), 10)
+				}
+				members = append(members, memberRow{g.Group, m.MemberID, m.ClientID, m.ClientHost, pid, m.Comm})
 			}
 		}
 		groups = append(groups, groupRow{group: g.Group, members: live, generation: g.Generation})
@@ -101,7 +113,7 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 	}
 	unattr = byTopic(unattr)
 	c.mu.Lock()
-	c.groups, c.parts, c.unattr, c.cr = groups, parts, unattr, s.Stats
+	c.groups, c.members, c.parts, c.unattr, c.cr = groups, members, parts, unattr, s.Stats
 	c.mu.Unlock()
 }
 
@@ -154,6 +166,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if g.generation >= 0 {
 			ch <- prometheus.MustNewConstMetric(c.descs["group_generation"], prometheus.GaugeValue, float64(g.generation), g.group)
 		}
+	}
+	for _, m := range c.members {
+		ch <- prometheus.MustNewConstMetric(c.descs["group_member_info"], prometheus.GaugeValue, 1, m.group, m.id, m.clientID, m.host, m.pid, m.comm)
 	}
 	for _, p := range c.parts {
 		labels := []string{p.group, p.topic}
