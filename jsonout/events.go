@@ -17,6 +17,11 @@ func (w *Writer) Event(ev correlate.Event) {
 		w.line(textEvent(ev))
 		return
 	}
+	if c, ok := ev.(*correlate.CommitEvent); ok {
+		w.scratch = append(commitLine(w.scratch[:0], c), '\n')
+		w.write(w.scratch)
+		return
+	}
 	w.envelope(ev.Type(), ev.Time(), ev)
 }
 

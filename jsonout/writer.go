@@ -37,6 +37,8 @@ type Writer struct {
 	opts  Options
 	names decode.Topics
 	err   error
+
+	scratch []byte // a line being built (fast.go)
 }
 
 // New returns a Writer on w. opts may be nil.
@@ -229,6 +231,17 @@ func (w *Writer) line(s string) {
 		return
 	}
 	_, w.err = w.bw.WriteString(s + "\n")
+	if w.opts.LineFlush && w.err == nil {
+		w.err = w.bw.Flush()
+	}
+}
+
+// write writes b, a whole line with its newline.
+func (w *Writer) write(b []byte) {
+	if w.err != nil {
+		return
+	}
+	_, w.err = w.bw.Write(b)
 	if w.opts.LineFlush && w.err == nil {
 		w.err = w.bw.Flush()
 	}

@@ -1,0 +1,57 @@
+package jsonout
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/kwire/kwire/correlate"
+)
+
+// commitSlow is the commit line as encoding/json writes it.
+func commitSlow(t testing.TB, e *correlate.CommitEvent) []byte {
+	var b bytes.Buffer
+	w := New(&b, nil)
+	w.envelope(e.Type(), e.Time(), e)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+var awkward = []string{"", "plain", `quote " and \ backslash`, "<html> & co", "ctl \x00\x01\b\f\n\r\t\x1f\x7f",
+	"é ü 日本", "\u2028 and \u2029", "bad \xff\xfe utf-8 \xc3", "\xe2\x80", "emoji 🎉"}
+
+// TestFastCommit checks the hand-written commit line against
+// encoding/json, on awkward strings in every string field.
+func TestFastCommit(t *testing.T) {
+	for _, s := range awkward {
+		meta := s
+		for _, e := range []*correlate.CommitEvent{
+			{Group: s, MemberID: s, Generation: -1, Topic: s, Partition: 7, Offset: -1, ErrorCode: -1, Outcome: s, ClientID: s, ClientHost: s,
+				Conn: correlate.Conn{ID: 1 << 40, Client: s, Broker: s}},
+			{Group: "g", MemberID: "m", Generation: 1 << 30, Topic: "t", Partition: -1, Offset: 1 << 62, Metadata: &meta,
+				ErrorCode: 22, Error: s, Outcome: "rejected"},
+		} {
+			want := commitSlow(t, e)
+			got := append(commitLine(nil, e), '\n')
+			if !bytes.Equal(got, want) {
+				t.Errorf("%q:\n got  %s\n want %s", s, got, want)
+			}
+		}
+	}
+}
+
+// FuzzAppendString checks appendString against encoding/json on any
+// string.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range awkward {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %s, want %s", s, got, want)
+		}
+	})
+}
