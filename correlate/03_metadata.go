@@ -11,8 +11,8 @@ import (
 )
 
 // metadata handles Metadata (key 3): brokers (node id -> address, to name
-// coordinators) and topic ids (learned by Exchange for every response;
-// here, state kept under "id:<hex>" is renamed once the id has a name).
+// coordinators) and partition counts. Topic ids are learned by Exchange,
+// from every response (learnTopics).
 func (c *Correlator) metadata(e *decode.Exchange) {
 	resp, _ := e.Resp.(*kmsg.MetadataResponse)
 	if resp == nil {
@@ -30,21 +30,18 @@ func (c *Correlator) metadata(e *decode.Exchange) {
 			c.partitionCounts[*t.Topic] = int32(len(t.Partitions))
 		}
 	}
-	c.resolveTopics()
 }
 
-// resolveTopics renames the state of topic ids that now have a name.
-func (c *Correlator) resolveTopics() {
-	if len(c.unresolved) == 0 {
-		return
-	}
-	ids := make([][16]byte, 0, len(c.unresolved))
-	for id := range c.unresolved {
-		ids = append(ids, id)
-	}
+// resolveTopics renames the state of unresolved topic ids that now have a
+// name: only those a response just named, in order of id, so that its
+// cost does not grow with the ids still unresolved.
+func (c *Correlator) resolveTopics(ids [][16]byte) {
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
 	for _, id := range ids {
-		if name, ok := c.topics.Name(id); ok {
+		if _, ok := c.unresolved[id]; !ok {
+			continue
+		}
+		if name, ok := c.topicName(id); ok {
 			c.renameTopic(idKey(id), name)
 			delete(c.unresolved, id)
 		}

@@ -17,9 +17,11 @@ type Correlator struct {
 	opts Options
 	sink Sink
 
-	topics     decode.Topics
-	unresolved map[[16]byte]bool // topic ids used as "id:<hex>" keys
-	brokers    map[int32]string  // node id -> host:port, from Metadata
+	// Topic ids (topic_ids.go): names learned from Metadata, and ids used
+	// as "id:<hex>" keys (when last used); at most MaxTopicIDs each.
+	topicNames map[[16]byte]*topicName
+	unresolved map[[16]byte]time.Time
+	brokers    map[int32]string // node id -> host:port, from Metadata
 	// partitionCounts: topic name -> partitions, from Metadata responses
 	// (at most MaxPartitionsPerGroup topics).
 	partitionCounts map[string]int32
@@ -44,7 +46,8 @@ func New(opts *Options, sink Sink) *Correlator {
 	return &Correlator{
 		opts:            opts.withDefaults(),
 		sink:            sink,
-		unresolved:      make(map[[16]byte]bool),
+		topicNames:      make(map[[16]byte]*topicName),
+		unresolved:      make(map[[16]byte]time.Time),
 		brokers:         make(map[int32]string),
 		partitionCounts: make(map[string]int32),
 		groups:          make(map[string]*groupState),
@@ -61,7 +64,7 @@ func (c *Correlator) Exchange(e *decode.Exchange) {
 	}
 	c.stats.Exchanges++
 	c.advance(e)
-	c.topics.Learn(e)
+	c.learnTopics(e)
 	if e.Req != nil {
 		c.dispatch(e)
 	}

@@ -28,6 +28,11 @@ type Options struct {
 	// MaxFetchSessions caps the fetch sessions (KIP-227) tracked (default
 	// 10000); the least recently used are forgotten first.
 	MaxFetchSessions int
+	// MaxTopicIDs caps the topic ids (KIP-516) remembered with the names
+	// Metadata responses gave them, and, apart, the ids used before any
+	// response named them (default 100000 each). The least recently seen
+	// are forgotten first (Limits.TopicIDsEvicted).
+	MaxTopicIDs int
 	// ConsumerSessionTimeout is the session timeout assumed for KIP-848
 	// groups, whose members do not send it (the broker's
 	// group.consumer.session.timeout.ms; default 45s).
@@ -44,6 +49,7 @@ const (
 	defaultMaxGenerations    = 200
 	defaultMaxCommitHistory  = 32
 	defaultMaxFetchSessions  = 10000
+	defaultMaxTopicIDs       = 100000
 	defaultConsumerSessionTO = 45 * time.Second
 )
 
@@ -59,6 +65,7 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.MaxGenerations, defaultMaxGenerations)
 	setDefault(&r.MaxCommitHistory, defaultMaxCommitHistory)
 	setDefault(&r.MaxFetchSessions, defaultMaxFetchSessions)
+	setDefault(&r.MaxTopicIDs, defaultMaxTopicIDs)
 	setDefault(&r.ConsumerSessionTimeout, defaultConsumerSessionTO)
 	r.Hazards = r.Hazards.withDefaults()
 	return r
@@ -80,6 +87,9 @@ type Limits struct {
 	GenerationsDropped int64 `json:"generations_dropped"`
 	CommitsDropped     int64 `json:"commits_dropped"`
 	SessionsEvicted    int64 `json:"fetch_sessions_evicted"`
+	// TopicIDsEvicted counts topic ids forgotten (MaxTopicIDs), with their
+	// name or unresolved. Omitted while zero.
+	TopicIDsEvicted int64 `json:"topic_ids_evicted,omitempty"`
 }
 
 // Stats are a Correlator's counters.

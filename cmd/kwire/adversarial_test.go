@@ -292,6 +292,7 @@ func TestLimitFlags(t *testing.T) {
 		{"--max-members", "1", "group", "summary:stats.limits.members_dropped"},
 		{"--max-partitions", "1", "group", "summary:stats.limits.partitions_dropped"},
 		{"--max-clients", "1", "group", "summary:stats.limits.clients_evicted"},
+		{"--max-topic-ids", "1", "compress", "summary:stats.limits.topic_ids_evicted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.flag, func(t *testing.T) {

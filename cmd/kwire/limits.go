@@ -16,12 +16,14 @@ import (
 //	--max-members     summary stats.limits.members_dropped
 //	--max-partitions  summary stats.limits.partitions_dropped
 //	--max-clients     summary stats.limits.clients_evicted
+//	--max-topic-ids   summary stats.limits.topic_ids_evicted
 //
 // The defaults repeat those of the packages (capture.Options,
 // decode.Options, correlate.Options), so that --help shows them.
 type limitFlags struct {
 	conns, pending                       int
 	groups, members, partitions, clients int
+	topicIDs                             int
 }
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
@@ -34,10 +36,11 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&l.members, "max-members", 2000, "most members remembered per group, departed ones forgotten first (members_dropped)")
 	fs.IntVar(&l.partitions, "max-partitions", 100000, "most topic partitions tracked per group (partitions_dropped)")
 	fs.IntVar(&l.clients, "max-clients", 100000, "most clients (host and client id) remembered, least recently seen forgotten first (clients_evicted)")
+	fs.IntVar(&l.topicIDs, "max-topic-ids", 100000, "most topic ids remembered with their names, and apart without, least recently seen forgotten first (topic_ids_evicted)")
 }
 
 // correlate returns the correlator's options with the caps asked for.
 func (l *limitFlags) correlate() *correlate.Options {
 	return &correlate.Options{MaxGroups: l.groups, MaxMembersPerGroup: l.members,
-		MaxPartitionsPerGroup: l.partitions, MaxClients: l.clients}
+		MaxPartitionsPerGroup: l.partitions, MaxClients: l.clients, MaxTopicIDs: l.topicIDs}
 }
