@@ -52,6 +52,15 @@ type Assembler struct {
 
 	overCap map[[2]gopacket.Flow]struct{}
 
+	// Eviction of connections without payload when the table is full
+	// (evict.go).
+	quiet   quietList
+	reap    []*stream // evicted by the current packet, still in the pool
+	reaping bool      // reset is feeding reassembly a made-up RST
+	rstHdr  [20]byte
+	rstTCP  layers.TCP
+	rstCtx  packetContext
+
 	st     Stats // owned by the feeding goroutine
 	mu     sync.Mutex
 	pub    Stats // st as of the last publish, for Stats
@@ -125,6 +134,9 @@ func (a *Assembler) Packet(lt layers.LinkType, data []byte, ci gopacket.CaptureI
 	a.rst = d.tcp.RST
 	a.asm.AssembleWithContext(d.netFlow, &d.tcp, &a.ctx)
 	a.rst, a.hole = false, hole{}
+	if len(a.reap) > 0 {
+		a.reapEvicted()
+	}
 }
 
 // padCut extends a segment the capture cut short to the length its IP

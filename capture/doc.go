@@ -19,7 +19,8 @@
 //     buffer limits) before its gap is given; the part of a segment a
 //     snaplen cut off is a gap at once, after the part captured.
 //   - Close chunks end a direction: FIN, RST (which ends both), idle
-//     timeout, end of input. Every connection seen gets a Close for each
+//     timeout, end of input, eviction to make room for a new connection
+//     (Options.MaxConns). Every connection seen gets a Close for each
 //     of its directions before a Source's Run returns.
 //
 // Each connection is a *Conn with an ID in order of first packet and a

@@ -49,10 +49,15 @@ type Stats struct {
 	ConnsSeen uint64 `json:"conns_seen"`
 	ConnsOpen uint64 `json:"conns_open"`
 	// ConnsOverCap counts connections not tracked because MaxConns were
-	// open (distinct connections, remembered up to MaxConns of them);
-	// PacketsOverCap counts all their packets.
+	// open, all of them with payload (distinct connections, remembered up
+	// to MaxConns of them); PacketsOverCap counts all their packets.
 	ConnsOverCap   uint64 `json:"conns_over_cap"`
 	PacketsOverCap uint64 `json:"packets_over_cap"`
+	// ConnsEvictedNoData counts connections closed (CloseEvict) to make
+	// room for a new one while MaxConns were open: the oldest open ones
+	// that had carried no payload (a SYN flood, a port scan). Omitted
+	// while zero.
+	ConnsEvictedNoData uint64 `json:"conns_evicted_no_data,omitempty"`
 
 	// Gaps and GapBytes count Gap chunks delivered and the bytes they
 	// stand for (gaps of unknown size add to Gaps only).
@@ -94,8 +99,11 @@ type Options struct {
 	// ReorderTimeout is how much capture time a missing segment is waited
 	// for before the data after it is delivered behind a Gap. Default 5s.
 	ReorderTimeout time.Duration
-	// MaxConns caps the connections tracked at once; packets of further
-	// new connections are dropped and counted. Default 100000.
+	// MaxConns caps the connections tracked at once. When it is reached,
+	// a packet source (Files, Live) lets a new connection replace the
+	// oldest open one that has carried no payload (ConnsEvictedNoData);
+	// if every one has, packets of the new connection are dropped and
+	// counted (ConnsOverCap). Default 100000.
 	MaxConns int
 	// MaxBufferedPagesPerConn and MaxBufferedPagesTotal bound the
 	// out-of-order data held (pages of 1900 bytes). When a bound is hit

@@ -20,7 +20,10 @@ type factory struct{ a *Assembler }
 // assembled), so the decoder still holds its addresses.
 func (f factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
 	a := f.a
-	if a.st.ConnsOpen >= uint64(a.opts.MaxConns) {
+	if a.reaping {
+		return nil // a RST made up for a connection already gone
+	}
+	if a.st.ConnsOpen >= uint64(a.opts.MaxConns) && !a.evictQuiet() {
 		a.st.PacketsOverCap++
 		k := [2]gopacket.Flow{netFlow, tcpFlow}
 		_, seen := a.overCap[k]
@@ -39,7 +42,9 @@ func (f factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassem
 	// A connection first seen by its SYN is seen from its first byte.
 	c := &Conn{ID: a.nextID, Start: ac.GetCaptureInfo().Timestamp, Handshake: tcp.SYN && !tcp.ACK}
 	c.Client, c.Server, c.Role = roles(&a.opts.Ports, src, dst, tcp)
-	return &stream{a: a, conn: c, ep: [2]netip.AddrPort{src, dst}, last: c.Start}
+	s := &stream{a: a, conn: c, ep: [2]netip.AddrPort{src, dst}, last: c.Start, v6: a.dec.v6}
+	a.quiet.push(s) // until Accept sees a payload
+	return s
 }
 
 func addrOf(b []byte) netip.Addr {
@@ -110,6 +115,13 @@ type stream struct {
 	ep   [2]netip.AddrPort // source endpoint of half 0 and half 1
 	last time.Time         // capture time of the latest packet
 	half [2]halfState
+	v6   bool // IPv6 addresses: to rebuild the reassembly key (evict.go)
+
+	// quiet: open, and no packet with payload seen; on Assembler.quiet.
+	quiet        bool
+	prevQ, nextQ *stream
+	evicted      bool // closed by evictQuiet
+	reaped       bool // and dropped by the reassembly pool
 }
 
 func halfIndex(dir reassembly.TCPFlowDirection) int {
@@ -121,6 +133,12 @@ func halfIndex(dir reassembly.TCPFlowDirection) int {
 
 // Accept sees every packet of the connection before reassembly does.
 func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, ac reassembly.AssemblerContext) bool {
+	if s.a.reaping {
+		return s.acceptReap(tcp, nextSeq, start)
+	}
+	if s.quiet && len(tcp.Payload) > 0 {
+		s.a.quiet.remove(s)
+	}
 	if ci.Timestamp.After(s.last) {
 		s.last = ci.Timestamp
 	}
@@ -270,12 +288,19 @@ func (s *stream) close(hi int, reason CloseReason) {
 	s.emit(hi, Close, nil, 0, reason)
 	if s.half[1-hi].closed {
 		s.a.st.ConnsOpen--
+		s.a.quiet.remove(s)
 	}
 }
 
 // ReassemblyComplete is called when reassembly has closed both directions:
 // after FIN or RST on both, or in a flush (idle timeout, end of input).
 func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
+	if s.evicted {
+		// Both directions were closed when it was evicted: let the pool
+		// drop it now (see reapEvicted).
+		s.reaped = true
+		return true
+	}
 	flushed := false
 	for _, hi := range s.serverFirst() {
 		h := &s.half[hi]

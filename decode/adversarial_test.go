@@ -567,8 +567,10 @@ func (c tapConn) Write(p []byte) (int, error) {
 // of them a bare SYN and half a SYN and one byte, between the exchanges of
 // a connection opened before the flood and one opened after it. At the
 // default caps (capture.Options.MaxConns 100,000) the flood fills the
-// connection table and the rest of it is counted, not tracked; the
-// connection open before it is still decoded, and once the flood's
+// connection table; each new connection then replaces the oldest one that
+// carried no payload (the bare SYNs), until only connections with a byte
+// are left: 99,999 evicted, 200,000 tracked in all; the rest of the flood
+// is counted, not tracked. The connection open before it is still decoded, and once the flood's
 // connections go idle (5 minutes of capture time) new ones are tracked
 // again. The heap is sampled throughout: its peak growth must stay under
 // floodHeapCeiling.
@@ -616,7 +618,7 @@ func TestSYNFlood(t *testing.T) {
 			put(b.now, fr.frame(t, src, srv, 8, 2, "PA", []byte{0}))
 			n++
 		}
-		if i >= tracked-1 {
+		if i >= 2*tracked-2 { // the bare SYNs evicted: the table is full of payload
 			overCap += n
 		}
 	}
@@ -641,9 +643,9 @@ func TestSYNFlood(t *testing.T) {
 	diff(t, "anomalies", []AnomalyKind(nil), r.rec.kinds())
 	// Connections over the cap are remembered (to count them once) up to
 	// MaxConns of them, so conns_over_cap stops there.
-	if r.cap.ConnsSeen != tracked+1 || r.cap.ConnsOverCap != tracked || r.cap.PacketsOverCap != uint64(overCap) {
-		t.Errorf("conns_seen, conns_over_cap, packets_over_cap = %d, %d, %d; want %d, %d, %d", r.cap.ConnsSeen,
-			r.cap.ConnsOverCap, r.cap.PacketsOverCap, tracked+1, tracked, overCap)
+	if r.cap.ConnsSeen != 2*tracked || r.cap.ConnsEvictedNoData != tracked-1 || r.cap.ConnsOverCap != tracked || r.cap.PacketsOverCap != uint64(overCap) {
+		t.Errorf("conns_seen, conns_evicted_no_data, conns_over_cap, packets_over_cap = %d, %d, %d, %d; want %d, %d, %d, %d", r.cap.ConnsSeen,
+			r.cap.ConnsEvictedNoData, r.cap.ConnsOverCap, r.cap.PacketsOverCap, 2*tracked, tracked-1, tracked, overCap)
 	}
 	if r.heap > floodHeapCeiling {
 		t.Errorf("heap grew by %d MB, ceiling %d MB", r.heap>>20, floodHeapCeiling>>20)
