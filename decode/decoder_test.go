@@ -153,3 +153,26 @@ func TestDecode(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicsBounded: a stream of made-up topic ids does not grow Topics
+// past MaxTopicNames; a name learned after it is known.
+func TestTopicsBounded(t *testing.T) {
+	var names Topics
+	id := func(i int) [16]byte { return [16]byte{1, byte(i >> 16), byte(i >> 8), byte(i)} }
+	meta := func(i int) *Exchange {
+		r := kmsg.NewPtrMetadataResponse()
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID = kmsg.StringPtr(fmt.Sprint("t", i)), id(i)
+		r.Topics = append(r.Topics, mt)
+		return &Exchange{Resp: r}
+	}
+	for i := range MaxTopicNames + 10 {
+		names.Learn(meta(i))
+	}
+	if len(names.names) != 10 || names.Forgotten != MaxTopicNames {
+		t.Errorf("%d names kept, %d forgotten; want 10, %d", len(names.names), names.Forgotten, MaxTopicNames)
+	}
+	if n, ok := names.Name(id(MaxTopicNames + 9)); !ok || n != fmt.Sprint("t", MaxTopicNames+9) {
+		t.Errorf("last name: %q %v", n, ok)
+	}
+}
