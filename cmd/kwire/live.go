@@ -35,6 +35,15 @@ summary and stats, as kwire analyze prints them (exit status 0). On a
 terminal the lines are human-readable; with --json (or when stdout is not
 a terminal) NDJSON, flushed line by line (schema: docs/schema.md).
 
+With --tui: a terminal UI instead of output lines (groups, group detail,
+hazards, traffic; ? lists the keys), redrawn four times a second from
+snapshots: the capture never waits for the screen, which drops frames,
+never packets. The status bar shows the interface (or ebpf), packets and
+bytes, every loss counter (kernel drops, gaps, resyncs) and events/s. q
+(or SIGINT/SIGTERM) stops the capture; once the terminal is restored,
+kwire writes the messages it held meanwhile and the final summary and
+stats. --tui excludes --json and --exchanges.
+
 --metrics ADDR serves Prometheus metrics at http://ADDR/metrics: per group,
 topic and partition records and bytes fetched, offsets and lag; per group
 members, generation, rebalances, hazards; per API requests, errors and
@@ -44,6 +53,7 @@ Examples:
   kwire live -i any --port 9092
   kwire live -i eth0 --port 9092-9094 --json | jq 'select(.type=="generation")'
   kwire live -i lo --port 19092 --metrics :9308 -w kafka.pcapng --rotate-mb 1024
+  kwire live -i eth0 --port 9092 --tui
 
 Flags:
 `
@@ -63,6 +73,7 @@ type liveFlags struct {
 	maxBufferMB       int
 	duration          time.Duration
 	exchanges         bool
+	tui               bool
 	probe             probeFlags // --ebpf (live_ebpf.go)
 }
 
@@ -82,6 +93,7 @@ func (f *liveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxBufferMB, "max-reorder-mb", 128, "most out-of-order bytes held for reassembly, in `MiB`; beyond it the missing bytes become counted gaps")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long, as on SIGINT (0: run until interrupted)")
 	fs.BoolVar(&f.exchanges, "exchanges", false, "also write a line per exchange, as kwire read does")
+	fs.BoolVar(&f.tui, "tui", false, "show the terminal UI (groups, group detail, hazards, traffic, loss counters; ? lists the keys) instead of writing events; q stops the capture and writes the summary")
 	f.probe.register(fs)
 }
 
@@ -123,6 +135,8 @@ func cmdLive(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "kwire live: unexpected argument %q (files are for kwire analyze)\n\n", fs.Arg(0))
 	case f.probe.check(&f) != "":
 		fmt.Fprintf(stderr, "kwire live: %s\n\n", f.probe.check(&f))
+	case f.checkTUI() != "":
+		fmt.Fprintf(stderr, "kwire live: %s\n\n", f.checkTUI())
 	case f.iface == "" && !f.probe.ebpf:
 		fmt.Fprintf(stderr, "kwire live: -i IFACE is required (interfaces here: %s)\n\n", strings.Join(capture.Interfaces(), ", "))
 	case f.ringMB < 1, f.rotateMB < 0, f.statsEvery <= 0, f.idleTimeout <= 0, f.maxConns < 1, f.maxBufferMB < 1:
@@ -146,6 +160,11 @@ const errNoCapNetRaw = "live capture needs CAP_NET_RAW: run as root or setcap ca
 
 // runLive captures until ctx is done, then writes the summary.
 func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error {
+	if f.tui {
+		if err := checkTerminal(); err != nil {
+			return err
+		}
+	}
 	if f.probe.ebpf {
 		return runLiveEBPF(ctx, f, stdout, stderr)
 	}
@@ -153,7 +172,7 @@ func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error 
 	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
 
 	var pw *capture.PcapngWriter
-	lo := &capture.LiveOptions{Interface: f.iface, RingBytes: f.ringMB << 20}
+	lo := &capture.LiveOptions{Interface: f.iface, RingBytes: f.ringMB << 20, TickEvery: f.tickEvery()}
 	if f.write != "" {
 		var err error
 		if pw, err = capture.CreatePcapng(f.write, f.iface, int64(f.rotateMB)<<20); err != nil {
@@ -202,9 +221,9 @@ func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error 
 
 // serve runs a live capture through r's pipeline: metrics (when asked)
 // and the status line first, then run until ctx is done (a signal or
-// --duration is the normal end), then the summary and final stats. ran is
-// false when --metrics cannot listen: then nothing ran, and the caller
-// closes its source.
+// --duration is the normal end) or, with --tui, the user quits the UI,
+// then the summary and final stats. ran is false when --metrics cannot
+// listen: then nothing ran, and the caller closes its source.
 func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run func(context.Context, capture.Sink) error) (ran bool, err error) {
 	if f.metricsAddr != "" {
 		r.metrics = metrics.New(&metrics.Options{NoPartitionLabels: f.noPartitionLabels})
@@ -216,6 +235,9 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 		defer srv.Close()
 		status += fmt.Sprintf(", metrics on http://%s/metrics", addr)
 	}
+	if f.tui {
+		r.openTUI(f)
+	}
 	fmt.Fprintln(r.stderr, status)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -223,7 +245,12 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 	r.clock.next = r.p.dec
 	start := time.Now()
 	r.nextStats, r.hintAt = start.Add(f.statsEvery), start.Add(hintAfter)
-	runErr := run(ctx, r)
+	var runErr error
+	if r.tui != nil {
+		runErr = r.runTUI(ctx, cancel, run)
+	} else {
+		runErr = run(ctx, r)
+	}
 	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
 		runErr = nil // stopped by a signal or --duration: the normal end
 	}
@@ -264,6 +291,7 @@ type liveRun struct {
 	p          *pipeline
 	src        liveSource
 	metrics    *metrics.Exporter
+	tui        *liveTUI // --tui (tui.go)
 	clock      lastTime
 	cancel     context.CancelFunc // stops the capture (output failed)
 	stderr     io.Writer
@@ -281,6 +309,9 @@ func (r *liveRun) Chunk(c *capture.Chunk) { r.clock.Chunk(c) }
 
 // Tick implements capture.Ticker.
 func (r *liveRun) Tick(now time.Time) {
+	if r.tui != nil {
+		r.tui.s.poll(false)
+	}
 	if !now.Before(r.nextStats) {
 		r.nextStats = now.Add(r.statsEvery)
 		r.p.out.Stats(now, r.src.Stats(), r.p.dec.Stats())

@@ -4,10 +4,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -417,4 +420,170 @@ func TestLiveSoak(t *testing.T) {
 	if grow := last - first; grow > first/4 && grow > 32<<10 {
 		t.Errorf("RSS grew from %d MiB to %d MiB", first>>10, last>>10)
 	}
+}
+
+// TestLiveTUIDrops measures issue 7's acceptance point: with the UI open
+// on BenchmarkLive's busy loopback traffic, kwire live's drop counters
+// stay where they are without it. At each of benchRates, for
+// benchSeconds each, `kwire live -i lo` (this test binary, see TestMain)
+// runs in tmux twice over fresh traffic: writing NDJSON to a file, and
+// with --tui drawing in the pane; the order alternates from one rate to
+// the next. It logs kernel drops, gaps, the rate kwire saw, its CPU and
+// the load average for both, and fails only when kwire does. Opt-in
+// (KWIRE_BENCH_LIVE_TUI=1; KWIRE_BENCH_LIVE_MBPS, _SECONDS and _RING_MB
+// as for BenchmarkLive) and root only.
+func TestLiveTUIDrops(t *testing.T) {
+	if os.Getenv("KWIRE_BENCH_LIVE_TUI") != "1" {
+		t.Skip("set KWIRE_BENCH_LIVE_TUI=1: BenchmarkLive's traffic captured with and without --tui, minutes, root and tmux")
+	}
+	needCapture(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed: the UI is measured drawing in tmux (make test-deps installs it)")
+	}
+	t.Logf("%d CPUs; load average %s", runtime.NumCPU(), loadAvg())
+	var rows []string
+	for i, rate := range benchRates() {
+		order := []bool{false, true}
+		if i%2 == 1 {
+			order = []bool{true, false}
+		}
+		for _, withTUI := range order {
+			r := liveTUIBenchRun(t, rate, withTUI)
+			rows = append(rows, r.String())
+			t.Log(r.String())
+			if r.status != "" {
+				t.Logf("the UI's status bar at the end: %s", r.status)
+			}
+		}
+	}
+	t.Logf("\n%-10s %-6s %9s %11s %9s %14s %5s %9s %s\n%s", "clients", "kwire", "seen Mb/s", "client Mb/s", "packets/s",
+		"kernel drops", "gaps", "kwire CPU", "load before -> after", strings.Join(rows, "\n"))
+}
+
+// liveTUIBench is one run of TestLiveTUIDrops.
+type liveTUIBench struct {
+	mbps                      int
+	tui                       bool
+	seen, moved, pps, cpuPct  float64
+	drops, kernelPackets, gap float64
+	loadBefore, loadAfter     string
+	status                    string // the UI's status bar at the end
+}
+
+func (r *liveTUIBench) String() string {
+	clients, kwire := fmt.Sprintf("%d Mb/s", r.mbps), "NDJSON"
+	if r.mbps == 0 {
+		clients = "max"
+	}
+	if r.tui {
+		kwire = "--tui"
+	}
+	return fmt.Sprintf("%-10s %-6s %9.0f %11.0f %9.0f %14s %5.0f %8.0f%% %s -> %s", clients, kwire, r.seen, r.moved, r.pps,
+		fmt.Sprintf("%.0f/%.0f", r.drops, r.kernelPackets), r.gap, r.cpuPct, r.loadBefore, r.loadAfter)
+}
+
+// liveTUIBenchRun captures benchSeconds of traffic at mbps (0: as fast as
+// the clients go) with kwire live in tmux, with the UI or without.
+func liveTUIBenchRun(t *testing.T, mbps int, withTUI bool) *liveTUIBench {
+	r := &liveTUIBench{mbps: mbps, tui: withTUI, loadBefore: loadAvg()}
+	tr := newTraffic(t)
+	dir := t.TempDir()
+	out, pidFile := filepath.Join(dir, "out.ndjson"), filepath.Join(dir, "pid")
+	args := "live -i lo --port " + tr.ports
+	if mb := os.Getenv("KWIRE_BENCH_LIVE_RING_MB"); mb != "" {
+		args += " --ring-mb " + mb
+	}
+	if withTUI {
+		args += " --tui"
+	}
+	// The shell leaves its pid to kwire (exec): the pid to stop and to
+	// read the CPU time of. Stdout is a file either way (NDJSON).
+	s := startTmux(t, "sh -c 'echo $$ >"+pidFile+"; exec env "+kwireInTmux(t, args)+" >"+out+"'")
+	pid := 0
+	waitFile(t, s.stderr, "kwire live to start", func(b []byte) bool { return bytes.Contains(b, []byte("kwire: capturing on")) })
+	waitFile(t, pidFile, "the shell to write its pid", func(b []byte) bool {
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		pid = n
+		return err == nil
+	})
+	if withTUI {
+		s.waitFor(`^lo │ .* live$`)
+	}
+	const producers, consumers = 2, 2
+	pace := int64(mbps) * 1e6 / 8 / 2 / producers
+	start := time.Now()
+	tr.start(t, producers, consumers, pace, 0)
+	<-time.After(benchSeconds()) // the measured interval
+	tr.stop()
+	elapsed := time.Since(start)
+	cpu := procCPU(t, pid)
+	if withTUI {
+		scr := strings.Split(strings.TrimRight(s.waitFor(`^bench-group `), "\n"), "\n") // the UI drew the traffic
+		r.status = scr[len(scr)-1]
+		s.keys("q")
+	} else {
+		syscall.Kill(pid, syscall.SIGINT)
+	}
+	if st := s.exited(); st != "0" {
+		stderr, _ := os.ReadFile(s.stderr)
+		t.Fatalf("kwire live exited with status %s; stderr:\n%s", st, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := lastStats(string(b))
+	if st == nil {
+		t.Fatalf("no final stats line in kwire's output:\n%.2000s", b)
+	}
+	r.seen = st["delivered_bytes"] * 8 / elapsed.Seconds() / 1e6
+	r.moved = float64(tr.bytes.Load()) * 8 / elapsed.Seconds() / 1e6
+	r.pps = st["packets"] / elapsed.Seconds()
+	r.drops, r.kernelPackets, r.gap = st["kernel_drops"], st["kernel_packets"], st["gaps"]
+	r.cpuPct = 100 * cpu.Seconds() / elapsed.Seconds()
+	r.loadAfter = loadAvg()
+	return r
+}
+
+// waitFile waits (up to waitTimeout) until ok holds for the content of
+// file, polling it.
+func waitFile(t *testing.T, file, what string, ok func([]byte) bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(file); err == nil && ok(b) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(file)
+			t.Fatalf("timed out after %s waiting for %s; %s:\n%s", waitTimeout, what, file, b)
+		}
+		<-tick.C
+	}
+}
+
+// procCPU returns the user and system time process pid used so far.
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// utime and stime are fields 14 and 15, in clock ticks (USER_HZ, 100
+	// on Linux), counted after the command name in parentheses (field 2).
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }

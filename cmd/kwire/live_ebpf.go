@@ -26,6 +26,7 @@ const probeHelp = `
 Examples with eBPF (root):
   kwire live --ebpf --port 9092 --comm java
   kwire live --ebpf --port 19092-19094 --pid 4242 --json
+  kwire live --ebpf --port 9092 --tui
 
 With --ebpf instead of -i, kwire reads the bytes processes on this host
 move through TCP sockets on --port, from eBPF probes on system calls
@@ -85,7 +86,7 @@ const errNoEBPF = "capture on an interface instead (kwire live -i IFACE), or wit
 func runLiveEBPF(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error {
 	p := newPipeline(&f.common, stdout, f.exchanges)
 	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
-	eo := &capture.EBPFOptions{PID: uint32(f.probe.pid), Comm: f.probe.comm, SnapBytes: f.probe.snap, RingBytes: f.ringMB << 20}
+	eo := &capture.EBPFOptions{PID: uint32(f.probe.pid), Comm: f.probe.comm, SnapBytes: f.probe.snap, RingBytes: f.ringMB << 20, TickEvery: f.tickEvery()}
 	if f.probe.cgroup != "" {
 		var st syscall.Stat_t
 		if err := syscall.Stat(f.probe.cgroup, &st); err != nil {

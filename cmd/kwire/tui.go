@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -98,16 +99,10 @@ func (p *pipeline) replayTUI(files []string, cf *commonFlags, tf *tuiFlags, scre
 
 // tuiSession is the terminal UI over a running pipeline: kwire analyze
 // --tui (a file replay) and, through the same three calls, kwire live
-// --tui. The capture goroutine owns the decoder and the correlator; it
-// calls poll often (after chunks, on ticks) and finish at the end, and the
-// session publishes frames from there at a steady rate. The UI only reads
-// published frames: it never holds the capture up.
-//
-// For kwire live: s := newTUISession(p, src.Stats, nil, &tui.Options{Source:
-// iface}) after newPipeline; s.poll(false) in liveRun.Tick (with a
-// LiveOptions.TickEvery of 250ms for a steady frame rate); and
-// s.run(func() error { return src.Run(ctx, r) }, cancel) in place of
-// src.Run(ctx, r), followed by p.corr.Close and s.finish as it is now.
+// --tui (liveTUI). The capture goroutine owns the decoder and the
+// correlator; it calls poll often (after chunks, on ticks) and finish at
+// the end, and the session publishes frames from there at a steady rate.
+// The UI only reads published frames: it never holds the capture up.
 type tuiSession struct {
 	p     *pipeline
 	stats func() capture.Stats
@@ -207,4 +202,89 @@ func sourceName(files []string) string {
 		names[i] = filepath.Base(f)
 	}
 	return strings.Join(names, ",")
+}
+
+// liveTickEvery is how often a live capture ticks under the UI: each
+// tick publishes a frame, the feed's steady rate (tui.FeedOptions.Every).
+const liveTickEvery = 250 * time.Millisecond
+
+// tickEvery is the capture's LiveOptions or EBPFOptions.TickEvery (0: the
+// default).
+func (f *liveFlags) tickEvery() time.Duration {
+	if f.tui {
+		return liveTickEvery
+	}
+	return 0
+}
+
+// checkTUI reports flags that --tui excludes.
+func (f *liveFlags) checkTUI() string {
+	switch {
+	case !f.tui:
+		return ""
+	case f.common.json:
+		return "--tui and --json are two outputs (the terminal UI, NDJSON lines): give one"
+	case f.exchanges:
+		return "--exchanges writes lines, and --tui draws the terminal UI instead: give one"
+	}
+	return ""
+}
+
+// checkTerminal tells a user without a terminal that --tui needs one,
+// before the capture starts.
+func checkTerminal() error {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("--tui needs a terminal (%v): leave it out to get output lines", err)
+	}
+	return tty.Close()
+}
+
+// liveTUI is kwire live --tui: a tuiSession over the live pipeline. While
+// the UI owns the terminal the output goes nowhere and kwire's messages
+// wait (when stderr is the terminal); once the terminal is back they are
+// written, and the output is restored for the final summary.
+type liveTUI struct {
+	s      *tuiSession
+	out    *jsonout.Writer // the output the UI stands in for
+	stderr io.Writer       // the real stderr
+	held   *bytes.Buffer   // messages held while the UI runs; nil: stderr is not the terminal
+}
+
+// openTUI puts the UI on r's pipeline, after the metrics tap if there is
+// one. The status bar names the interface, or ebpf.
+func (r *liveRun) openTUI(f *liveFlags) {
+	source := r.src.Interface()
+	if f.probe.ebpf {
+		source = "ebpf"
+	}
+	t := &liveTUI{out: r.p.out, stderr: r.stderr}
+	t.s = newTUISession(r.p, r.src.Stats, nil, &tui.Options{Source: source})
+	if isTerminal(r.stderr) {
+		t.held = new(bytes.Buffer)
+		r.stderr = t.held
+	}
+	r.tui = t
+}
+
+// runTUI runs the capture on its own goroutine under the UI (its ticks
+// publish the frames: liveRun.Tick) until the user quits (q, ctrl-c,
+// SIGINT, SIGTERM), which cancels the capture, or the capture ends
+// (--duration, an error), which closes the UI. Then the terminal is back.
+func (r *liveRun) runTUI(ctx context.Context, cancel context.CancelFunc, run func(context.Context, capture.Sink) error) error {
+	t := r.tui
+	err := t.s.run(func() error {
+		defer t.s.ui.Stop()
+		return run(ctx, r)
+	}, cancel)
+	// The events closing the correlator emits are the UI's last frame:
+	// the output gets what SIGINT gives without the UI, the summary and
+	// the final stats, not a tail of the events.
+	r.p.corr.Close(r.clock.t)
+	t.s.finish()
+	r.p.out, r.stderr = t.out, t.stderr
+	if t.held != nil {
+		t.stderr.Write(t.held.Bytes())
+	}
+	return err
 }
