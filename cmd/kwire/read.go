@@ -66,7 +66,10 @@ func (c *commonFlags) writer(stdout io.Writer) (*jsonout.Writer, bool) {
 // flag.ErrHelp (exit 0); a bad flag, which the flag package has already
 // reported with the usage, returns errUsage (exit 2).
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	usage := fs.Usage
+	fs.Usage = func() {} // the flag package's call: printed below, once
 	err := fs.Parse(args)
+	fs.Usage = usage
 	switch {
 	case err == nil:
 		return nil
@@ -75,6 +78,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 		fs.Usage()
 		return err
 	}
+	fs.Usage() // after the flag package's line saying what is wrong
 	return errUsage
 }
 

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestHelp: -h prints each command's help once, to stdout, exit 0; a bad
+// flag says what is wrong, then the help, once, to stderr, exit 2.
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"read", "analyze", "live"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{cmd, "-h"}, &out, &errb); code != 0 || strings.Count(out.String(), "Usage: kwire "+cmd) != 1 || errb.Len() != 0 {
+			t.Errorf("kwire %s -h: exit %d, %d usages on stdout, stderr %q", cmd, code, strings.Count(out.String(), "Usage: kwire "+cmd), errb.String())
+		}
+		out.Reset()
+		errb.Reset()
+		code := run([]string{cmd, "--no-such-flag"}, &out, &errb)
+		if code != 2 || !strings.HasPrefix(errb.String(), "flag provided but not defined: -no-such-flag\n") ||
+			strings.Count(errb.String(), "Usage: kwire "+cmd) != 1 || out.Len() != 0 {
+			t.Errorf("kwire %s --no-such-flag: exit %d, stderr %q", cmd, code, errb.String())
+		}
+	}
+}
