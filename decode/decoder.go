@@ -24,11 +24,13 @@ type Decoder struct {
 	an      Anomaly
 	scratch []byte // re-encoding buffer for resync validation
 
-	bufs      [][]byte // free request body buffers (message.go)
-	freeBytes int      // their capacity
-	holes     []hole   // the holes of the frame being decoded (holes.go)
-	spans     []recordSpan
-	respHoles []PartitionIndex
+	bufs       [][]byte // free request body buffers (message.go)
+	freeBytes  int      // their capacity
+	streamBufs [][]byte // free stream buffers (stream.go)
+	freeStream int      // their capacity
+	holes      []hole   // the holes of the frame being decoded (holes.go)
+	spans      []recordSpan
+	respHoles  []PartitionIndex
 }
 
 // New returns a Decoder calling h. opts may be nil.

@@ -50,9 +50,12 @@ func (d *Decoder) feed(cs *connState, dir capture.Dir, c *capture.Chunk) {
 	}
 	if len(s.buf) == 0 {
 		rest, dir := d.consume(cs, dir, p, c.Time, 0, c.Time)
-		if s := &cs.dir[dir]; len(rest) > 0 {
-			s.buf = append(s.buf[:0], rest...)
+		s := &cs.dir[dir]
+		if len(rest) > 0 {
+			s.buf = append(d.streamBuf(s, rest), rest...)
 			s.start = c.Time
+		} else if s.buf != nil {
+			d.putStreamBuf(s)
 		}
 		return
 	}
@@ -72,9 +75,62 @@ func (d *Decoder) drain(cs *connState, dir capture.Dir, old int, t time.Time) {
 	}
 	n := copy(s.buf, rest)
 	s.buf = s.buf[:n]
-	if cap(s.buf) > 4<<20 && n < 1<<20 { // let a huge frame's buffer go
+	switch {
+	case n == 0:
+		d.putStreamBuf(s)
+	case cap(s.buf) > maxKeptStream && n < 1<<20: // let a huge frame's buffer go
 		s.buf = append([]byte(nil), s.buf...)
 	}
+}
+
+// Stream buffers: a direction holds one only while it has a partial frame
+// (or unsynced bytes). Emptied, it goes to the decoder's free list (at most
+// maxFreeStreams bytes, in buffers of at most maxKeptStream), so that the
+// memory held follows the partial frames, not the connections: a
+// connection that has gone quiet, or died with its FIN lost to a drop,
+// holds none until it is closed or times out.
+const (
+	maxKeptStream  = 4 << 20
+	maxFreeStreams = 32 << 20
+)
+
+// streamBuf returns an empty buffer for s to keep rest, the start of a
+// partial frame: its own if big enough, else one from the free list or
+// new, sized for the whole frame when s is in sync and the frame's length
+// is known (no doubling and copying as its segments arrive).
+func (d *Decoder) streamBuf(s *stream, rest []byte) []byte {
+	need := len(rest)
+	if s.synced && len(rest) >= 4 {
+		if l := int64(int32(binary.BigEndian.Uint32(rest))); l > 0 && l <= int64(d.opts.MaxFrame) {
+			need = max(need, int(min(4+l, maxKeptStream)))
+		}
+	}
+	if cap(s.buf) >= need {
+		return s.buf[:0]
+	}
+	if s.buf != nil {
+		d.putStreamBuf(s)
+	}
+	for i := len(d.streamBufs) - 1; i >= 0 && i >= len(d.streamBufs)-4; i-- {
+		if b := d.streamBufs[i]; cap(b) >= need {
+			last := len(d.streamBufs) - 1
+			d.streamBufs[i], d.streamBufs[last] = d.streamBufs[last], nil
+			d.streamBufs = d.streamBufs[:last]
+			d.freeStream -= cap(b)
+			return b
+		}
+	}
+	return make([]byte, 0, need)
+}
+
+// putStreamBuf takes s's (empty) buffer away, to the free list if it
+// fits there.
+func (d *Decoder) putStreamBuf(s *stream) {
+	if c := cap(s.buf); c > 0 && c <= maxKeptStream && d.freeStream+c <= maxFreeStreams {
+		d.streamBufs = append(d.streamBufs, s.buf[:0])
+		d.freeStream += c
+	}
+	s.buf = nil
 }
 
 // consume decodes the frames at the start of p and returns what is left: a
