@@ -367,7 +367,11 @@ func TestLiveSoak(t *testing.T) {
 	}
 	needCapture(t)
 	tr := newTraffic(t)
-	live := startLiveProc(t, "-i", "lo", "--port", tr.ports, "--json", "--stats-every", "10s", "--metrics", "127.0.0.1:0")
+	// KWIRE_SOAK_ARGS adds flags (e.g. a small --ring-mb, to see memory
+	// under kernel drops; --max-memory-mb -1, to compare without a limit).
+	args := append([]string{"-i", "lo", "--port", tr.ports, "--json", "--stats-every", "10s", "--metrics", "127.0.0.1:0"},
+		strings.Fields(os.Getenv("KWIRE_SOAK_ARGS"))...)
+	live := startLiveProc(t, args...)
 	const producers, consumers = 2, 2
 	mbps := int64(800)
 	tr.start(t, producers, consumers, mbps*1e6/8/2/producers, 5*time.Second)
