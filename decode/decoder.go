@@ -24,18 +24,18 @@ type Decoder struct {
 	an      Anomaly
 	scratch []byte // re-encoding buffer for resync validation
 
-	bufs       [][]byte // free request body buffers (message.go)
-	freeBytes  int      // their capacity
-	streamBufs [][]byte // free stream buffers (stream.go)
-	freeStream int      // their capacity
-	holes      []hole   // the holes of the frame being decoded (holes.go)
-	spans      []recordSpan
-	respHoles  []PartitionIndex
+	bodies    freeList // request body buffers (message.go)
+	streams   freeList // stream buffers (stream.go)
+	holes     []hole   // the holes of the frame being decoded (holes.go)
+	spans     []recordSpan
+	respHoles []PartitionIndex
 }
 
 // New returns a Decoder calling h. opts may be nil.
 func New(h Handler, opts *Options) *Decoder {
-	d := &Decoder{opts: opts.withDefaults(), h: h, conns: make(map[uint64]*connState)}
+	d := &Decoder{opts: opts.withDefaults(), h: h, conns: make(map[uint64]*connState),
+		bodies:  freeList{each: maxKeptBody, total: maxFreeBufs},
+		streams: freeList{each: maxKeptStream, total: maxFreeStreams}}
 	for k := range d.protos {
 		d.protos[k] = kmsg.RequestForKey(int16(k))
 	}

@@ -72,7 +72,7 @@ func (cs *connState) get() *pending {
 // release returns p, done with, to cs's free list, and its body buffer
 // to the decoder's.
 func (d *Decoder) release(cs *connState, p *pending) {
-	d.putBuf(p.buf)
+	d.bodies.put(p.buf)
 	*p = pending{uncopied: p.uncopied[:0]}
 	if len(cs.free) < 8 {
 		cs.free = append(cs.free, p)
@@ -90,27 +90,13 @@ const (
 
 // bodyBuf returns an empty buffer for a request body of n bytes.
 func (d *Decoder) bodyBuf(n int) []byte {
-	for i := len(d.bufs) - 1; i >= 0 && i >= len(d.bufs)-4; i-- {
-		if b := d.bufs[i]; cap(b) >= n {
-			last := len(d.bufs) - 1
-			d.bufs[i], d.bufs[last] = d.bufs[last], nil
-			d.bufs = d.bufs[:last]
-			d.freeBytes -= cap(b)
-			return b
-		}
+	if b := d.bodies.get(n); b != nil {
+		return b
 	}
 	if n <= maxKeptBody { // round up, so that the buffer fits more bodies
 		return make([]byte, 0, max(512, 1<<bits.Len(uint(n-1))))
 	}
 	return make([]byte, 0, n)
-}
-
-// putBuf keeps a request body buffer for reuse, within the bounds.
-func (d *Decoder) putBuf(b []byte) {
-	if c := cap(b); c > 0 && c <= maxKeptBody && d.freeBytes+c <= maxFreeBufs {
-		d.bufs = append(d.bufs, b[:0])
-		d.freeBytes += c
-	}
 }
 
 // intern returns id as a string, reusing the connection's last client id.

@@ -111,14 +111,8 @@ func (d *Decoder) streamBuf(s *stream, rest []byte) []byte {
 	if s.buf != nil {
 		d.putStreamBuf(s)
 	}
-	for i := len(d.streamBufs) - 1; i >= 0 && i >= len(d.streamBufs)-4; i-- {
-		if b := d.streamBufs[i]; cap(b) >= need {
-			last := len(d.streamBufs) - 1
-			d.streamBufs[i], d.streamBufs[last] = d.streamBufs[last], nil
-			d.streamBufs = d.streamBufs[:last]
-			d.freeStream -= cap(b)
-			return b
-		}
+	if b := d.streams.get(need); b != nil {
+		return b
 	}
 	return make([]byte, 0, need)
 }
@@ -126,10 +120,7 @@ func (d *Decoder) streamBuf(s *stream, rest []byte) []byte {
 // putStreamBuf takes s's (empty) buffer away, to the free list if it
 // fits there.
 func (d *Decoder) putStreamBuf(s *stream) {
-	if c := cap(s.buf); c > 0 && c <= maxKeptStream && d.freeStream+c <= maxFreeStreams {
-		d.streamBufs = append(d.streamBufs, s.buf[:0])
-		d.freeStream += c
-	}
+	d.streams.put(s.buf)
 	s.buf = nil
 }
 
