@@ -216,5 +216,19 @@ func fuzzExchange(in []byte, now *time.Time) (*decode.Exchange, []byte, bool) {
 			e.Resp, e.Response, e.RespTime = resp, decode.ResponseSeen, now.Add(time.Millisecond)
 		}
 	}
+	if f, ok := e.Resp.(*kmsg.FetchResponse); ok && client&0x80 != 0 {
+		// Records not copied by an eBPF source, as decode reports them.
+		for ti := range f.Topics {
+			for pi := range f.Topics[ti].Partitions {
+				if (ti+pi)%2 == 0 {
+					f.Topics[ti].Partitions[pi].RecordBatches = nil
+					e.RecordsNotCopied = append(e.RecordsNotCopied, decode.PartitionIndex{Topic: ti, Partition: pi})
+				}
+			}
+		}
+	}
+	if client&0x40 != 0 { // the process behind the connection (eBPF)
+		conn.Process = &capture.Process{PID: uint32(client), Comm: "fuzz"}
+	}
 	return e, in, true
 }
