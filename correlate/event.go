@@ -37,13 +37,21 @@ type Conn struct {
 	ID     uint64 `json:"id"`     // connection id within the run
 	Client string `json:"client"` // client ip:port
 	Broker string `json:"broker"` // broker ip:port
+	// PID and Comm are the process on the client side, when the source
+	// knows it (eBPF).
+	PID  uint32 `json:"pid,omitempty"`
+	Comm string `json:"comm,omitempty"`
 }
 
 func connOf(e *decode.Exchange) Conn {
 	if e.Conn == nil {
 		return Conn{}
 	}
-	return Conn{ID: e.Conn.ID, Client: e.Conn.Client.String(), Broker: e.Conn.Server.String()}
+	c := Conn{ID: e.Conn.ID, Client: e.Conn.Client.String(), Broker: e.Conn.Server.String()}
+	if p := e.Conn.Process; p != nil {
+		c.PID, c.Comm = p.PID, p.Comm
+	}
+	return c
 }
 
 // Cause kinds of a generation (the "kind" of GenerationEvent.Cause).
@@ -177,6 +185,10 @@ type MemberEvent struct {
 	Reason string `json:"reason,omitempty"`
 	// SessionTimeoutMillis is the member's session timeout (0: unknown).
 	SessionTimeoutMillis int32 `json:"session_timeout_ms,omitempty"`
+	// PID and Comm are the process behind the member's requests, when the
+	// source knows it (eBPF).
+	PID  uint32 `json:"pid,omitempty"`
+	Comm string `json:"comm,omitempty"`
 	// LastSeen (expired only) is the member's last request to the
 	// coordinator; SilentMillis how long it was silent until expiry.
 	LastSeen     *time.Time `json:"last_seen,omitempty"`

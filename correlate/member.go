@@ -177,7 +177,7 @@ func (c *Correlator) memberGone(g *groupState, m *memberState, action, reason st
 	ev := &MemberEvent{
 		Action: action, Group: g.name, MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost,
 		InstanceID: strPtr(m.instanceID), Generation: m.generation, Reason: reason,
-		SessionTimeoutMillis: m.sessionMillis, at: at,
+		SessionTimeoutMillis: m.sessionMillis, PID: m.process.PID, Comm: m.process.Comm, at: at,
 	}
 	kind := CauseMemberLeft
 	m.status = statusLeft
@@ -214,7 +214,7 @@ func (c *Correlator) announceJoin(g *groupState, m *memberState, gen int32, reas
 	c.emit(&MemberEvent{
 		Action: MemberJoined, Group: g.name, MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost,
 		InstanceID: strPtr(m.instanceID), Generation: gen, Reason: reason,
-		SessionTimeoutMillis: m.sessionMillis, at: at.UTC(),
+		SessionTimeoutMillis: m.sessionMillis, PID: m.process.PID, Comm: m.process.Comm, at: at.UTC(),
 	})
 }
 

@@ -55,6 +55,14 @@ func commitLine(b []byte, e *correlate.CommitEvent) []byte {
 	b = appendString(b, e.Conn.Client)
 	b = append(b, `,"broker":`...)
 	b = appendString(b, e.Conn.Broker)
+	if e.Conn.PID != 0 {
+		b = append(b, `,"pid":`...)
+		b = strconv.AppendUint(b, uint64(e.Conn.PID), 10)
+	}
+	if e.Conn.Comm != "" {
+		b = append(b, `,"comm":`...)
+		b = appendString(b, e.Conn.Comm)
+	}
 	return append(b, "}}"...)
 }
 

@@ -32,6 +32,7 @@ func TestFastCommit(t *testing.T) {
 				Conn: correlate.Conn{ID: 1 << 40, Client: s, Broker: s}},
 			{Group: "g", MemberID: "m", Generation: 1 << 30, Topic: "t", Partition: -1, Offset: 1 << 62, Metadata: &meta,
 				ErrorCode: 22, Error: s, Outcome: "rejected"},
+			{Group: "g", Conn: correlate.Conn{ID: 3, Client: "c", Broker: "b", PID: 4242, Comm: s}},
 		} {
 			want := commitSlow(t, e)
 			got := append(commitLine(nil, e), '\n')

@@ -34,7 +34,7 @@ func needEBPF(t *testing.T) {
 // TestLiveEBPF runs kwire live --ebpf (the command, as a user would) over
 // a consumer group of real kgo clients against kfake: the output must tell
 // the group's story, count no ring drop, and name each member's process
-// in the final summary. (capture's TestEBPFGroup compares the eBPF capture
+// in its member and commit events and in the final summary. (capture's TestEBPFGroup compares the eBPF capture
 // with a packet capture of the same traffic, clients in their own
 // processes.)
 func TestLiveEBPF(t *testing.T) {
@@ -93,6 +93,18 @@ func TestLiveEBPF(t *testing.T) {
 		case strings.HasPrefix(line, `{"v":1,"type":"stats"`):
 			if err := json.Unmarshal([]byte(line), &last); err != nil {
 				t.Fatalf("stats line %q: %v", line, err)
+			}
+		case strings.HasPrefix(line, `{"v":1,"type":"member"`), strings.HasPrefix(line, `{"v":1,"type":"commit"`):
+			var ev struct {
+				Type, Group string
+				PID         int
+				Conn        struct{ PID int }
+			}
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("event line %q: %v", line, err)
+			}
+			if pid := max(ev.PID, ev.Conn.PID); ev.Group == groupName && pid != os.Getpid() {
+				t.Errorf("%s event of %s without this process's pid: %s", ev.Type, groupName, line)
 			}
 		case strings.HasPrefix(line, `{"v":1,"type":"summary"`):
 			if err := json.Unmarshal([]byte(line), &summary); err != nil {
