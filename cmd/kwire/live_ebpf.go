@@ -32,10 +32,14 @@ With --ebpf instead of -i, kwire reads the bytes processes on this host
 move through TCP sockets on --port, from eBPF probes on system calls
 (Linux 5.8+ with BTF, root): connections also say which process (pid,
 comm) owns their client side. --pid, --comm and --cgroup restrict it to
-some processes. At most --snap bytes of each call are copied: group
-coordination arrives whole, the record bytes of big Produce and Fetch
-frames are skipped as gaps of known size (those frames are reported
-without a body). Bytes a broker sends with sendfile are never seen.
+some processes; members, clients and events carry the pid and comm.
+At most --snap bytes of each call are copied, the rest is a gap of known
+size: a Produce or Fetch whose uncopied bytes all fall in its record data
+is still decoded, every field but the records (records_not_copied); a
+frame cut elsewhere (a multi-partition Fetch cut across a later
+partition's fields, a group message larger than --snap) keeps its header
+only, counted in not_copied_frames: raise --snap if it grows. Bytes a
+broker sends with sendfile are never seen.
 `
 
 // liveUsage is kwire live's help with --ebpf in it.
