@@ -81,7 +81,7 @@ func NewAssembler(opts *Options, sink Sink) *Assembler {
 	a.asm.MaxBufferedPagesPerConnection = a.opts.MaxBufferedPagesPerConn
 	a.asm.MaxBufferedPagesTotal = a.opts.MaxBufferedPagesTotal
 	if a.opts.DedupeWindow > 0 {
-		a.dedup = newDedupe(a.opts.DedupeWindow)
+		a.dedup = newDedupe(a.opts.DedupeWindow, oneSlots)
 	}
 	// Flush often enough that neither timeout is overshot by much, but not
 	// so often that walking every connection costs much.

@@ -68,6 +68,9 @@ func OpenFiles(paths []string, opts *Options) (*Files, error) {
 		return nil, errors.New("open: no capture files given")
 	}
 	fs := &Files{asm: NewAssembler(opts, nil)}
+	if len(paths) > 1 && fs.asm.dedup != nil { // merged: copies are apart by the clock skew
+		fs.asm.dedup = newDedupe(fs.asm.opts.DedupeWindow, mergeSlots)
+	}
 	for _, p := range paths {
 		r, err := openFile(p)
 		if err != nil {
