@@ -1,7 +1,10 @@
 package correlate
 
 import (
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -278,4 +281,24 @@ func partitionFetches(m map[tp]*fetchState) []PartitionFetch {
 		out = append(out, PartitionFetch{Topic: p.topic, Partition: p.partition, Fetch: m[p].snapshot()})
 	}
 	return out
+}
+
+// AssignmentText is an assignment as people read it, topics in order:
+// "orders[0,1,2] payments[3]"; "-" when unknown, "(none)" when empty.
+func AssignmentText(a map[string][]int32) string {
+	if a == nil {
+		return "-"
+	}
+	parts := make([]string, 0, len(a))
+	for _, t := range slices.Sorted(maps.Keys(a)) {
+		ps := make([]string, len(a[t]))
+		for i, p := range a[t] {
+			ps[i] = strconv.Itoa(int(p))
+		}
+		parts = append(parts, t+"["+strings.Join(ps, ",")+"]")
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return strings.Join(parts, " ")
 }

@@ -67,7 +67,7 @@ func textEvent(ev correlate.Event) string {
 			fmt.Fprintf(&b, " (%d generations not in the capture)", e.Missed)
 		}
 		for _, m := range e.Members {
-			fmt.Fprintf(&b, "\n    %s %s@%s %s", short(m.MemberID), m.ClientID, m.ClientHost, assignmentText(m.Assignment))
+			fmt.Fprintf(&b, "\n    %s %s@%s %s", short(m.MemberID), m.ClientID, m.ClientHost, correlate.AssignmentText(m.Assignment))
 		}
 		return b.String()
 	case *correlate.MemberEvent:

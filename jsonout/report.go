@@ -2,7 +2,6 @@ package jsonout
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -57,7 +56,7 @@ func groupReport(b *strings.Builder, g *correlate.Group) {
 		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  member\tclient\tstatus\tgen\tassignment")
 		for _, m := range g.Members {
-			fmt.Fprintf(tw, "  %s\t%s@%s\t%s\t%d\t%s\n", short(m.MemberID), m.ClientID, m.ClientHost, m.Status, m.Generation, assignmentText(m.Assignment))
+			fmt.Fprintf(tw, "  %s\t%s@%s\t%s\t%d\t%s\n", short(m.MemberID), m.ClientID, m.ClientHost, m.Status, m.Generation, correlate.AssignmentText(m.Assignment))
 		}
 		tw.Flush()
 	}
@@ -81,29 +80,6 @@ func coordinatorText(c *correlate.Coordinator) string {
 		return c.ServedBy
 	}
 	return "unknown"
-}
-
-func assignmentText(a map[string][]int32) string {
-	if a == nil {
-		return "-"
-	}
-	topics := make([]string, 0, len(a))
-	for t := range a {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
-	parts := make([]string, 0, len(topics))
-	for _, t := range topics {
-		ps := make([]string, len(a[t]))
-		for i, p := range a[t] {
-			ps[i] = fmt.Sprint(p)
-		}
-		parts = append(parts, fmt.Sprintf("%s[%s]", t, strings.Join(ps, ",")))
-	}
-	if len(parts) == 0 {
-		return "(none)"
-	}
-	return strings.Join(parts, " ")
 }
 
 func opt(v *int64) string {

@@ -2,7 +2,8 @@ package jsonout
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -107,13 +108,8 @@ func textPartitions(ps []Partition) string {
 
 func textStats(l *statsLine) string {
 	c, d := &l.Capture, &l.Decode
-	keys := make([]string, 0, len(d.ByAPI))
-	for k := range d.ByAPI {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var apis []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(d.ByAPI)) {
 		apis = append(apis, fmt.Sprintf("%s=%d", k, d.ByAPI[k]))
 	}
 	loss := ""

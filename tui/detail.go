@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -136,13 +137,8 @@ func (v *detailView) header(b *strings.Builder, g *correlate.Group, width int) {
 		fmt.Fprintf(b, "hazards: %s\n", strings.Join(hs, ", "))
 	}
 	if len(g.Errors) > 0 {
-		keys := make([]string, 0, len(g.Errors))
-		for k := range g.Errors {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		var es []string
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(g.Errors)) {
 			es = append(es, fmt.Sprintf("%s %d", k, g.Errors[k]))
 		}
 		fmt.Fprintln(b, tview.Escape(cut("errors: "+strings.Join(es, ", "), width, false)))
@@ -171,7 +167,7 @@ func (v *detailView) members(b *strings.Builder, g *correlate.Group, width int) 
 		proc := v.process(m.ClientHost, m.ClientID)
 		withProc = withProc || proc != "-"
 		rows = append(rows, []cell{c(m.MemberID), c(m.ClientID), c(m.ClientHost), c(proc), st, cf("%d", m.Generation), hb,
-			c(assignmentText(m.Assignment))})
+			c(correlate.AssignmentText(m.Assignment))})
 	}
 	cols := []col{{title: "MEMBER", shrink: 12, mid: true}, {title: "CLIENT", shrink: 8}, {title: "HOST", shrink: 9},
 		{title: "PID/COMM", shrink: 8}, {title: "STATUS"}, {title: "GEN", right: true}, {title: "HEARTBEAT"}, {title: "ASSIGNED", shrink: 10}}

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -280,30 +279,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// assignmentText is an assignment as topic[0,1,2] topic2[3].
-func assignmentText(a map[string][]int32) string {
-	if a == nil {
-		return "-"
-	}
-	topics := make([]string, 0, len(a))
-	for t := range a {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
-	parts := make([]string, 0, len(topics))
-	for _, t := range topics {
-		ps := make([]string, len(a[t]))
-		for i, p := range a[t] {
-			ps[i] = strconv.Itoa(int(p))
-		}
-		parts = append(parts, t+"["+strings.Join(ps, ",")+"]")
-	}
-	if len(parts) == 0 {
-		return "(none)"
-	}
-	return strings.Join(parts, " ")
 }
 
 // bar is a text bar of width cells filled to frac (0..1+): "[####----]".

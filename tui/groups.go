@@ -178,10 +178,7 @@ func (v *groupsView) render() {
 	})
 	t := v.table
 	t.Clear()
-	hdr := []string{"GROUP", "STATE", "GEN", "LIVE/ALL", "LAG", "HAZARDS", "LAST REBALANCE", "PARTS", "PROTOCOL"}
-	for i, h := range hdr {
-		t.SetCell(0, i, tview.NewTableCell(h).SetAttributes(tcell.AttrBold).SetSelectable(false))
-	}
+	header(t, "GROUP", "STATE", "GEN", "LIVE/ALL", "LAG", "HAZARDS", "LAST REBALANCE", "PARTS", "PROTOCOL")
 	sel := 0
 	for i := range v.rows {
 		r := &v.rows[i]
@@ -193,21 +190,7 @@ func (v *groupsView) render() {
 			t.SetCell(y, x, cl)
 		}
 	}
-	if len(v.rows) == 0 {
-		msg := "no consumer group seen yet"
-		if v.filter != "" {
-			msg = "no group matches the filter (esc clears it)"
-		}
-		t.SetCell(1, 0, tview.NewTableCell(msg).SetSelectable(false))
-		return
-	}
-	if sel == 0 {
-		sel = 1
-		if r, _ := t.GetSelection(); r >= 1 && r <= len(v.rows) {
-			sel = r
-		}
-	}
-	t.Select(sel, 0)
+	settle(t, len(v.rows), sel, v.filter != "", "no consumer group seen yet", "no group matches the filter (esc clears it)")
 }
 
 // cells are the row's table cells; state and hazards are coloured and

@@ -93,9 +93,7 @@ func (v *hazardsView) render() {
 	}
 	t := v.table
 	t.Clear()
-	for i, h := range []string{"TIME", "SEVERITY", "KIND", "GROUP", "SUMMARY"} {
-		t.SetCell(0, i, tview.NewTableCell(h).SetAttributes(tcell.AttrBold).SetSelectable(false))
-	}
+	header(t, "TIME", "SEVERITY", "KIND", "GROUP", "SUMMARY")
 	sel := 0
 	for i, h := range v.rows {
 		y := i + 1
@@ -109,21 +107,7 @@ func (v *hazardsView) render() {
 		t.SetCell(y, 3, tview.NewTableCell(tview.Escape(orDash(h.Group))).SetMaxWidth(16))
 		t.SetCell(y, 4, tview.NewTableCell(tview.Escape(h.Summary)).SetExpansion(1))
 	}
-	if len(v.rows) == 0 {
-		msg := "no hazard reported"
-		if v.filter != "" {
-			msg = "no hazard matches the filter (esc clears it)"
-		}
-		t.SetCell(1, 0, tview.NewTableCell(msg).SetSelectable(false))
-		return
-	}
-	if sel == 0 {
-		sel = 1
-		if r, _ := t.GetSelection(); r >= 1 && r <= len(v.rows) {
-			sel = r
-		}
-	}
-	t.Select(sel, 0)
+	settle(t, len(v.rows), sel, v.filter != "", "no hazard reported", "no hazard matches the filter (esc clears it)")
 }
 
 // evidenceView is one hazard: what it says, its fields, and the exchanges
