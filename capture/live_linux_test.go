@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kwire/kwire/internal/caps"
 )
 
 // needCapture skips the test unless this process may open packet sockets.
@@ -311,38 +312,10 @@ func TestOpenLiveErrors(t *testing.T) {
 	if !errors.Is(err, ErrNoInterface) || !strings.Contains(err.Error(), "lo") {
 		t.Errorf("unknown interface: %v, want ErrNoInterface naming lo", err)
 	}
-	withoutCapNetRaw(t, func() {
+	caps.WithoutNetRaw(t, func() {
 		_, err = OpenLive(&LiveOptions{Interface: "lo"}, nil)
 	})
 	if !errors.Is(err, ErrPermission) || !errors.Is(err, unix.EPERM) {
 		t.Errorf("without CAP_NET_RAW: %v, want ErrPermission wrapping EPERM", err)
 	}
-}
-
-// withoutCapNetRaw runs f on this OS thread with CAP_NET_RAW out of its
-// effective capabilities (capabilities are per thread on Linux), then puts
-// it back.
-func withoutCapNetRaw(t testing.TB, f func()) {
-	t.Helper()
-	runtime.LockOSThread()
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var saved, data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &saved[0]); err != nil {
-		runtime.UnlockOSThread()
-		t.Skipf("capget: %v", err)
-	}
-	data = saved
-	data[0].Effective &^= 1 << unix.CAP_NET_RAW
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		runtime.UnlockOSThread()
-		t.Skipf("capset: %v", err)
-	}
-	defer func() {
-		// A thread that cannot get its capability back dies with the
-		// goroutine instead of serving others.
-		if unix.Capset(&hdr, &saved[0]) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	f()
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,30 +225,4 @@ func newClient(t testing.TB, kf *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
 		t.Fatal(err)
 	}
 	return cl
-}
-
-// withoutCapNetRaw runs f on this OS thread with CAP_NET_RAW out of its
-// effective capabilities (they are per thread on Linux), then puts it
-// back. f must not hand its work to other goroutines.
-func withoutCapNetRaw(t testing.TB, f func()) {
-	t.Helper()
-	runtime.LockOSThread()
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var saved, data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &saved[0]); err != nil {
-		runtime.UnlockOSThread()
-		t.Skipf("capget: %v", err)
-	}
-	data = saved
-	data[0].Effective &^= 1 << unix.CAP_NET_RAW
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		runtime.UnlockOSThread()
-		t.Skipf("capset: %v", err)
-	}
-	defer func() {
-		if unix.Capset(&hdr, &saved[0]) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	f()
 }

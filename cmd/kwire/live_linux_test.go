@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kwire/kwire/internal/caps"
 )
 
 // TestMain lets the test binary serve as the kwire command, for the
@@ -172,7 +174,7 @@ func TestLiveErrors(t *testing.T) {
 			code := 0
 			cmd := func() { code = run(append([]string{"live"}, tt.args...), &stdout, &stderr) }
 			if tt.noCap {
-				withoutCapNetRaw(t, cmd)
+				caps.WithoutNetRaw(t, cmd)
 			} else {
 				cmd()
 			}

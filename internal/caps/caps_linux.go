@@ -1,0 +1,39 @@
+// Package caps lets root tests run code as an unprivileged user would,
+// without leaving the test process.
+package caps
+
+import (
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// WithoutNetRaw runs f on this OS thread with CAP_NET_RAW out of its
+// effective capabilities (they are per thread on Linux), then puts it
+// back. f must not hand its work to other goroutines. The test is skipped
+// when capabilities cannot be read or changed.
+func WithoutNetRaw(t testing.TB, f func()) {
+	t.Helper()
+	runtime.LockOSThread()
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var saved, data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &saved[0]); err != nil {
+		runtime.UnlockOSThread()
+		t.Skipf("capget: %v", err)
+	}
+	data = saved
+	data[0].Effective &^= 1 << unix.CAP_NET_RAW
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		runtime.UnlockOSThread()
+		t.Skipf("capset: %v", err)
+	}
+	defer func() {
+		// A thread that cannot get its capability back dies with the
+		// goroutine instead of serving others.
+		if unix.Capset(&hdr, &saved[0]) == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
+	f()
+}
