@@ -1,5 +1,3 @@
-// Package caps lets root tests run code as an unprivileged user would,
-// without leaving the test process.
 package caps
 
 import (
