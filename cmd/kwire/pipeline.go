@@ -29,6 +29,8 @@ type pipeline struct {
 	// tap, when set, also gets every exchange and event (kwire live's
 	// metrics exporter).
 	tap tap
+	// ho, when set, runs correlate and output on a goroutine of their own.
+	ho *handoff
 }
 
 // tap is a second consumer of the pipeline's exchanges and events.
@@ -47,6 +49,23 @@ func newPipeline(cf *commonFlags, stdout io.Writer, exchanges bool) *pipeline {
 
 // Exchange implements decode.Handler.
 func (p *pipeline) Exchange(e *decode.Exchange) {
+	if p.ho != nil {
+		p.ho.Exchange(e)
+		return
+	}
+	p.exchange(e)
+}
+
+// Anomaly implements decode.Handler.
+func (p *pipeline) Anomaly(a *decode.Anomaly) {
+	if p.ho != nil {
+		p.ho.Anomaly(a)
+		return
+	}
+	p.anomaly(a)
+}
+
+func (p *pipeline) exchange(e *decode.Exchange) {
 	if p.tap != nil {
 		p.tap.Exchange(e)
 	}
@@ -56,8 +75,7 @@ func (p *pipeline) Exchange(e *decode.Exchange) {
 	p.corr.Exchange(e)
 }
 
-// Anomaly implements decode.Handler.
-func (p *pipeline) Anomaly(a *decode.Anomaly) { p.out.Anomaly(a) }
+func (p *pipeline) anomaly(a *decode.Anomaly) { p.out.Anomaly(a) }
 
 func (p *pipeline) event(ev correlate.Event) {
 	if p.tap != nil {
@@ -84,7 +102,16 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 	clock := &lastTime{next: p.dec}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if !p.exchanges && p.tap == nil {
+		// Only the correlator reads the exchanges: it can run on the
+		// other core (an exchange line needs the exchange as it is).
+		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly})
+	}
 	runErr := src.Run(ctx, clock)
+	if p.ho != nil {
+		p.ho.close()
+		p.ho = nil
+	}
 	if err := p.finish(clock.t, clock.t, src.Stats(), summary); err != nil {
 		return err
 	}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"slices"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/decode"
+)
+
+// handoff is a decode.Handler that runs the handler after it (correlate
+// and output) on a goroutine of its own, so that an offline analysis uses
+// both cores: the decoder's goroutine reassembles and decodes while this
+// one correlates. Exchanges and anomalies reach next in exactly the order
+// the decoder produced them, so the output is the same as without it.
+//
+// What the decoder hands over is only valid during its call: each exchange
+// is copied with its connection as it was then, and the byte slices the
+// Correlator reads are copied into the batch's arena (correlate.Detach).
+// Batches are recycled, so at steady state nothing is allocated.
+type handoff struct {
+	next       decode.Handler
+	cur        *handoffBatch
+	full, free chan *handoffBatch
+	done       chan struct{}
+}
+
+// Batching: a batch goes over when it holds handoffItems items or
+// handoffArena bytes; handoffBatches are in flight at most. An arena that
+// grew past handoffKeep (a huge Fetch response) is not kept for reuse.
+const (
+	handoffItems   = 128
+	handoffArena   = 1 << 20
+	handoffKeep    = 4 << 20
+	handoffBatches = 4
+)
+
+type handoffBatch struct {
+	items []handoffItem
+	arena []byte
+}
+
+type handoffItem struct {
+	ex      decode.Exchange
+	an      decode.Anomaly
+	conn    capture.Conn
+	anomaly bool
+}
+
+// handlerFuncs adapts two functions to a decode.Handler.
+type handlerFuncs struct {
+	exchange func(*decode.Exchange)
+	anomaly  func(*decode.Anomaly)
+}
+
+func (h handlerFuncs) Exchange(e *decode.Exchange) { h.exchange(e) }
+func (h handlerFuncs) Anomaly(a *decode.Anomaly)   { h.anomaly(a) }
+
+// newHandoff starts the goroutine calling next. close must be called.
+func newHandoff(next decode.Handler) *handoff {
+	h := &handoff{next: next, full: make(chan *handoffBatch, handoffBatches),
+		free: make(chan *handoffBatch, handoffBatches), done: make(chan struct{})}
+	for range handoffBatches {
+		h.free <- &handoffBatch{items: make([]handoffItem, 0, handoffItems)}
+	}
+	go h.run()
+	return h
+}
+
+func (h *handoff) run() {
+	defer close(h.done)
+	for b := range h.full {
+		for i := range b.items {
+			it := &b.items[i]
+			if it.anomaly {
+				h.next.Anomaly(&it.an)
+			} else {
+				h.next.Exchange(&it.ex)
+			}
+			*it = handoffItem{} // drop references to messages and processes
+		}
+		b.items = b.items[:0]
+		if cap(b.arena) > handoffKeep {
+			b.arena = nil
+		}
+		b.arena = b.arena[:0]
+		h.free <- b
+	}
+}
+
+// item returns the next free item of the current batch.
+func (h *handoff) item() *handoffItem {
+	if h.cur == nil {
+		h.cur = <-h.free
+	}
+	b := h.cur
+	b.items = b.items[:len(b.items)+1]
+	return &b.items[len(b.items)-1]
+}
+
+// sent passes the current batch on when it is full.
+func (h *handoff) sent() {
+	if b := h.cur; len(b.items) == cap(b.items) || len(b.arena) >= handoffArena {
+		h.flush()
+	}
+}
+
+func (h *handoff) flush() {
+	if h.cur != nil && len(h.cur.items) > 0 {
+		h.full <- h.cur
+		h.cur = nil
+	}
+}
+
+// snapshot points *conn at a copy of c, or nil.
+func snapshot(conn **capture.Conn, c *capture.Conn, into *capture.Conn) {
+	if c != nil {
+		*into = *c
+		*conn = into
+	}
+}
+
+// Exchange implements decode.Handler.
+func (h *handoff) Exchange(e *decode.Exchange) {
+	it := h.item()
+	it.ex = *e
+	snapshot(&it.ex.Conn, e.Conn, &it.conn)
+	if len(e.RecordsNotCopied) > 0 {
+		it.ex.RecordsNotCopied = slices.Clone(e.RecordsNotCopied)
+	}
+	h.cur.arena = correlate.Detach(&it.ex, h.cur.arena)
+	h.sent()
+}
+
+// Anomaly implements decode.Handler.
+func (h *handoff) Anomaly(a *decode.Anomaly) {
+	it := h.item()
+	it.anomaly, it.an = true, *a
+	snapshot(&it.an.Conn, a.Conn, &it.conn)
+	h.sent()
+}
+
+// close hands over what is left and waits until next has had it all.
+func (h *handoff) close() {
+	h.flush()
+	close(h.full)
+	<-h.done
+}
