@@ -23,7 +23,7 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 	}
 	c.stats.Fetches++
 	resp, _ := e.Resp.(*kmsg.FetchResponse)
-	k := keyOf(e)
+	k := c.keyOf(e)
 	a := c.attribute(k)
 	switch a.status {
 	case AttrGroup, AttrFormer:
@@ -43,7 +43,9 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 	offsets := c.fetchSession(e, req, resp, asked)
 	for _, p := range sortedTPs(asked) {
 		for _, f := range c.fetchTargets(a, k, p) {
-			f.position, f.positionAt = asked[p], e.ReqTime.UTC()
+			if f != nil {
+				f.position, f.positionAt = asked[p], e.ReqTime.UTC()
+			}
 		}
 	}
 	if resp == nil {
@@ -61,6 +63,9 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 				bp = nil
 			}
 			for _, f := range c.fetchTargets(a, k, p) {
+				if f == nil {
+					continue
+				}
 				f.got(rp, bp, e.RespTime.UTC(), a.member, k)
 				if off, ok := offsets[p]; ok && f.position < 0 {
 					f.position, f.positionAt = off, e.ReqTime.UTC() // from the session
@@ -72,18 +77,17 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 
 // fetchTargets returns the fetch states a Fetch of client k for p updates:
 // its group's partition and, when known, its member's; or the client's
-// unattributed consumption.
-func (c *Correlator) fetchTargets(a attribution, k clientKey, p tp) []*fetchState {
+// unattributed consumption. Unused places are nil.
+func (c *Correlator) fetchTargets(a attribution, k clientKey, p tp) (out [2]*fetchState) {
 	if g := c.groups[a.group]; g != nil && a.group != "" {
-		var out []*fetchState
 		if ps := c.part(g, p); ps != nil {
-			out = append(out, &ps.fetch)
+			out[0] = &ps.fetch
 		}
 		if m := g.members[a.member]; m != nil {
 			if m.fetched == nil {
 				m.fetched = make(map[tp]*fetchState)
 			}
-			out = append(out, fetchOf(m.fetched, p))
+			out[1] = fetchOf(m.fetched, p)
 		}
 		return out
 	}
@@ -94,9 +98,10 @@ func (c *Correlator) fetchTargets(a attribution, k clientKey, p tp) []*fetchStat
 	}
 	if cs.unattributed[p] == nil && len(cs.unattributed) >= c.opts.MaxPartitionsPerGroup {
 		c.stats.Limits.PartitionsDropped++
-		return nil
+		return out
 	}
-	return []*fetchState{fetchOf(cs.unattributed, p)}
+	out[0] = fetchOf(cs.unattributed, p)
+	return out
 }
 
 // recordsNotCopied returns the partitions of resp whose record bytes the

@@ -15,7 +15,7 @@ func (c *Correlator) listOffsets(e *decode.Exchange, req *kmsg.ListOffsetsReques
 	if resp == nil || req.ReplicaID >= 0 {
 		return
 	}
-	a := c.attribute(keyOf(e))
+	a := c.attribute(c.keyOf(e))
 	g := c.groups[a.group]
 	if g == nil || a.group == "" {
 		return

@@ -45,12 +45,17 @@ func (c *Correlator) offsetCommit(e *decode.Exchange, req *kmsg.OffsetCommitRequ
 	c.commitMember(g, e, req, gen, accepted, first)
 }
 
-// commitCodes maps each partition of a response to its error code.
+// commitCodes maps each partition of a response to its error code, in a
+// map reused by the next call.
 func (c *Correlator) commitCodes(resp *kmsg.OffsetCommitResponse) map[tp]int16 {
 	if resp == nil {
 		return nil
 	}
-	out := make(map[tp]int16)
+	if c.codes == nil {
+		c.codes = make(map[tp]int16)
+	}
+	out := c.codes
+	clear(out)
 	for _, t := range resp.Topics {
 		topic := c.topicKey(t.Topic, t.TopicID)
 		for _, p := range t.Partitions {
@@ -94,16 +99,17 @@ func (c *Correlator) commit(g *groupState, e *decode.Exchange, member string, ge
 	default:
 		c.stats.CommitsAccepted++
 	}
+	md := strPtr(meta) // shared by the record and the event: neither changes it
 	r := commitRec{
-		at: e.ReqTime.UTC(), member: member, generation: gen, offset: offset, metadata: strPtr(meta),
-		code: code, clientID: e.ClientID, clientHost: hostOf(e), conn: connOf(e),
+		at: e.ReqTime.UTC(), member: member, generation: gen, offset: offset, metadata: md,
+		code: code, clientID: e.ClientID, clientHost: c.hostOf(e), conn: c.connOf(e),
 	}
 	if ps := c.part(g, p); ps != nil {
 		ps.addCommit(r, c.opts.MaxCommitHistory, &c.stats.Limits)
 	}
 	ev := &CommitEvent{
 		Group: g.name, MemberID: member, Generation: gen, Topic: p.topic, Partition: p.partition,
-		Offset: offset, Metadata: strPtr(meta), ErrorCode: code, Outcome: outcome,
+		Offset: offset, Metadata: md, ErrorCode: code, Outcome: outcome,
 		ClientID: r.clientID, ClientHost: r.clientHost, Conn: r.conn, at: r.at,
 	}
 	if code > 0 {

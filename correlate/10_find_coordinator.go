@@ -67,7 +67,7 @@ func (c *Correlator) findCoordinator(e *decode.Exchange, req *kmsg.FindCoordinat
 func (c *Correlator) coordinatorAnswer(g *groupState, e *decode.Exchange, node int32, host string, port int32, code int16) {
 	cs := &g.coord
 	cs.nodeID, cs.host, cs.port, cs.code = node, host, port, code
-	cs.learnedFrom, cs.learnedAt = connOf(e).Broker, e.RespTime.UTC()
+	cs.learnedFrom, cs.learnedAt = c.connOf(e).Broker, e.RespTime.UTC()
 	if code != 0 {
 		cs.nodeID, cs.host, cs.port = -1, "", 0
 	}

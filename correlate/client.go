@@ -18,8 +18,8 @@ type clientKey struct {
 	clientID string
 }
 
-func keyOf(e *decode.Exchange) clientKey {
-	return clientKey{host: hostOf(e), clientID: e.ClientID}
+func (c *Correlator) keyOf(e *decode.Exchange) clientKey {
+	return clientKey{host: c.hostOf(e), clientID: e.ClientID}
 }
 
 // clientState is one client's bindings to groups.
@@ -59,7 +59,7 @@ func processOf(e *decode.Exchange, p *capture.Process) {
 // bind ties e's client to group, with member id memberID when the member
 // is live (or unknown yet), else without one.
 func (c *Correlator) bind(e *decode.Exchange, group, memberID string, instanceID *string) {
-	cs := c.client(keyOf(e))
+	cs := c.client(c.keyOf(e))
 	t := e.ReqTime.UTC()
 	cs.lastSeen = t
 	processOf(e, &cs.process)

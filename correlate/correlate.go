@@ -14,8 +14,11 @@ import (
 // Correlator rebuilds consumer groups from exchanges. It is not safe for
 // concurrent use: call it from the goroutine that runs the decoder.
 type Correlator struct {
-	opts Options
-	sink Sink
+	opts  Options
+	sink  Sink
+	names connNames    // endpoint text of recent connections
+	codes map[tp]int16 // commitCodes' map, reused
+	spans []span       // scanSpans' output, reused
 
 	// Topic ids (topic_ids.go): names learned from Metadata, and ids used
 	// as "id:<hex>" keys (when last used); at most MaxTopicIDs each.

@@ -43,15 +43,15 @@ type Conn struct {
 	Comm string `json:"comm,omitempty"`
 }
 
-func connOf(e *decode.Exchange) Conn {
+func (c *Correlator) connOf(e *decode.Exchange) Conn {
 	if e.Conn == nil {
 		return Conn{}
 	}
-	c := Conn{ID: e.Conn.ID, Client: e.Conn.Client.String(), Broker: e.Conn.Server.String()}
+	out := c.names.of(e.Conn).conn
 	if p := e.Conn.Process; p != nil {
-		c.PID, c.Comm = p.PID, p.Comm
+		out.PID, out.Comm = p.PID, p.Comm
 	}
-	return c
+	return out
 }
 
 // Cause kinds of a generation (the "kind" of GenerationEvent.Cause).

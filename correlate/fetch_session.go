@@ -33,7 +33,7 @@ func (c *Correlator) fetchSession(e *decode.Exchange, req *kmsg.FetchRequest, re
 	if req.Version < 7 || e.Conn == nil {
 		return asked
 	}
-	broker := e.Conn.Server.String()
+	broker := c.names.of(e.Conn).conn.Broker
 	key := sessionKey{broker, req.SessionID}
 	if req.SessionEpoch <= 0 {
 		if req.SessionID != 0 {

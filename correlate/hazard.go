@@ -189,8 +189,8 @@ type Evidence struct {
 // maxEvidence caps the evidence of one hazard.
 const maxEvidence = 8
 
-func evidenceOf(e *decode.Exchange) Evidence {
-	return Evidence{TS: e.ReqTime.UTC(), Conn: connOf(e), API: kmsg.NameForKey(e.Key), CorrelationID: e.CorrelationID}
+func (c *Correlator) evidenceOf(e *decode.Exchange) Evidence {
+	return Evidence{TS: e.ReqTime.UTC(), Conn: c.connOf(e), API: kmsg.NameForKey(e.Key), CorrelationID: e.CorrelationID}
 }
 
 // HazardOptions tune hazard detection. A zero field means the default.

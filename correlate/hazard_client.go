@@ -32,12 +32,12 @@ func (c *Correlator) produceHazards(e *decode.Exchange, req *kmsg.ProduceRequest
 	if req.Acks != 0 && req.Acks != 1 {
 		return
 	}
-	k := keyOf(e)
+	k := c.keyOf(e)
 	for _, t := range req.Topics {
 		topic := c.topicKey(t.Topic, t.TopicID)
 		ev := &HazardEvent{Kind: HazardProducerAcksWeak, Severity: SeverityInfo, Topic: topic, ClientID: k.clientID,
 			ClientHost: k.host, Acks: func(v int16) *int16 { return &v }(req.Acks), at: e.ReqTime.UTC(),
-			Evidence: []Evidence{evidenceOf(e)}}
+			Evidence: []Evidence{c.evidenceOf(e)}}
 		if req.Acks == 0 {
 			ev.Summary = fmt.Sprintf("client %s on %s produces to %s with acks=0: the broker does not answer, "+
 				"so a write that fails is lost unnoticed", k.clientID, k.host, topic)
@@ -57,7 +57,7 @@ func (c *Correlator) clientIDSeen(e *decode.Exchange) {
 		return
 	}
 	h := c.hz()
-	host := hostOf(e)
+	host := c.hostOf(e)
 	hh := h.hosts[host]
 	if hh == nil {
 		if len(h.hosts) >= c.opts.MaxClients {
@@ -76,7 +76,7 @@ func (c *Correlator) clientIDSeen(e *decode.Exchange) {
 		c.endEpisode(key)
 	}
 	hh.recent = trimMarks(hh.recent, func(x idMark) bool { return at.Sub(x.at) > window })
-	hh.recent = append(hh.recent, idMark{id: e.ClientID, at: at, ev: evidenceOf(e)})
+	hh.recent = append(hh.recent, idMark{id: e.ClientID, at: at, ev: c.evidenceOf(e)})
 	if len(hh.recent) < c.opts.Hazards.ChurnClientIDs || c.episodeOpen(key) {
 		return
 	}

@@ -79,7 +79,7 @@ func (c *Correlator) commitHazards(e *decode.Exchange, req *kmsg.OffsetCommitReq
 		return
 	}
 	codes := c.commitCodes(resp)
-	cm := &committer{member: req.MemberID, gen: req.Generation, client: keyOf(e), ev: evidenceOf(e), at: e.ReqTime.UTC()}
+	cm := &committer{member: req.MemberID, gen: req.Generation, client: c.keyOf(e), ev: c.evidenceOf(e), at: e.ReqTime.UTC()}
 	if req.Version == 0 {
 		cm.gen = -1
 	}

@@ -185,9 +185,8 @@ func (mp *memberPart) add(ss []span) {
 // scanSpans reads the complete batch headers of a Fetch response
 // partition (KIP-98 v2 layout; legacy message sets as one record each).
 // A transactional batch is data only when the response names no aborted
-// transaction.
-func scanSpans(b []byte, aborted bool, at time.Time) []span {
-	var out []span
+// transaction. The spans are appended to out.
+func scanSpans(out []span, b []byte, aborted bool, at time.Time) []span {
 	for len(b) >= 17 {
 		base := int64(binary.BigEndian.Uint64(b))
 		size := int64(int32(binary.BigEndian.Uint32(b[8:]))) + 12
@@ -219,7 +218,7 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 	if req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 {
 		return
 	}
-	k := keyOf(e)
+	k := c.keyOf(e)
 	a := c.attribute(k)
 	g := c.groups[a.group]
 	if g == nil || a.group == "" || (a.status != AttrGroup && a.status != AttrFormer) {
@@ -230,7 +229,7 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 		key = clientMemberKey(k)
 	}
 	mh := c.memberHz(g.name, key)
-	ev := evidenceOf(e)
+	ev := c.evidenceOf(e)
 	asked := make(map[tp]int64)
 	for _, t := range req.Topics {
 		topic := c.topicKey(t.Topic, t.TopicID)
@@ -284,7 +283,8 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 			mp.notCopied++
 			continue
 		}
-		ss := scanSpans(rp.RecordBatches, len(rp.AbortedTransactions) > 0, e.RespTime.UTC())
+		ss := scanSpans(c.spans[:0], rp.RecordBatches, len(rp.AbortedTransactions) > 0, e.RespTime.UTC())
+		c.spans = ss
 		if len(ss) == 0 {
 			continue
 		}
@@ -310,7 +310,7 @@ func (c *Correlator) sessionOffset(e *decode.Exchange, req *kmsg.FetchRequest, p
 	if e.Conn == nil || req.SessionEpoch <= 0 {
 		return 0, false
 	}
-	s := c.sessions[sessionKey{e.Conn.Server.String(), req.SessionID}]
+	s := c.sessions[sessionKey{c.names.of(e.Conn).conn.Broker, req.SessionID}]
 	if s == nil {
 		return 0, false
 	}
@@ -353,7 +353,7 @@ func (c *Correlator) checkOwnerFetch(g *groupState, a attribution, p tp, owners 
 		records += s.next - s.base
 	}
 	hev := partHazardEvent(HazardNonOwnerFetch, SeverityWarn, g.name, p, e.ReqTime.UTC())
-	hev.MemberID, hev.Generation, hev.ClientID, hev.ClientHost = m.id, i32p(m.generation), e.ClientID, hostOf(e)
+	hev.MemberID, hev.Generation, hev.ClientID, hev.ClientHost = m.id, i32p(m.generation), e.ClientID, c.hostOf(e)
 	hev.Owner, hev.Records = owner, i64(records)
 	if cur := g.cur(); cur != nil {
 		hev.OwnerGeneration = i32p(cur.id)
@@ -377,7 +377,7 @@ func (c *Correlator) syncHazards(e *decode.Exchange, req *kmsg.SyncGroupRequest)
 	if g == nil || resp == nil || resp.ErrorCode != 0 || req.MemberID == "" {
 		return
 	}
-	c.liveRequest(g, req.MemberID, e.ReqTime.UTC(), e.RespTime.UTC(), evidenceOf(e), true)
+	c.liveRequest(g, req.MemberID, e.ReqTime.UTC(), e.RespTime.UTC(), c.evidenceOf(e), true)
 	c.memberHz(g.name, req.MemberID).assignAt = e.RespTime.UTC()
 }
 

@@ -66,7 +66,7 @@ func (c *Correlator) joinHazards(e *decode.Exchange, req *kmsg.JoinGroupRequest)
 	if g == nil || resp == nil {
 		return
 	}
-	k, ev := keyOf(e), evidenceOf(e)
+	k, ev := c.keyOf(e), c.evidenceOf(e)
 	inconsistent := episodeKey(HazardInconsistentProtocol, g.name, k.host, k.clientID)
 	switch resp.ErrorCode {
 	case 0:
@@ -131,7 +131,7 @@ func (c *Correlator) heartbeatHazards(e *decode.Exchange, req *kmsg.HeartbeatReq
 	if m == nil {
 		return
 	}
-	at, ev := e.ReqTime.UTC(), evidenceOf(e)
+	at, ev := e.ReqTime.UTC(), c.evidenceOf(e)
 	if resp.ErrorCode != 0 {
 		gh := c.groupHz(g.name)
 		window := c.opts.Hazards.StormWindow

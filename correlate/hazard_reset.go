@@ -84,7 +84,7 @@ func (c *Correlator) noCommit(e *decode.Exchange, group string, answer []fetched
 	if g == nil {
 		return
 	}
-	ev := evidenceOf(e)
+	ev := c.evidenceOf(e)
 	for _, fo := range answer {
 		ph := c.partHz(group, fo.p)
 		if ph == nil || fo.code != 0 {
@@ -92,14 +92,14 @@ func (c *Correlator) noCommit(e *decode.Exchange, group string, answer []fetched
 		}
 		if fo.offset >= 0 {
 			if !ph.last.known {
-				ph.last = commitMark{known: true, offset: fo.offset, gen: -1, client: keyOf(e), ev: ev}
+				ph.last = commitMark{known: true, offset: fo.offset, gen: -1, client: c.keyOf(e), ev: ev}
 			}
 			continue
 		}
 		if ph.last.known || ph.reset.origin != resetNone {
 			continue
 		}
-		ph.reset = resetState{origin: resetNoCommit, client: keyOf(e), from: -1, at: ev.TS, evs: []Evidence{ev}, logStart: -1, hwm: -1}
+		ph.reset = resetState{origin: resetNoCommit, client: c.keyOf(e), from: -1, at: ev.TS, evs: []Evidence{ev}, logStart: -1, hwm: -1}
 	}
 }
 
@@ -109,7 +109,7 @@ func (c *Correlator) listOffsetsHazards(e *decode.Exchange, req *kmsg.ListOffset
 	if resp == nil || req.ReplicaID >= 0 {
 		return
 	}
-	k := keyOf(e)
+	k := c.keyOf(e)
 	a := c.attribute(k)
 	if c.groups[a.group] == nil || a.group == "" {
 		return
@@ -146,7 +146,7 @@ func (c *Correlator) listOffsetsHazards(e *decode.Exchange, req *kmsg.ListOffset
 			// request; its response time may sort after the Fetch
 			// (capture times of two connections).
 			r.listed, r.listAt, r.ts, r.offset = true, e.ReqTime.UTC(), ts, off
-			r.evs = append(r.evs, evidenceOf(e))
+			r.evs = append(r.evs, c.evidenceOf(e))
 		}
 	}
 }

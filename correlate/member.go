@@ -71,7 +71,7 @@ func (c *Correlator) member(g *groupState, id string, e *decode.Exchange) *membe
 		g.members[id] = m
 	}
 	if e != nil {
-		m.clientID, m.clientHost = e.ClientID, hostOf(e)
+		m.clientID, m.clientHost = e.ClientID, c.hostOf(e)
 		processOf(e, &m.process)
 		if t := e.ReqTime.UTC(); t.Before(m.firstSeen) {
 			m.firstSeen = t
@@ -219,9 +219,9 @@ func (c *Correlator) announceJoin(g *groupState, m *memberState, gen int32, reas
 }
 
 // hostOf returns the client address of e's connection, without port.
-func hostOf(e *decode.Exchange) string {
+func (c *Correlator) hostOf(e *decode.Exchange) string {
 	if e.Conn == nil {
 		return ""
 	}
-	return e.Conn.Client.Addr().Unmap().String()
+	return c.names.of(e.Conn).host
 }

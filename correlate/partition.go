@@ -1,9 +1,10 @@
 package correlate
 
 import (
+	"cmp"
 	"encoding/hex"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 )
 
@@ -15,11 +16,12 @@ type tp struct {
 	partition int32
 }
 
-func lessTP(a, b tp) bool {
-	if a.topic != b.topic {
-		return a.topic < b.topic
+// cmpTP orders partitions by topic, then number.
+func cmpTP(a, b tp) int {
+	if c := strings.Compare(a.topic, b.topic); c != 0 {
+		return c
 	}
-	return a.partition < b.partition
+	return cmp.Compare(a.partition, b.partition)
 }
 
 // fetchState is what Fetches asked for and got for one partition.
@@ -161,7 +163,7 @@ func sortedTPs[V any](m map[tp]V) []tp {
 	for k := range m {
 		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return lessTP(out[i], out[j]) })
+	slices.SortFunc(out, cmpTP)
 	return out
 }
 
