@@ -99,7 +99,7 @@ func (c *Correlator) commit(g *groupState, e *decode.Exchange, member string, ge
 	default:
 		c.stats.CommitsAccepted++
 	}
-	md := strPtr(meta) // shared by the record and the event: neither changes it
+	md := meta // decoded for this exchange alone and never changed: shared, not copied
 	r := commitRec{
 		at: e.ReqTime.UTC(), member: member, generation: gen, offset: offset, metadata: md,
 		code: code, clientID: e.ClientID, clientHost: c.hostOf(e), conn: c.connOf(e),

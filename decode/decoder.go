@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kwire/kwire/capture"
@@ -19,6 +20,7 @@ type Decoder struct {
 	buffered int64 // bytes held in partial frames, all connections
 	stats    Stats
 	protos   [maxKey]kmsg.Request // one request per key, for header checks
+	tags     kbin.Reader          // skips tagged fields (kmsg.SkipTags takes an interface)
 
 	ex      Exchange // reused for every Handler call
 	an      Anomaly

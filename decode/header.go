@@ -29,7 +29,7 @@ func keyKnown(protos *[maxKey]kmsg.Request, key int16) kmsg.Request {
 // Header v0 (key, version, correlation id) is used only by ControlledShutdown
 // v0; v1 adds a nullable client id; v2 (flexible versions, KIP-482) adds
 // tagged fields.
-func parseRequestHeader(protos *[maxKey]kmsg.Request, frame []byte) (h reqHeader, ok bool) {
+func parseRequestHeader(protos *[maxKey]kmsg.Request, tr *kbin.Reader, frame []byte) (h reqHeader, ok bool) {
 	if len(frame) < 8 {
 		return h, false
 	}
@@ -62,12 +62,12 @@ func parseRequestHeader(protos *[maxKey]kmsg.Request, frame []byte) (h reqHeader
 	h.known = true
 	proto.SetVersion(h.version)
 	if proto.IsFlexible() {
-		r := kbin.Reader{Src: frame[h.body:]}
-		kmsg.SkipTags(&r)
-		if !r.Ok() {
+		*tr = kbin.Reader{Src: frame[h.body:]}
+		kmsg.SkipTags(tr) // through an interface: tr is the caller's, so nothing escapes per call
+		if !tr.Ok() {
 			return h, false
 		}
-		h.body = len(frame) - len(r.Src)
+		h.body = len(frame) - len(tr.Src)
 	}
 	return h, true
 }

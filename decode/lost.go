@@ -14,7 +14,7 @@ import (
 // completes its exchange, without a body.
 func (d *Decoder) damaged(cs *connState, dir capture.Dir, part []byte, t time.Time) {
 	if dir == capture.ToServer {
-		h, ok := parseRequestHeader(&d.protos, part)
+		h, ok := parseRequestHeader(&d.protos, &d.tags, part)
 		// As for a whole request: no negative key, version or id (an
 		// unknown key is kept, header only; a known one must be plausible).
 		if !ok || h.key < 0 || h.version < 0 || h.corr < 0 || !h.plausible() && h.known {
@@ -58,7 +58,7 @@ func (d *Decoder) oversize(cs *connState, dir capture.Dir, rem []byte, l int64, 
 		if len(rem) < maxHeaderProbe && int64(len(rem)) < 4+l {
 			return false
 		}
-		h, hok := parseRequestHeader(&d.protos, rem[4:])
+		h, hok := parseRequestHeader(&d.protos, &d.tags, rem[4:])
 		if ok = hok && h.plausible(); ok {
 			p := d.begin(cs, &h, t, int(min(l+4, 1<<62)))
 			p.reqErr = ErrOversize

@@ -110,7 +110,7 @@ func (cs *connState) intern(id []byte) string {
 // request handles one complete request frame. It returns false when the
 // frame is not a request header at all (the stream lost sync).
 func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
-	h, ok := parseRequestHeader(&d.protos, frame)
+	h, ok := parseRequestHeader(&d.protos, &d.tags, frame)
 	if cs.saslRaw {
 		if !ok || !h.plausible() {
 			// A raw SASL token after SaslHandshake v0: never decoded.
@@ -368,12 +368,12 @@ func (d *Decoder) decodeResponse(p *pending, body []byte) (kmsg.Response, error)
 		return nil, ErrUnsupportedVersion
 	}
 	if isFlexibleResponse(proto, p.key, p.version) {
-		r := kbin.Reader{Src: body}
-		kmsg.SkipTags(&r)
-		if !r.Ok() {
+		d.tags = kbin.Reader{Src: body}
+		kmsg.SkipTags(&d.tags)
+		if !d.tags.Ok() {
 			return nil, errors.New("response header tags truncated")
 		}
-		body = r.Src
+		body = d.tags.Src
 	}
 	resp := kmsg.ResponseForKey(p.key)
 	resp.SetVersion(p.version)

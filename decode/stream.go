@@ -298,7 +298,7 @@ func (d *Decoder) requestAt(p []byte) scan {
 	if int64(len(frame)) < l {
 		return candidate
 	}
-	h, ok := parseRequestHeader(&d.protos, frame)
+	h, ok := parseRequestHeader(&d.protos, &d.tags, frame)
 	if !ok || !h.plausible() {
 		return none
 	}
