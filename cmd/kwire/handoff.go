@@ -30,8 +30,8 @@ type handoff struct {
 // grew past handoffKeep (a huge Fetch response) is not kept for reuse.
 const (
 	handoffItems   = 128
-	handoffArena   = 1 << 20
-	handoffKeep    = 4 << 20
+	handoffArena   = 256 << 10
+	handoffKeep    = 2 << 20
 	handoffBatches = 4
 )
 
@@ -61,7 +61,7 @@ func newHandoff(next decode.Handler) *handoff {
 	h := &handoff{next: next, full: make(chan *handoffBatch, handoffBatches),
 		free: make(chan *handoffBatch, handoffBatches), done: make(chan struct{})}
 	for range handoffBatches {
-		h.free <- &handoffBatch{items: make([]handoffItem, 0, handoffItems)}
+		h.free <- &handoffBatch{items: make([]handoffItem, 0, handoffItems), arena: make([]byte, 0, 2*handoffArena)}
 	}
 	go h.run()
 	return h
