@@ -145,3 +145,30 @@ func TestHoleOverTags(t *testing.T) {
 		}
 	}
 }
+
+// TestDropProduceRecords: with DropProduceRecords, Produce requests come
+// without record bytes and hold no body while they wait, everything else
+// as usual; with bytes not copied they are decoded as without the option.
+func TestDropProduceRecords(t *testing.T) {
+	pr := reqFrame(produceReq(-1, 5000), 9, 3, "p")
+	pat := len(pr) - 5000
+	steps := []step{
+		req(pr), req(reqFrame(produceReq(1, 300), 9, 4, "p")),
+		resp(respFrame(produceResp(), 9, 3)), resp(respFrame(produceResp(), 9, 4)),
+		req(pr[:pat+1]), uncopied(capture.ToServer, len(pr)-pat-1), resp(respFrame(produceResp(), 9, 3)),
+	}
+	r, d, _ := feed(&Options{DropProduceRecords: true}, newConn(capture.RolePort, true), 1000, steps...)
+	diff(t, "exchanges", []string{"Produce v9 #3 seen", "Produce v9 #4 seen", "Produce v9 #3 seen"}, summary(r))
+	diff(t, "anomalies", []AnomalyKind(nil), r.kinds())
+	for i, want := range []int16{-1, 1} {
+		p := r.ex[i].req.(*kmsg.ProduceRequest)
+		if p.Acks != want || p.Topics[0].Topic != "orders" || p.Topics[0].Partitions[0].Records != nil {
+			t.Errorf("exchange %d: acks %d, topic %q, %d record bytes; want acks %d, orders, none",
+				i, p.Acks, p.Topics[0].Topic, len(p.Topics[0].Partitions[0].Records), want)
+		}
+	}
+	diff(t, "not copied", []PartitionIndex{{0, 0}}, r.ex[2].NotCopied)
+	if st := d.Stats(); st.Exchanges != 3 || st.NotCopiedFrames != 0 {
+		t.Errorf("stats: %+v", st)
+	}
+}

@@ -132,10 +132,18 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 	p := d.begin(cs, &h, t, 4+len(frame))
 	body := frame[h.body:]
 	if p.reqErr == nil {
-		p.buf = append(d.bodyBuf(len(body)), body...)
+		// The kmsg message points into the bytes it is read from, so they
+		// are copied to outlive the frame; unless only record bytes would
+		// point there, and they are not wanted.
+		src := body
+		drop := d.opts.DropProduceRecords && h.key == 0 && len(d.holes) == 0
+		if !drop {
+			p.buf = append(d.bodyBuf(len(body)), body...)
+			src = p.buf
+		}
 		req := kmsg.RequestForKey(h.key)
 		req.SetVersion(h.version)
-		if err := req.ReadFrom(p.buf); err != nil {
+		if err := req.ReadFrom(src); err != nil {
 			if len(d.holes) > 0 {
 				err = ErrNotCopied
 				d.stats.NotCopiedFrames++
@@ -148,6 +156,9 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 				p.uncopied, ok = d.notCopied(req, p.buf, 4+h.body, 4+len(frame), d.holes, p.uncopied[:0])
 			}
 			if ok {
+				if drop {
+					dropRecords(req.(*kmsg.ProduceRequest))
+				}
 				redactRequest(req)
 				p.req = req
 			} else {
@@ -164,6 +175,15 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 	}
 	d.enqueue(cs, p, t)
 	return true
+}
+
+// dropRecords clears the record bytes of a Produce request.
+func dropRecords(r *kmsg.ProduceRequest) {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			r.Topics[i].Partitions[j].Records = nil
+		}
+	}
 }
 
 // begin counts a request whose header is known and returns its pending

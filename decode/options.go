@@ -21,6 +21,12 @@ type Options struct {
 	// SniffBytes is how many bytes of a connection are searched for a
 	// Kafka frame before it is declared not Kafka (default 64 KiB).
 	SniffBytes int
+	// DropProduceRecords decodes Produce requests without their record
+	// bytes (every partition's Records is nil), which spares a copy of
+	// each request body while it waits for its response: for a Handler
+	// that never reads them, like the correlator. Produce requests with
+	// bytes the source did not copy (eBPF --snap) keep them as usual.
+	DropProduceRecords bool
 }
 
 const (
