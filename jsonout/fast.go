@@ -2,6 +2,7 @@ package jsonout
 
 import (
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/kwire/kwire/correlate"
@@ -13,12 +14,13 @@ import (
 // written by hand here, byte for byte as encoding/json writes them (the
 // goldens and TestFastCommit hold it to that).
 
-// commitLine appends the whole "type":"commit" line of e.
-func commitLine(b []byte, e *correlate.CommitEvent) []byte {
+// commitLine appends the whole "type":"commit" line of e. ts keeps the
+// last time formatted: the partitions of one commit share theirs.
+func commitLine(b []byte, e *correlate.CommitEvent, ts *tsCache) []byte {
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, SchemaVersion, 10)
 	b = append(b, `,"type":"commit","ts":"`...)
-	b = e.Time().UTC().AppendFormat(b, TimeFormat)
+	b = ts.append(b, e.Time())
 	b = append(b, `","group":`...)
 	b = appendString(b, e.Group)
 	b = append(b, `,"member_id":`...)
@@ -66,6 +68,27 @@ func commitLine(b []byte, e *correlate.CommitEvent) []byte {
 	return append(b, "}}"...)
 }
 
+// tsCache is a time and its text in TimeFormat (UTC).
+type tsCache struct {
+	t    time.Time
+	text []byte
+}
+
+func (c *tsCache) append(b []byte, t time.Time) []byte {
+	if c.text == nil || !t.Equal(c.t) {
+		c.t, c.text = t, t.UTC().AppendFormat(c.text[:0], TimeFormat)
+	}
+	return append(b, c.text...)
+}
+
+// plainASCII[c] is set for the ASCII bytes appendString copies as they are.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string as json.Marshal writes it: HTML
 // characters, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD.
 func appendString(b []byte, s string) []byte {
@@ -75,7 +98,7 @@ func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plainASCII[c] {
 				i++
 				continue
 			}

@@ -35,7 +35,7 @@ func TestFastCommit(t *testing.T) {
 			{Group: "g", Conn: correlate.Conn{ID: 3, Client: "c", Broker: "b", PID: 4242, Comm: s}},
 		} {
 			want := commitSlow(t, e)
-			got := append(commitLine(nil, e), '\n')
+			got := append(commitLine(nil, e, &tsCache{}), '\n')
 			if !bytes.Equal(got, want) {
 				t.Errorf("%q:\n got  %s\n want %s", s, got, want)
 			}

@@ -38,7 +38,8 @@ type Writer struct {
 	names decode.Topics
 	err   error
 
-	scratch []byte // a line being built (fast.go)
+	scratch []byte  // a line being built (fast.go)
+	ts      tsCache // the last commit line's time
 }
 
 // New returns a Writer on w. opts may be nil.
