@@ -1,6 +1,8 @@
 package correlate
 
 import (
+	"slices"
+
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,15 +35,10 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 	default:
 		c.stats.FetchesUnknown++
 	}
-	asked := make(map[tp]int64)
-	for _, t := range req.Topics {
-		topic := c.topicKey(t.Topic, t.TopicID)
-		for _, p := range t.Partitions {
-			asked[tp{topic, p.Partition}] = p.FetchOffset
-		}
-	}
+	ask := c.askedBy(req)
+	asked := ask.asked
 	offsets := c.fetchSession(e, req, resp, asked)
-	for _, p := range sortedTPs(asked) {
+	for _, p := range ask.sorted {
 		for _, f := range c.fetchTargets(a, k, p) {
 			if f != nil {
 				f.position, f.positionAt = asked[p], e.ReqTime.UTC()
@@ -73,6 +70,48 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 			}
 		}
 	}
+}
+
+// fetchAsk is what a Fetch request asks for, worked out once per exchange
+// for fetch and fetchHazards (Correlator.ask, reused).
+type fetchAsk struct {
+	exchange int64        // Stats.Exchanges of the exchange it is for
+	inReq    []tpOffset   // every partition in request order
+	asked    map[tp]int64 // the fetch offset of each partition
+	sorted   []tp         // asked's partitions in order
+}
+
+type tpOffset struct {
+	p   tp
+	off int64
+}
+
+// askedBy returns what req, the request of the current exchange, asks for.
+// It is valid until the next exchange.
+func (c *Correlator) askedBy(req *kmsg.FetchRequest) *fetchAsk {
+	f := &c.ask
+	if f.asked != nil && f.exchange == c.stats.Exchanges {
+		return f
+	}
+	f.exchange = c.stats.Exchanges
+	if f.asked == nil {
+		f.asked = make(map[tp]int64)
+	}
+	clear(f.asked)
+	f.inReq, f.sorted = f.inReq[:0], f.sorted[:0]
+	for _, t := range req.Topics {
+		topic := c.topicKey(t.Topic, t.TopicID)
+		for _, p := range t.Partitions {
+			k := tp{topic, p.Partition}
+			f.inReq = append(f.inReq, tpOffset{k, p.FetchOffset})
+			f.asked[k] = p.FetchOffset
+		}
+	}
+	for k := range f.asked {
+		f.sorted = append(f.sorted, k)
+	}
+	slices.SortFunc(f.sorted, cmpTP)
+	return f
 }
 
 // fetchTargets returns the fetch states a Fetch of client k for p updates:

@@ -19,6 +19,7 @@ type Correlator struct {
 	names connNames    // endpoint text of recent connections
 	codes map[tp]int16 // commitCodes' map, reused
 	spans []span       // scanSpans' output, reused
+	ask   fetchAsk     // the current Fetch's partitions (askedBy)
 
 	// Topic ids (topic_ids.go): names learned from Metadata, and ids used
 	// as "id:<hex>" keys (when last used); at most MaxTopicIDs each.

@@ -230,15 +230,12 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 	}
 	mh := c.memberHz(g.name, key)
 	ev := c.evidenceOf(e)
-	asked := make(map[tp]int64)
-	for _, t := range req.Topics {
-		topic := c.topicKey(t.Topic, t.TopicID)
-		for _, p := range t.Partitions {
-			asked[tp{topic, p.Partition}] = p.FetchOffset
-			if mp := mh.part(tp{topic, p.Partition}, c.opts.MaxPartitionsPerGroup); mp != nil {
-				mp.fetches++
-				mp.position = max(mp.position, p.FetchOffset)
-			}
+	ask := c.askedBy(req)
+	asked := ask.asked
+	for _, x := range ask.inReq {
+		if mp := mh.part(x.p, c.opts.MaxPartitionsPerGroup); mp != nil {
+			mp.fetches++
+			mp.position = max(mp.position, x.off)
 		}
 	}
 	resp, _ := e.Resp.(*kmsg.FetchResponse)
@@ -252,7 +249,7 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 			}
 		}
 	}
-	for _, p := range sortedTPs(asked) {
+	for _, p := range ask.sorted {
 		if rp := got[p]; rp == nil || rp.ErrorCode == 0 {
 			c.resetResumed(g, p, k, a.member, asked[p], rp, ev)
 		}
