@@ -129,7 +129,26 @@ func (h *handoff) Exchange(e *decode.Exchange) {
 		it.ex.RecordsNotCopied = slices.Clone(e.RecordsNotCopied)
 	}
 	h.cur.arena = correlate.Detach(&it.ex, h.cur.arena)
+	if len(h.cur.arena) > handoffKeep {
+		// A huge exchange (a Fetch response of many MB): wait until it
+		// is correlated, so that no more than one copy of such bytes is
+		// held at a time, however many batches are in flight.
+		h.flush()
+		h.drain()
+		return
+	}
 	h.sent()
+}
+
+// drain waits until next has had every batch sent.
+func (h *handoff) drain() {
+	var held [handoffBatches]*handoffBatch
+	for i := range held {
+		held[i] = <-h.free
+	}
+	for _, b := range held {
+		h.free <- b
+	}
 }
 
 // Anomaly implements decode.Handler.

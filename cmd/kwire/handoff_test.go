@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/decode"
+)
+
+// TestHandoffOrderAndCopies feeds a handoff the way the decoder does: one
+// Exchange, Anomaly, Conn and byte buffer reused and changed after every
+// call. What reaches the other goroutine must be in order and as it was at
+// the call, including a Fetch response too big to batch.
+func TestHandoffOrderAndCopies(t *testing.T) {
+	var got []string
+	next := handlerFuncs{
+		exchange: func(e *decode.Exchange) {
+			r := e.Resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches
+			got = append(got, fmt.Sprintf("ex %d %s %d×%d", e.CorrelationID, e.Conn.Client, len(r), bytes.Count(r, r[:1])))
+		},
+		anomaly: func(a *decode.Anomaly) { got = append(got, fmt.Sprintf("an %s %s", a.Kind, a.Conn.Client)) },
+	}
+	h := newHandoff(next)
+	conn := &capture.Conn{ID: 1, Client: netip.MustParseAddrPort("10.0.0.1:1000"), Server: netip.MustParseAddrPort("10.0.0.2:9092")}
+	var ex decode.Exchange
+	var an decode.Anomaly
+	buf := make([]byte, 3*handoffKeep)
+	var want []string
+	for i := range 1000 {
+		size := 1 + i%700
+		if i == 500 {
+			size = len(buf) // bigger than a batch keeps
+		}
+		fill := byte(i%250 + 1)
+		for j := range size {
+			buf[j] = fill
+		}
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Topics = []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{{RecordBatches: buf[:size]}}}}
+		ex = decode.Exchange{Conn: conn, Key: 1, CorrelationID: int32(i), Req: kmsg.NewPtrFetchRequest(), Resp: resp}
+		h.Exchange(&ex)
+		want = append(want, fmt.Sprintf("ex %d %s %d×%d", i, conn.Client, size, size))
+		if i%97 == 0 {
+			an = decode.Anomaly{Kind: decode.AnomalyGap, Conn: conn}
+			h.Anomaly(&an)
+			want = append(want, fmt.Sprintf("an gap %s", conn.Client))
+		}
+		clear(buf[:size]) // the decoder reuses its memory...
+		ex, an = decode.Exchange{}, decode.Anomaly{}
+		conn.Swap() // ...and a connection changes after the call
+	}
+	h.close()
+	if !slices.Equal(got, want) {
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Fatalf("item %d: got %q, want %q (%d items, want %d)", i, got[i], want[i], len(got), len(want))
+			}
+		}
+		t.Fatalf("got %d items, want %d", len(got), len(want))
+	}
+}
