@@ -70,6 +70,11 @@ func TestLive(t *testing.T) {
 	dir := t.TempDir()
 	pcap := filepath.Join(dir, "live.pcapng")
 	live := startLive(t, "-i", "lo", "--port", ports, "--json", "-w", pcap, "--metrics", "127.0.0.1:0", "--stats-every", "1s")
+	defer func() { // runs after a Fatalf too: what kwire saw (drops, open connections...)
+		if t.Failed() {
+			t.Logf("kwire's last stats: %v\nkwire's stderr: %s", lastStats(live.stdout.String()), live.stderr.String())
+		}
+	}()
 	if live.metricsURL == "" {
 		t.Fatalf("no metrics address in kwire's status line: %s", live.stderr.String())
 	}
