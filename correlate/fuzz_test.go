@@ -118,9 +118,10 @@ func fuzzSeed(f testing.TB, file string) []byte {
 	return r.out
 }
 
-// FuzzCorrelator feeds arbitrary exchanges to a Correlator. Invariants: it
-// never panics, whatever the order, versions or contents of the messages;
-// every event and the snapshot marshal to JSON; Close may follow anything.
+// FuzzCorrelator feeds arbitrary exchanges to a Correlator, through Detach
+// as kwire analyze does. Invariants: it never panics, whatever the order,
+// versions or contents of the messages; every event and the snapshot
+// marshal to JSON; Close may follow anything.
 func FuzzCorrelator(f *testing.F) {
 	for _, file := range fuzzSeedFiles {
 		if seed := fuzzSeed(f, file); seed != nil {
@@ -132,12 +133,14 @@ func FuzzCorrelator(f *testing.F) {
 		c := New(&Options{MaxGroups: 8, MaxMembersPerGroup: 8, MaxClients: 8, MaxCommitHistory: 4, MaxFetchSessions: 4},
 			SinkFunc(func(ev Event) { events = append(events, ev) }))
 		now := base
+		var arena []byte
 		for len(in) >= fuzzHeader {
 			e, rest, ok := fuzzExchange(in, &now)
 			if !ok {
 				break
 			}
 			in = rest
+			arena = Detach(e, arena[:0]) // as kwire analyze hands exchanges over
 			c.Exchange(e)
 		}
 		c.Close(now.Add(time.Hour))
