@@ -79,8 +79,10 @@ func FuzzFramer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, reqs, resps []byte, split uint8, handshake bool) {
 		h := &counting{t: t}
 		// Small caps, so that the fuzzer reaches them: buffer shedding,
-		// pending overflow.
-		d := New(h, &Options{MaxFrame: 1 << 16, SniffBytes: 512, MaxBuffered: 1 << 12, MaxPending: 8})
+		// pending overflow. The split's high bit drops Produce records
+		// (kwire analyze).
+		d := New(h, &Options{MaxFrame: 1 << 16, SniffBytes: 512, MaxBuffered: 1 << 12, MaxPending: 8,
+			DropProduceRecords: split >= 128})
 		conn := &capture.Conn{ID: 1, Handshake: handshake, Role: capture.RoleGuess}
 		n := int(split)%61 + 1
 		for i := 0; i < len(reqs) || i < len(resps); i += n {
