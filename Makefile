@@ -83,7 +83,9 @@ BENCH_DIR   ?= /tmp/kwire-bench
 BENCH_FILE  ?= $(BENCH_DIR)/bulk-$(shell echo '$(BENCH_SIZE)' | tr A-Z a-z | sed 's/i*b$$//')$(if $(BENCH_MSS),-mss$(BENCH_MSS)).pcapng
 BENCH_PORTS := 29092-29094
 BENCH_COUNT ?= 6
-BENCH_ROUNDS ?= 3
+# bench-compare's rounds, interleaved: a median of 5 is steadier than one
+# of 3 on a VM with noisy neighbours (tshark's 27 s a round dominate).
+BENCH_ROUNDS ?= 5
 BENCHSTAT   ?= $(GO) run golang.org/x/perf/cmd/benchstat@latest
 .PHONY: bench-capture bench-compare
 
