@@ -59,10 +59,7 @@ func TestLiveEBPF(t *testing.T) {
 		g.leave(id)
 	}
 	g.prod.Close()
-	live.stdout.wait(t, "every connection to close", func() bool {
-		st := lastStats(live.stdout.buf.String())
-		return st["conns_seen"] > 0 && st["conns_open"] == 0
-	})
+	live.waitClosed(t)
 	if code := live.stop(t); code != 0 {
 		t.Fatalf("kwire live --ebpf exited %d: %s", code, live.stderr.String())
 	}

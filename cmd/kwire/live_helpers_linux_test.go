@@ -120,7 +120,22 @@ func startLive(t *testing.T, args ...string) *liveCmd {
 	if m := metricsRE.FindStringSubmatch(l.stderr.String()); m != nil {
 		l.metricsURL = m[1]
 	}
+	t.Cleanup(func() { // after a Fatalf too: what kwire saw (drops, open connections...)
+		if t.Failed() {
+			t.Logf("kwire's last stats: %v\nkwire's stderr: %s", lastStats(l.stdout.String()), l.stderr.String())
+		}
+	})
 	return l
+}
+
+// waitClosed waits until kwire has seen connections and every one of them
+// closed.
+func (l *liveCmd) waitClosed(t *testing.T) {
+	t.Helper()
+	l.stdout.wait(t, "every connection to close", func() bool {
+		st := lastStats(l.stdout.buf.String())
+		return st["conns_seen"] > 0 && st["conns_open"] == 0
+	})
 }
 
 // stop sends SIGINT, as a user's Ctrl-C would, and returns the exit code.

@@ -70,11 +70,6 @@ func TestLive(t *testing.T) {
 	dir := t.TempDir()
 	pcap := filepath.Join(dir, "live.pcapng")
 	live := startLive(t, "-i", "lo", "--port", ports, "--json", "-w", pcap, "--metrics", "127.0.0.1:0", "--stats-every", "1s")
-	defer func() { // runs after a Fatalf too: what kwire saw (drops, open connections...)
-		if t.Failed() {
-			t.Logf("kwire's last stats: %v\nkwire's stderr: %s", lastStats(live.stdout.String()), live.stderr.String())
-		}
-	}()
 	if live.metricsURL == "" {
 		t.Fatalf("no metrics address in kwire's status line: %s", live.stderr.String())
 	}
@@ -125,10 +120,7 @@ func TestLive(t *testing.T) {
 	g.leave("member-2")
 	g.leave("member-3")
 	g.prod.Close()
-	live.stdout.wait(t, "every connection to close", func() bool {
-		st := lastStats(live.stdout.buf.String())
-		return st["conns_seen"] > 0 && st["conns_open"] == 0
-	})
+	live.waitClosed(t)
 	if code := live.stop(t); code != 0 {
 		t.Fatalf("kwire live exited %d: %s", code, live.stderr.String())
 	}
