@@ -70,6 +70,18 @@ func (tr *traffic) stop() {
 	tr.wg.Wait()
 }
 
+// run is a measured interval of the live benchmarks: 2 producers and 2
+// consumers moving mbps in all (half produced, half fetched) for
+// benchSeconds. It returns how long the traffic ran.
+func (tr *traffic) run(t testing.TB, mbps int) time.Duration {
+	const producers, consumers = 2, 2
+	start := time.Now()
+	tr.start(t, producers, consumers, int64(mbps)*1e6/8/2/producers, 0)
+	<-time.After(benchSeconds())
+	tr.stop()
+	return time.Since(start)
+}
+
 // pacer waits until n more bytes are within rate bytes per second.
 type pacer struct {
 	rate  int64
@@ -331,14 +343,7 @@ func BenchmarkLive(b *testing.B) {
 func benchLive(b *testing.B, mbps int) {
 	tr := newTraffic(b)
 	live := startLiveProc(b, "-i", "lo", "--port", tr.ports, "--json", "--stats-every", "1s")
-	const producers, consumers = 2, 2
-	// Half the bytes produced, half fetched.
-	pace := int64(mbps) * 1e6 / 8 / 2 / producers
-	start := time.Now()
-	tr.start(b, producers, consumers, pace, 0)
-	<-time.After(benchSeconds()) // the measured interval
-	tr.stop()
-	elapsed := time.Since(start)
+	elapsed := tr.run(b, mbps)
 	st, cpu := live.stop(b)
 	seen := st["delivered_bytes"] * 8 / elapsed.Seconds() / 1e6
 	moved := float64(tr.bytes.Load()) * 8 / elapsed.Seconds() / 1e6
@@ -513,13 +518,7 @@ func liveTUIBenchRun(t *testing.T, mbps int, withTUI bool) *liveTUIBench {
 	if withTUI {
 		s.waitFor(`^lo │ .* live$`)
 	}
-	const producers, consumers = 2, 2
-	pace := int64(mbps) * 1e6 / 8 / 2 / producers
-	start := time.Now()
-	tr.start(t, producers, consumers, pace, 0)
-	<-time.After(benchSeconds()) // the measured interval
-	tr.stop()
-	elapsed := time.Since(start)
+	elapsed := tr.run(t, mbps)
 	cpu := procCPU(t, pid)
 	if withTUI {
 		scr := strings.Split(strings.TrimRight(s.waitFor(`^bench-group `), "\n"), "\n") // the UI drew the traffic
