@@ -2,7 +2,6 @@ package correlate
 
 import (
 	"slices"
-
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
