@@ -22,10 +22,12 @@ type Correlator struct {
 	ask   fetchAsk     // the current Fetch's partitions (askedBy)
 
 	// Topic ids (topic_ids.go): names learned from Metadata, and ids used
-	// as "id:<hex>" keys (when last used); at most MaxTopicIDs each.
-	topicNames map[[16]byte]*topicName
-	unresolved map[[16]byte]time.Time
-	brokers    map[int32]string // node id -> host:port, from Metadata
+	// as "id:<hex>" keys (with the clock of their last use); at most
+	// MaxTopicIDs each.
+	topics          decode.Topics
+	unresolved      map[[16]byte]uint64
+	unresolvedClock uint64
+	brokers         map[int32]string // node id -> host:port, from Metadata
 	// partitionCounts: topic name -> partitions, from Metadata responses
 	// (at most MaxPartitionsPerGroup topics).
 	partitionCounts map[string]int32
@@ -47,11 +49,12 @@ const sweepEvery = time.Second
 // New returns a Correlator that passes its events to sink (nil: none).
 // opts may be nil.
 func New(opts *Options, sink Sink) *Correlator {
+	o := opts.withDefaults()
 	return &Correlator{
-		opts:            opts.withDefaults(),
+		opts:            o,
 		sink:            sink,
-		topicNames:      make(map[[16]byte]*topicName),
-		unresolved:      make(map[[16]byte]time.Time),
+		topics:          decode.Topics{Max: o.MaxTopicIDs},
+		unresolved:      make(map[[16]byte]uint64),
 		brokers:         make(map[int32]string),
 		partitionCounts: make(map[string]int32),
 		groups:          make(map[string]*groupState),

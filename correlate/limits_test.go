@@ -117,7 +117,7 @@ func TestTopicIDLimits(t *testing.T) {
 				tt.hostile(h, at, 5*step)
 				f := fetchReqID(13, "", ordersID, map[int32]int64{0: int64(step)})
 				h.ex(at+5*ms, fc, "c-m1", f, fetchResp(f, 100, map[int32][]byte{0: batches(int64(step), 1)}))
-				if n, u := len(h.c.topicNames), len(h.c.unresolved); n > 10 || u > 10 {
+				if n, u := h.c.topics.Len(), len(h.c.unresolved); n > 10 || u > 10 {
 					t.Fatalf("step %d: %d names, %d unresolved ids remembered; want at most 10 each", step, n, u)
 				}
 			}

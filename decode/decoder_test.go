@@ -167,12 +167,24 @@ func TestTopicsBounded(t *testing.T) {
 		return &Exchange{Resp: r}
 	}
 	for i := range MaxTopicNames + 10 {
+		if i == MaxTopicNames-1 {
+			names.Name(id(0)) // in use: kept when the table is trimmed
+		}
 		names.Learn(meta(i))
 	}
-	if len(names.names) != 10 || names.Forgotten != MaxTopicNames {
-		t.Errorf("%d names kept, %d forgotten; want 10, %d", len(names.names), names.Forgotten, MaxTopicNames)
+	// Full at the MaxTopicNames+1st id: the least recently used go, down
+	// to under 90%; the 9 ids after it are added.
+	const forgotten = MaxTopicNames - MaxTopicNames*9/10 + 1
+	if names.Len() != MaxTopicNames+10-forgotten || names.Forgotten != forgotten {
+		t.Errorf("%d names kept, %d forgotten; want %d, %d", names.Len(), names.Forgotten, MaxTopicNames+10-forgotten, forgotten)
 	}
 	if n, ok := names.Name(id(MaxTopicNames + 9)); !ok || n != fmt.Sprint("t", MaxTopicNames+9) {
 		t.Errorf("last name: %q %v", n, ok)
+	}
+	if _, ok := names.Name(id(0)); !ok {
+		t.Error("the name looked up before the trim was forgotten")
+	}
+	if n, ok := names.Name(id(1)); ok {
+		t.Errorf("the least recently used name is kept: %q", n)
 	}
 }

@@ -1,0 +1,26 @@
+package evict
+
+import "testing"
+
+func TestOldest(t *testing.T) {
+	m := map[string]uint64{}
+	for i := range 20 {
+		m[string(rune('a'+i))] = uint64(100 - i) // "a" is the most recent
+	}
+	if n := Oldest(m, 20, func(s uint64) uint64 { return s }); n != 3 || len(m) != 17 {
+		t.Fatalf("deleted %d, %d left; want 3 and 17 (under 90%% of 20)", n, len(m))
+	}
+	for _, k := range []string{"r", "s", "t"} { // the three oldest
+		if _, ok := m[k]; ok {
+			t.Errorf("%q kept", k)
+		}
+	}
+	if n := Oldest(m, 20, func(s uint64) uint64 { return s }); n != 0 || len(m) != 17 {
+		t.Errorf("under the bound: deleted %d, %d left", n, len(m))
+	}
+	// A limit of 1: 90% of it is 0, so the map is emptied.
+	one := map[int]uint64{7: 1}
+	if n := Oldest(one, 1, func(s uint64) uint64 { return s }); n != 1 || len(one) != 0 {
+		t.Errorf("limit 1: deleted %d, %d left; want 1 and 0", n, len(one))
+	}
+}
