@@ -31,6 +31,7 @@ type Decoder struct {
 	holes     []hole   // the holes of the frame being decoded (holes.go)
 	spans     []recordSpan
 	respHoles []PartitionIndex
+	spares    spares // recycled messages (recycle.go)
 }
 
 // New returns a Decoder calling h. opts may be nil.

@@ -141,7 +141,7 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 			p.buf = append(d.bodyBuf(len(body)), body...)
 			src = p.buf
 		}
-		req := kmsg.RequestForKey(h.key)
+		req := d.newRequest(h.key)
 		req.SetVersion(h.version)
 		if err := req.ReadFrom(src); err != nil {
 			if len(d.holes) > 0 {
@@ -395,7 +395,7 @@ func (d *Decoder) decodeResponse(p *pending, body []byte) (kmsg.Response, error)
 		}
 		body = d.tags.Src
 	}
-	resp := kmsg.ResponseForKey(p.key)
+	resp := d.newResponse(p.key)
 	resp.SetVersion(p.version)
 	err := resp.ReadFrom(body)
 	if p.key == 18 && p.version > 0 && (err != nil || resp.(*kmsg.ApiVersionsResponse).ErrorCode == 35) {

@@ -3,6 +3,8 @@ package main
 import (
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/decode"
@@ -20,6 +22,7 @@ import (
 // Batches are recycled, so at steady state nothing is allocated.
 type handoff struct {
 	next       decode.Handler
+	recycle    func(kmsg.Request, kmsg.Response) // may be nil
 	cur        *handoffBatch
 	full, free chan *handoffBatch
 	done       chan struct{}
@@ -57,8 +60,10 @@ func (h handlerFuncs) Exchange(e *decode.Exchange) { h.exchange(e) }
 func (h handlerFuncs) Anomaly(a *decode.Anomaly)   { h.anomaly(a) }
 
 // newHandoff starts the goroutine calling next. close must be called.
-func newHandoff(next decode.Handler) *handoff {
-	h := &handoff{next: next, full: make(chan *handoffBatch, handoffBatches),
+// recycle, if not nil, gets every exchange's messages back once next is
+// done with them (decode.Decoder.Recycle), on the caller's goroutine.
+func newHandoff(next decode.Handler, recycle func(kmsg.Request, kmsg.Response)) *handoff {
+	h := &handoff{next: next, recycle: recycle, full: make(chan *handoffBatch, handoffBatches),
 		free: make(chan *handoffBatch, handoffBatches), done: make(chan struct{})}
 	for range handoffBatches {
 		h.free <- &handoffBatch{items: make([]handoffItem, 0, handoffItems), arena: make([]byte, 0, 2*handoffArena)}
@@ -71,27 +76,39 @@ func (h *handoff) run() {
 	defer close(h.done)
 	for b := range h.full {
 		for i := range b.items {
-			it := &b.items[i]
-			if it.anomaly {
+			if it := &b.items[i]; it.anomaly {
 				h.next.Anomaly(&it.an)
 			} else {
 				h.next.Exchange(&it.ex)
 			}
-			*it = handoffItem{} // drop references to messages and processes
 		}
-		b.items = b.items[:0]
-		if cap(b.arena) > handoffKeep {
-			b.arena = nil
-		}
-		b.arena = b.arena[:0]
 		h.free <- b
 	}
+}
+
+// take returns a free batch, emptied: its messages go back to the
+// decoder (recycle), on the decoder's goroutine.
+func (h *handoff) take() *handoffBatch {
+	b := <-h.free
+	for i := range b.items {
+		it := &b.items[i]
+		if !it.anomaly && h.recycle != nil {
+			h.recycle(it.ex.Req, it.ex.Resp)
+		}
+		*it = handoffItem{} // drop references to messages and processes
+	}
+	b.items = b.items[:0]
+	if cap(b.arena) > handoffKeep {
+		b.arena = nil
+	}
+	b.arena = b.arena[:0]
+	return b
 }
 
 // item returns the next free item of the current batch.
 func (h *handoff) item() *handoffItem {
 	if h.cur == nil {
-		h.cur = <-h.free
+		h.cur = h.take()
 	}
 	b := h.cur
 	b.items = b.items[:len(b.items)+1]
@@ -144,7 +161,7 @@ func (h *handoff) Exchange(e *decode.Exchange) {
 func (h *handoff) drain() {
 	var held [handoffBatches]*handoffBatch
 	for i := range held {
-		held[i] = <-h.free
+		held[i] = h.take() // and let go of the huge arena
 	}
 	for _, b := range held {
 		h.free <- b

@@ -16,17 +16,31 @@ import (
 // TestHandoffOrderAndCopies feeds a handoff the way the decoder does: one
 // Exchange, Anomaly, Conn and byte buffer reused and changed after every
 // call. What reaches the other goroutine must be in order and as it was at
-// the call, including a Fetch response too big to batch.
+// the call, including a Fetch response too big to batch. Messages come
+// back for recycling only after the other goroutine is done with them
+// (the race detector checks the hand-over too).
 func TestHandoffOrderAndCopies(t *testing.T) {
 	var got []string
 	next := handlerFuncs{
 		exchange: func(e *decode.Exchange) {
-			r := e.Resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches
+			resp := e.Resp.(*kmsg.FetchResponse)
+			r := resp.Topics[0].Partitions[0].RecordBatches
 			got = append(got, fmt.Sprintf("ex %d %s %d×%d", e.CorrelationID, e.Conn.Client, len(r), bytes.Count(r, r[:1])))
+			resp.ThrottleMillis = 1 // done with it
 		},
 		anomaly: func(a *decode.Anomaly) { got = append(got, fmt.Sprintf("an %s %s", a.Kind, a.Conn.Client)) },
 	}
-	h := newHandoff(next)
+	recycled := 0
+	recycle := func(req kmsg.Request, resp kmsg.Response) {
+		if r := resp.(*kmsg.FetchResponse); r.ThrottleMillis != 1 {
+			t.Errorf("a response came back before it was handled")
+		}
+		if _, ok := req.(*kmsg.FetchRequest); !ok {
+			t.Errorf("recycled request %T, want the exchange's *kmsg.FetchRequest", req)
+		}
+		recycled++
+	}
+	h := newHandoff(next, recycle)
 	conn := &capture.Conn{ID: 1, Client: netip.MustParseAddrPort("10.0.0.1:1000"), Server: netip.MustParseAddrPort("10.0.0.2:9092")}
 	var ex decode.Exchange
 	var an decode.Anomaly
@@ -56,6 +70,10 @@ func TestHandoffOrderAndCopies(t *testing.T) {
 		conn.Swap() // ...and a connection changes after the call
 	}
 	h.close()
+	// All but the batches still in flight at the end come back.
+	if recycled < 1000-handoffBatches*handoffItems {
+		t.Errorf("%d of 1000 exchanges recycled, want at least %d", recycled, 1000-handoffBatches*handoffItems)
+	}
 	if !slices.Equal(got, want) {
 		for i := range min(len(got), len(want)) {
 			if got[i] != want[i] {

@@ -106,7 +106,7 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 	if !p.exchanges && p.tap == nil {
 		// Only the correlator reads the exchanges: it can run on the
 		// other core (an exchange line needs the exchange as it is).
-		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly})
+		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
 	}
 	runErr := src.Run(ctx, clock)
 	if p.ho != nil {

@@ -1,0 +1,105 @@
+package decode
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// Recycling: Produce and Fetch requests and responses are most of the
+// frames of a busy capture, and reading each allocates the message and
+// its slice of topics. A handler that is done with an exchange's messages
+// can give them back with Recycle; later frames of the same kind are read
+// into them. Only the message and its topics slice are reused: kmsg
+// allocates everything inside the topics again.
+const (
+	spareMessages = 64 // kept per kind
+	spareTopics   = 64 // a longer topics slice is not kept
+)
+
+type spares struct {
+	produceReq  []*kmsg.ProduceRequest
+	produceResp []*kmsg.ProduceResponse
+	fetchReq    []*kmsg.FetchRequest
+	fetchResp   []*kmsg.FetchResponse
+}
+
+// Recycle gives back an exchange's messages, either of which may be nil,
+// once nothing refers to them or to anything in them any more (strings
+// excepted: kmsg never writes into a string). It must be called on the
+// goroutine that calls the Decoder, like every other method.
+func (d *Decoder) Recycle(req kmsg.Request, resp kmsg.Response) {
+	s := &d.spares
+	switch m := req.(type) {
+	case *kmsg.ProduceRequest:
+		s.produceReq = keepSpare(s.produceReq, m, &m.Topics)
+	case *kmsg.FetchRequest:
+		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics)
+	}
+	switch m := resp.(type) {
+	case *kmsg.ProduceResponse:
+		s.produceResp = keepSpare(s.produceResp, m, &m.Topics)
+	case *kmsg.FetchResponse:
+		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics)
+	}
+}
+
+// keepSpare zeroes *m, all but the capacity of its topics slice, and adds
+// it to list. Zeroing matters: kmsg reads only the fields of the message's
+// version, so a field of a newer version would otherwise survive.
+func keepSpare[M, T any](list []*M, m *M, topics *[]T) []*M {
+	if len(list) >= spareMessages {
+		return list
+	}
+	t := *topics
+	if cap(t) > spareTopics {
+		t = nil
+	} else {
+		clear(t[:cap(t)]) // drop what the old topics point to
+		t = t[:0]
+	}
+	var zero M
+	*m = zero
+	*topics = t
+	return append(list, m)
+}
+
+func takeSpare[M any](list *[]*M) *M {
+	n := len(*list)
+	if n == 0 {
+		return nil
+	}
+	m := (*list)[n-1]
+	*list = (*list)[:n-1]
+	return m
+}
+
+// newRequest is kmsg.RequestForKey, with a recycled message when there is one.
+func (d *Decoder) newRequest(key int16) kmsg.Request {
+	switch key {
+	case 0:
+		if m := takeSpare(&d.spares.produceReq); m != nil {
+			m.Default()
+			return m
+		}
+	case 1:
+		if m := takeSpare(&d.spares.fetchReq); m != nil {
+			m.Default()
+			return m
+		}
+	}
+	return kmsg.RequestForKey(key)
+}
+
+// newResponse is kmsg.ResponseForKey, with a recycled message when there is one.
+func (d *Decoder) newResponse(key int16) kmsg.Response {
+	switch key {
+	case 0:
+		if m := takeSpare(&d.spares.produceResp); m != nil {
+			m.Default()
+			return m
+		}
+	case 1:
+		if m := takeSpare(&d.spares.fetchResp); m != nil {
+			m.Default()
+			return m
+		}
+	}
+	return kmsg.ResponseForKey(key)
+}
