@@ -2,14 +2,14 @@ package decode
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-// Recycling: Produce and Fetch requests and responses are most of the
-// frames of a busy capture, and reading each allocates the message and
+// Recycling: Produce, Fetch and OffsetCommit requests and responses are
+// most of the frames of a busy capture, and reading each allocates the message and
 // its slice of topics. A handler that is done with an exchange's messages
 // can give them back with Recycle; later frames of the same kind are read
 // into them. Only the message and its topics slice are reused: kmsg
 // allocates everything inside the topics again.
 const (
-	spareMessages = 64 // kept per kind
+	spareMessages = 256 // kept per kind: more than a handoff has in flight
 	spareTopics   = 64 // a longer topics slice is not kept
 )
 
@@ -18,6 +18,8 @@ type spares struct {
 	produceResp []*kmsg.ProduceResponse
 	fetchReq    []*kmsg.FetchRequest
 	fetchResp   []*kmsg.FetchResponse
+	commitReq   []*kmsg.OffsetCommitRequest
+	commitResp  []*kmsg.OffsetCommitResponse
 }
 
 // Recycle gives back an exchange's messages, either of which may be nil,
@@ -31,12 +33,16 @@ func (d *Decoder) Recycle(req kmsg.Request, resp kmsg.Response) {
 		s.produceReq = keepSpare(s.produceReq, m, &m.Topics)
 	case *kmsg.FetchRequest:
 		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics)
+	case *kmsg.OffsetCommitRequest:
+		s.commitReq = keepSpare(s.commitReq, m, &m.Topics)
 	}
 	switch m := resp.(type) {
 	case *kmsg.ProduceResponse:
 		s.produceResp = keepSpare(s.produceResp, m, &m.Topics)
 	case *kmsg.FetchResponse:
 		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics)
+	case *kmsg.OffsetCommitResponse:
+		s.commitResp = keepSpare(s.commitResp, m, &m.Topics)
 	}
 }
 
@@ -83,6 +89,11 @@ func (d *Decoder) newRequest(key int16) kmsg.Request {
 			m.Default()
 			return m
 		}
+	case 8:
+		if m := takeSpare(&d.spares.commitReq); m != nil {
+			m.Default()
+			return m
+		}
 	}
 	return kmsg.RequestForKey(key)
 }
@@ -97,6 +108,11 @@ func (d *Decoder) newResponse(key int16) kmsg.Response {
 		}
 	case 1:
 		if m := takeSpare(&d.spares.fetchResp); m != nil {
+			m.Default()
+			return m
+		}
+	case 8:
+		if m := takeSpare(&d.spares.commitResp); m != nil {
 			m.Default()
 			return m
 		}
