@@ -33,6 +33,9 @@ type clientState struct {
 	unattributed map[tp]*fetchState
 	lastStatus   string
 	candidates   []string
+	// only is []string{the group} of a client bound to one group, kept
+	// for attribute's candidates (never changed once made).
+	only []string
 }
 
 // binding ties a client to a group. It is learned from any group request
@@ -179,6 +182,11 @@ func (c *Correlator) attribute(k clientKey) attribution {
 	if cs == nil {
 		return attribution{status: AttrUnknown}
 	}
+	if len(cs.bindings) == 1 {
+		for g, b := range cs.bindings {
+			return cs.attributeOnly(g, b) // what follows, without sorting or allocating
+		}
+	}
 	levels := []func(*binding) bool{
 		func(b *binding) bool { return len(b.live) > 0 },
 		func(b *binding) bool { return b.memberless },
@@ -207,6 +215,31 @@ func (c *Correlator) attribute(k clientKey) attribution {
 		}
 	}
 	return attribution{status: AttrUnknown}
+}
+
+// attributeOnly is attribute for a client bound to group g alone.
+func (cs *clientState) attributeOnly(g string, b *binding) attribution {
+	var a attribution
+	switch {
+	case len(b.live) > 0:
+		a.status = AttrGroup
+		if len(b.live) == 1 {
+			for m := range b.live {
+				a.member = m
+			}
+		}
+	case b.memberless:
+		a.status = AttrGroup
+	case len(b.ended) > 0:
+		a.status, a.member = AttrFormer, lastEnded(b.ended)
+	default:
+		return attribution{status: AttrUnknown}
+	}
+	if len(cs.only) != 1 || cs.only[0] != g {
+		cs.only = []string{g}
+	}
+	a.group, a.candidates = g, cs.only
+	return a
 }
 
 // lastEnded returns the member whose binding ended last.
