@@ -32,6 +32,7 @@ type Decoder struct {
 	spans     []recordSpan
 	respHoles []PartitionIndex
 	spares    spares // recycled messages (recycle.go)
+	deferred  []byte // the response body emit passes on (Options.DeferResponses)
 }
 
 // New returns a Decoder calling h. opts may be nil.
@@ -44,6 +45,10 @@ func New(h Handler, opts *Options) *Decoder {
 	}
 	return d
 }
+
+// SetDeferResponses turns Options.DeferResponses on or off for the frames
+// decoded from now on.
+func (d *Decoder) SetDeferResponses(on bool) { d.opts.DeferResponses = on }
 
 // Stats returns the counters so far.
 func (d *Decoder) Stats() Stats { return d.stats }

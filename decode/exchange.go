@@ -57,6 +57,12 @@ type Exchange struct {
 	// ReqErr and RespErr say why a body is missing, when it is.
 	ReqErr, RespErr error
 
+	// RespBody, with Options.DeferResponses, is the undecoded body of a
+	// Produce or Fetch response (after the correlation id; Resp and
+	// RespErr are nil), valid only during the Handler call.
+	// ResponseDecoder.Decode decodes it.
+	RespBody []byte
+
 	// RecordsNotCopied lists the partitions of a Produce request or a
 	// Fetch response whose record bytes the source did not copy (eBPF
 	// --snap): their Records or RecordBatches are nil and unknown; every

@@ -114,6 +114,12 @@ func newConn(role capture.Role, handshake bool) *capture.Conn {
 // (0: whole), then closes both directions.
 func feed(opts *Options, conn *capture.Conn, split int, steps ...step) (*recorder, *Decoder, *capture.Conn) {
 	r := &recorder{}
+	_, d, conn := feedTo(r, opts, conn, split, steps...)
+	return r, d, conn
+}
+
+// feedTo is feed with a Handler of the caller's.
+func feedTo(r Handler, opts *Options, conn *capture.Conn, split int, steps ...step) (Handler, *Decoder, *capture.Conn) {
 	d := New(r, opts)
 	now := t0
 	for _, s := range steps {

@@ -29,10 +29,27 @@ type counting struct {
 	t          *testing.T
 	ex, an     int
 	lastConnID uint64
+	// With rd, responses are deferred: rd decodes them, and every message
+	// goes back for recycling (d and rd), as in kwire analyze.
+	rd *ResponseDecoder
+	d  *Decoder
 }
 
 func (c *counting) Exchange(e *Exchange) {
 	c.ex++
+	if c.rd != nil {
+		if e.RespBody != nil {
+			if an := c.rd.Decode(e); an != nil {
+				c.Anomaly(an)
+			}
+		}
+		defer func() {
+			c.d.Recycle(e.Req, nil)
+			c.rd.Recycle(e.Resp)
+		}()
+	} else if e.RespBody != nil {
+		c.t.Fatalf("a response deferred without DeferResponses: %+v", e)
+	}
 	if e.Conn == nil || e.Key < 0 {
 		c.t.Fatalf("bad exchange %+v", e)
 	}
@@ -79,10 +96,13 @@ func FuzzFramer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, reqs, resps []byte, split uint8, handshake bool) {
 		h := &counting{t: t}
 		// Small caps, so that the fuzzer reaches them: buffer shedding,
-		// pending overflow. The split's high bit drops Produce records
-		// (kwire analyze).
+		// pending overflow. The split's high bit drops Produce records,
+		// the next defers responses and recycles messages (kwire analyze).
 		d := New(h, &Options{MaxFrame: 1 << 16, SniffBytes: 512, MaxBuffered: 1 << 12, MaxPending: 8,
-			DropProduceRecords: split >= 128})
+			DropProduceRecords: split >= 128, DeferResponses: split&64 != 0})
+		if split&64 != 0 {
+			h.rd, h.d = NewResponseDecoder(), d
+		}
 		conn := &capture.Conn{ID: 1, Handshake: handshake, Role: capture.RoleGuess}
 		n := int(split)%61 + 1
 		for i := 0; i < len(reqs) || i < len(resps); i += n {

@@ -141,7 +141,7 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 			p.buf = append(d.bodyBuf(len(body)), body...)
 			src = p.buf
 		}
-		req := d.newRequest(h.key)
+		req := d.spares.request(h.key)
 		req.SetVersion(h.version)
 		if err := req.ReadFrom(src); err != nil {
 			if len(d.holes) > 0 {
@@ -260,6 +260,13 @@ func (d *Decoder) response(cs *connState, frame []byte, t time.Time) {
 // complete decodes p's response frame and reports the exchange. d.holes
 // are the frame's zero-filled bytes.
 func (d *Decoder) complete(cs *connState, p *pending, frame []byte, t time.Time) {
+	if d.opts.DeferResponses && len(d.holes) == 0 && (p.key == 0 || p.key == 1) {
+		d.deferred = frame[4:]
+		d.emit(cs, p, nil, ResponseSeen, t, 4+len(frame), nil)
+		d.deferred = nil
+		d.release(cs, p)
+		return
+	}
 	resp, err := d.decodeResponse(p, frame[4:])
 	switch {
 	case len(d.holes) > 0 && err == nil:
@@ -380,25 +387,32 @@ func (d *Decoder) match(cs *connState, corr int32, size int, t time.Time) *pendi
 
 // decodeResponse decodes a response body (after the correlation id) for p.
 func (d *Decoder) decodeResponse(p *pending, body []byte) (kmsg.Response, error) {
-	proto := keyKnown(&d.protos, p.key)
+	return readResponse(&d.protos, &d.tags, &d.spares, p.key, p.version, body)
+}
+
+// readResponse decodes the body of a response to a request of key and
+// version (after the correlation id), into a recycled message when spares
+// has one. protos and tags are the caller's: SetVersion changes protos.
+func readResponse(protos *[maxKey]kmsg.Request, tags *kbin.Reader, sp *spares, key, version int16, body []byte) (kmsg.Response, error) {
+	proto := keyKnown(protos, key)
 	if proto == nil {
 		return nil, ErrUnknownAPI
 	}
-	if p.version > proto.MaxVersion() {
+	if version > proto.MaxVersion() {
 		return nil, ErrUnsupportedVersion
 	}
-	if isFlexibleResponse(proto, p.key, p.version) {
-		d.tags = kbin.Reader{Src: body}
-		kmsg.SkipTags(&d.tags)
-		if !d.tags.Ok() {
+	if isFlexibleResponse(proto, key, version) {
+		*tags = kbin.Reader{Src: body}
+		kmsg.SkipTags(tags)
+		if !tags.Ok() {
 			return nil, errors.New("response header tags truncated")
 		}
-		body = d.tags.Src
+		body = tags.Src
 	}
-	resp := d.newResponse(p.key)
-	resp.SetVersion(p.version)
+	resp := sp.response(key)
+	resp.SetVersion(version)
 	err := resp.ReadFrom(body)
-	if p.key == 18 && p.version > 0 && (err != nil || resp.(*kmsg.ApiVersionsResponse).ErrorCode == 35) {
+	if key == 18 && version > 0 && (err != nil || resp.(*kmsg.ApiVersionsResponse).ErrorCode == 35) {
 		// A broker that does not support the ApiVersions version asked
 		// for answers UNSUPPORTED_VERSION in a v0 body.
 		v0 := kmsg.NewPtrApiVersionsResponse()
@@ -429,7 +443,7 @@ func (d *Decoder) emit(cs *connState, p *pending, resp kmsg.Response, state Resp
 	d.ex = Exchange{
 		Conn: cs.conn, Key: p.key, Version: p.version, CorrelationID: p.corr, ClientID: p.clientID,
 		ReqTime: p.reqTime, RespTime: rt, ReqSize: p.reqSize, RespSize: size,
-		Req: p.req, Resp: resp, Response: state, ReqErr: p.reqErr, RespErr: respErr,
+		Req: p.req, Resp: resp, Response: state, ReqErr: p.reqErr, RespErr: respErr, RespBody: d.deferred,
 	}
 	switch {
 	case len(p.uncopied) > 0 && p.req != nil:

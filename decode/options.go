@@ -27,6 +27,12 @@ type Options struct {
 	// that never reads them, like the correlator. Produce requests with
 	// bytes the source did not copy (eBPF --snap) keep them as usual.
 	DropProduceRecords bool
+	// DeferResponses leaves Produce and Fetch responses undecoded, for a
+	// Handler that decodes them later, on another goroutine, with a
+	// ResponseDecoder: their Exchange has Resp nil and the body in
+	// RespBody. Responses with bytes the source did not copy (eBPF --snap)
+	// are decoded as usual.
+	DeferResponses bool
 }
 
 const (

@@ -10,7 +10,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // allocates everything inside the topics again.
 const (
 	spareMessages = 256 // kept per kind: more than a handoff has in flight
-	spareTopics   = 64 // a longer topics slice is not kept
+	spareTopics   = 64  // a longer topics slice is not kept
 )
 
 type spares struct {
@@ -26,8 +26,9 @@ type spares struct {
 // once nothing refers to them or to anything in them any more (strings
 // excepted: kmsg never writes into a string). It must be called on the
 // goroutine that calls the Decoder, like every other method.
-func (d *Decoder) Recycle(req kmsg.Request, resp kmsg.Response) {
-	s := &d.spares
+func (d *Decoder) Recycle(req kmsg.Request, resp kmsg.Response) { d.spares.recycle(req, resp) }
+
+func (s *spares) recycle(req kmsg.Request, resp kmsg.Response) {
 	switch m := req.(type) {
 	case *kmsg.ProduceRequest:
 		s.produceReq = keepSpare(s.produceReq, m, &m.Topics)
@@ -76,21 +77,21 @@ func takeSpare[M any](list *[]*M) *M {
 	return m
 }
 
-// newRequest is kmsg.RequestForKey, with a recycled message when there is one.
-func (d *Decoder) newRequest(key int16) kmsg.Request {
+// request is kmsg.RequestForKey, with a recycled message when there is one.
+func (s *spares) request(key int16) kmsg.Request {
 	switch key {
 	case 0:
-		if m := takeSpare(&d.spares.produceReq); m != nil {
+		if m := takeSpare(&s.produceReq); m != nil {
 			m.Default()
 			return m
 		}
 	case 1:
-		if m := takeSpare(&d.spares.fetchReq); m != nil {
+		if m := takeSpare(&s.fetchReq); m != nil {
 			m.Default()
 			return m
 		}
 	case 8:
-		if m := takeSpare(&d.spares.commitReq); m != nil {
+		if m := takeSpare(&s.commitReq); m != nil {
 			m.Default()
 			return m
 		}
@@ -98,21 +99,21 @@ func (d *Decoder) newRequest(key int16) kmsg.Request {
 	return kmsg.RequestForKey(key)
 }
 
-// newResponse is kmsg.ResponseForKey, with a recycled message when there is one.
-func (d *Decoder) newResponse(key int16) kmsg.Response {
+// response is kmsg.ResponseForKey, with a recycled message when there is one.
+func (s *spares) response(key int16) kmsg.Response {
 	switch key {
 	case 0:
-		if m := takeSpare(&d.spares.produceResp); m != nil {
+		if m := takeSpare(&s.produceResp); m != nil {
 			m.Default()
 			return m
 		}
 	case 1:
-		if m := takeSpare(&d.spares.fetchResp); m != nil {
+		if m := takeSpare(&s.fetchResp); m != nil {
 			m.Default()
 			return m
 		}
 	case 8:
-		if m := takeSpare(&d.spares.commitResp); m != nil {
+		if m := takeSpare(&s.commitResp); m != nil {
 			m.Default()
 			return m
 		}

@@ -20,9 +20,15 @@ import (
 // is copied with its connection as it was then, and the byte slices the
 // Correlator reads are copied into the batch's arena (correlate.Detach).
 // Batches are recycled, so at steady state nothing is allocated.
+//
+// The decoder leaves Produce and Fetch responses undecoded
+// (decode.Options.DeferResponses): their bodies are copied whole, and this
+// goroutine decodes them (decode.ResponseDecoder) just before next gets
+// them, so that the two goroutines share the work more evenly.
 type handoff struct {
 	next       decode.Handler
 	recycle    func(kmsg.Request, kmsg.Response) // may be nil
+	rd         *decode.ResponseDecoder           // of the run goroutine
 	cur        *handoffBatch
 	full, free chan *handoffBatch
 	done       chan struct{}
@@ -63,7 +69,7 @@ func (h handlerFuncs) Anomaly(a *decode.Anomaly)   { h.anomaly(a) }
 // recycle, if not nil, gets every exchange's messages back once next is
 // done with them (decode.Decoder.Recycle), on the caller's goroutine.
 func newHandoff(next decode.Handler, recycle func(kmsg.Request, kmsg.Response)) *handoff {
-	h := &handoff{next: next, recycle: recycle, full: make(chan *handoffBatch, handoffBatches),
+	h := &handoff{next: next, recycle: recycle, rd: decode.NewResponseDecoder(), full: make(chan *handoffBatch, handoffBatches),
 		free: make(chan *handoffBatch, handoffBatches), done: make(chan struct{})}
 	for range handoffBatches {
 		h.free <- &handoffBatch{items: make([]handoffItem, 0, handoffItems), arena: make([]byte, 0, 2*handoffArena)}
@@ -76,9 +82,20 @@ func (h *handoff) run() {
 	defer close(h.done)
 	for b := range h.full {
 		for i := range b.items {
-			if it := &b.items[i]; it.anomaly {
+			it := &b.items[i]
+			switch {
+			case it.anomaly:
 				h.next.Anomaly(&it.an)
-			} else {
+			case it.ex.RespBody != nil:
+				// A response the decoder left for this goroutine
+				// (decode.Options.DeferResponses).
+				if an := h.rd.Decode(&it.ex); an != nil {
+					h.next.Anomaly(an)
+				}
+				h.next.Exchange(&it.ex)
+				h.rd.Recycle(it.ex.Resp)
+				it.ex.Resp = nil
+			default:
 				h.next.Exchange(&it.ex)
 			}
 		}
@@ -146,6 +163,14 @@ func (h *handoff) Exchange(e *decode.Exchange) {
 		it.ex.RecordsNotCopied = slices.Clone(e.RecordsNotCopied)
 	}
 	h.cur.arena = correlate.Detach(&it.ex, h.cur.arena)
+	if e.RespBody != nil {
+		n := len(h.cur.arena)
+		h.cur.arena = append(h.cur.arena, e.RespBody...)
+		it.ex.RespBody = h.cur.arena[n:len(h.cur.arena):len(h.cur.arena)]
+		if it.ex.RespBody == nil {
+			it.ex.RespBody = []byte{} // empty, still to be decoded (and to fail)
+		}
+	}
 	if len(h.cur.arena) > handoffKeep {
 		// A huge exchange (a Fetch response of many MB): wait until it
 		// is correlated, so that no more than one copy of such bytes is

@@ -83,3 +83,50 @@ func TestHandoffOrderAndCopies(t *testing.T) {
 		t.Fatalf("got %d items, want %d", len(got), len(want))
 	}
 }
+
+// TestHandoffDecodesDeferred: a response the decoder deferred is decoded
+// on the handoff's goroutine before next gets it, from a copy of its
+// bytes; one that does not decode comes with its anomaly just before it,
+// and is counted.
+func TestHandoffDecodesDeferred(t *testing.T) {
+	var got []string
+	next := handlerFuncs{
+		exchange: func(e *decode.Exchange) {
+			s := fmt.Sprintf("ex %d err=%v", e.CorrelationID, e.RespErr != nil)
+			if r, ok := e.Resp.(*kmsg.FetchResponse); ok {
+				s += fmt.Sprintf(" session=%d", r.SessionID)
+			}
+			got = append(got, s)
+		},
+		anomaly: func(a *decode.Anomaly) { got = append(got, fmt.Sprintf("an %s %d", a.Kind, a.CorrelationID)) },
+	}
+	h := newHandoff(next, nil)
+	good := kmsg.NewPtrFetchResponse()
+	good.SetVersion(4)
+	good.SessionID = 77 // not in v4: must read as 0
+	body := good.AppendTo(nil)
+	for i := range 300 {
+		b := slices.Clone(body)
+		if i%100 == 50 {
+			b = b[:len(b)-2] // truncated: a decode error
+		}
+		ex := decode.Exchange{Key: 1, Version: 4, CorrelationID: int32(i), Response: decode.ResponseSeen, RespBody: b}
+		h.Exchange(&ex)
+		clear(b) // the decoder's bytes are gone after the call
+	}
+	h.close()
+	var want []string
+	for i := range 300 {
+		if i%100 == 50 {
+			want = append(want, fmt.Sprintf("an %s %d", decode.AnomalyDecodeError, i), fmt.Sprintf("ex %d err=true", i))
+		} else {
+			want = append(want, fmt.Sprintf("ex %d err=false session=0", i))
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if h.rd.DecodeErrors != 3 {
+		t.Errorf("%d decode errors counted, want 3", h.rd.DecodeErrors)
+	}
+}

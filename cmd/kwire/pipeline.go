@@ -31,6 +31,8 @@ type pipeline struct {
 	tap tap
 	// ho, when set, runs correlate and output on a goroutine of their own.
 	ho *handoff
+	// deferredErrors are the decode errors of responses ho decoded.
+	deferredErrors int64
 }
 
 // tap is a second consumer of the pipeline's exchanges and events.
@@ -107,10 +109,13 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 		// Only the correlator reads the exchanges: it can run on the
 		// other core (an exchange line needs the exchange as it is).
 		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
+		p.dec.SetDeferResponses(true)
 	}
 	runErr := src.Run(ctx, clock)
 	if p.ho != nil {
 		p.ho.close()
+		p.dec.SetDeferResponses(false)
+		p.deferredErrors += p.ho.rd.DecodeErrors
 		p.ho = nil
 	}
 	if err := p.finish(clock.t, clock.t, src.Stats(), summary); err != nil {
@@ -139,7 +144,9 @@ func (p *pipeline) finish(end, statsAt time.Time, cs capture.Stats, summary bool
 	if summary {
 		p.out.Summary(p.corr.Snapshot())
 	}
-	p.out.Stats(statsAt, cs, p.dec.Stats())
+	ds := p.dec.Stats()
+	ds.DecodeErrors += p.deferredErrors
+	p.out.Stats(statsAt, cs, ds)
 	if err := p.out.Flush(); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
