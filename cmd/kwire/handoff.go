@@ -35,18 +35,26 @@ type handoff struct {
 }
 
 // Batching: a batch goes over when it holds handoffItems items or
-// handoffArena bytes; handoffBatches are in flight at most. An arena that
-// grew past handoffKeep (a huge Fetch response) is not kept for reuse.
+// handoffArena bytes; handoffBatches are in flight at most. A response
+// body of handoffOwn bytes or more is copied into a buffer of its own, let
+// go once correlated, so that the arenas kept for reuse stay small: kept
+// arenas that grew with the largest responses made memory grow with the
+// length of a capture. An arena that grew past handoffKeep anyway (large
+// group metadata) is not kept. An exchange of more than handoffHuge bytes
+// is correlated before the next is copied.
 const (
 	handoffItems   = 128
 	handoffArena   = 256 << 10
-	handoffKeep    = 2 << 20
+	handoffOwn     = 64 << 10
+	handoffKeep    = 2 * handoffArena
+	handoffHuge    = 2 << 20
 	handoffBatches = 4
 )
 
 type handoffBatch struct {
 	items []handoffItem
 	arena []byte
+	own   int // bytes in the items' own buffers
 }
 
 type handoffItem struct {
@@ -114,7 +122,7 @@ func (h *handoff) take() *handoffBatch {
 		}
 		*it = handoffItem{} // drop references to messages and processes
 	}
-	b.items = b.items[:0]
+	b.items, b.own = b.items[:0], 0
 	if cap(b.arena) > handoffKeep {
 		b.arena = nil
 	}
@@ -134,7 +142,7 @@ func (h *handoff) item() *handoffItem {
 
 // sent passes the current batch on when it is full.
 func (h *handoff) sent() {
-	if b := h.cur; len(b.items) == cap(b.items) || len(b.arena) >= handoffArena {
+	if b := h.cur; len(b.items) == cap(b.items) || len(b.arena)+b.own >= handoffArena {
 		h.flush()
 	}
 }
@@ -162,16 +170,26 @@ func (h *handoff) Exchange(e *decode.Exchange) {
 	if len(e.RecordsNotCopied) > 0 {
 		it.ex.RecordsNotCopied = slices.Clone(e.RecordsNotCopied)
 	}
-	h.cur.arena = correlate.Detach(&it.ex, h.cur.arena)
-	if e.RespBody != nil {
-		n := len(h.cur.arena)
-		h.cur.arena = append(h.cur.arena, e.RespBody...)
-		it.ex.RespBody = h.cur.arena[n:len(h.cur.arena):len(h.cur.arena)]
+	b := h.cur
+	n := len(b.arena)
+	b.arena = correlate.Detach(&it.ex, b.arena)
+	size := len(b.arena) - n
+	switch body := e.RespBody; {
+	case body == nil:
+	case len(body) >= handoffOwn:
+		it.ex.RespBody = slices.Clone(body)
+		b.own += len(body)
+		size += len(body)
+	default:
+		n := len(b.arena)
+		b.arena = append(b.arena, body...)
+		it.ex.RespBody = b.arena[n:len(b.arena):len(b.arena)]
 		if it.ex.RespBody == nil {
 			it.ex.RespBody = []byte{} // empty, still to be decoded (and to fail)
 		}
+		size += len(body)
 	}
-	if len(h.cur.arena) > handoffKeep {
+	if size > handoffHuge {
 		// A huge exchange (a Fetch response of many MB): wait until it
 		// is correlated, so that no more than one copy of such bytes is
 		// held at a time, however many batches are in flight.

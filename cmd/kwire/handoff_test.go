@@ -44,7 +44,7 @@ func TestHandoffOrderAndCopies(t *testing.T) {
 	conn := &capture.Conn{ID: 1, Client: netip.MustParseAddrPort("10.0.0.1:1000"), Server: netip.MustParseAddrPort("10.0.0.2:9092")}
 	var ex decode.Exchange
 	var an decode.Anomaly
-	buf := make([]byte, 3*handoffKeep)
+	buf := make([]byte, 3*handoffHuge)
 	var want []string
 	for i := range 1000 {
 		size := 1 + i%700
@@ -94,7 +94,13 @@ func TestHandoffDecodesDeferred(t *testing.T) {
 		exchange: func(e *decode.Exchange) {
 			s := fmt.Sprintf("ex %d err=%v", e.CorrelationID, e.RespErr != nil)
 			if r, ok := e.Resp.(*kmsg.FetchResponse); ok {
-				s += fmt.Sprintf(" session=%d", r.SessionID)
+				n := 0
+				for _, t := range r.Topics {
+					for _, p := range t.Partitions {
+						n += len(p.RecordBatches) - bytes.Count(p.RecordBatches, []byte{0xff})
+					}
+				}
+				s += fmt.Sprintf(" session=%d records=%d", r.SessionID, n) // zero bytes: the copy outlived the clear
 			}
 			got = append(got, s)
 		},
@@ -105,22 +111,37 @@ func TestHandoffDecodesDeferred(t *testing.T) {
 	good.SetVersion(4)
 	good.SessionID = 77 // not in v4: must read as 0
 	body := good.AppendTo(nil)
+	big := kmsg.NewPtrFetchResponse() // copied to a buffer of its own
+	big.SetVersion(4)
+	big.Topics = []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{{RecordBatches: make([]byte, handoffOwn)}}}}
+	bigBody := big.AppendTo(nil)
 	for i := range 300 {
 		b := slices.Clone(body)
+		if i%7 == 3 {
+			b = slices.Clone(bigBody)
+		}
 		if i%100 == 50 {
 			b = b[:len(b)-2] // truncated: a decode error
 		}
 		ex := decode.Exchange{Key: 1, Version: 4, CorrelationID: int32(i), Response: decode.ResponseSeen, RespBody: b}
 		h.Exchange(&ex)
-		clear(b) // the decoder's bytes are gone after the call
+		for j := range b {
+			b[j] = 0xff // the decoder's bytes are gone after the call
+		}
 	}
 	h.close()
+	records := func(i int) int {
+		if i%7 == 3 {
+			return handoffOwn
+		}
+		return 0
+	}
 	var want []string
 	for i := range 300 {
 		if i%100 == 50 {
 			want = append(want, fmt.Sprintf("an %s %d", decode.AnomalyDecodeError, i), fmt.Sprintf("ex %d err=true", i))
 		} else {
-			want = append(want, fmt.Sprintf("ex %d err=false session=0", i))
+			want = append(want, fmt.Sprintf("ex %d err=false session=0 records=%d", i, records(i)))
 		}
 	}
 	if !slices.Equal(got, want) {
