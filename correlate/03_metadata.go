@@ -121,7 +121,8 @@ func mergeFetch(dst, src *fetchState) *fetchState {
 // mergePart merges two histories of one partition.
 func mergePart(dst, src *partState) *partState {
 	mergeFetch(&dst.fetch, &src.fetch)
-	dst.commits = append(dst.commits, src.commits...)
+	dst.compact()
+	dst.commits = append(dst.commits, src.history()...)
 	sort.SliceStable(dst.commits, func(i, j int) bool { return dst.commits[i].at.Before(dst.commits[j].at) })
 	dst.commitsDropped += src.commitsDropped
 	if src.hasCommitted {

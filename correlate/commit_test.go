@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -112,5 +113,47 @@ func TestOffsetFetchSetsCommitted(t *testing.T) {
 	}
 	if p1 == nil || p1.Committed != nil {
 		t.Errorf("t/1 = %+v, want no committed offset", p1)
+	}
+}
+
+// TestCommitHistoryWindow: after every commit the history is exactly the
+// last MaxCommitHistory commits, oldest first, and the rest are counted
+// dropped, however the slice behind it is compacted; a merge keeps the
+// whole of both histories in time order.
+func TestCommitHistoryWindow(t *testing.T) {
+	const keep = 32
+	var ps, other partState
+	var lim Limits
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 200 {
+		ps.addCommit(commitRec{at: at.Add(time.Duration(2*i) * time.Second), offset: int64(i), member: "m"}, keep, &lim)
+		h := ps.history()
+		if want := min(i+1, keep); len(h) != want {
+			t.Fatalf("after %d commits: %d in the history, want %d", i+1, len(h), want)
+		}
+		for j, r := range h {
+			if want := int64(i + 1 - len(h) + j); r.offset != want {
+				t.Fatalf("after %d commits: history[%d] is offset %d, want %d", i+1, j, r.offset, want)
+			}
+		}
+		if want := int64(max(0, i+1-keep)); ps.commitsDropped != want || lim.CommitsDropped != want {
+			t.Fatalf("after %d commits: %d dropped (limits %d), want %d", i+1, ps.commitsDropped, lim.CommitsDropped, want)
+		}
+		if len(ps.commits) > keep+keep/4+1 {
+			t.Fatalf("after %d commits the slice holds %d", i+1, len(ps.commits))
+		}
+	}
+	for i := range 5 {
+		other.addCommit(commitRec{at: at.Add(time.Duration(2*(190+i)+1) * time.Second), offset: int64(1000 + i)}, keep, &lim)
+	}
+	mergePart(&ps, &other)
+	var got []int64
+	for _, r := range ps.history() {
+		got = append(got, r.offset)
+	}
+	want := []int64{168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189,
+		190, 1000, 191, 1001, 192, 1002, 193, 1003, 194, 1004, 195, 196, 197, 198, 199}
+	if !slices.Equal(got, want) {
+		t.Errorf("merged history %v\nwant %v", got, want)
 	}
 }
