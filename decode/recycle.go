@@ -67,32 +67,35 @@ func keepSpare[M, T any](list []*M, m *M, topics *[]T) []*M {
 	return append(list, m)
 }
 
-func takeSpare[M any](list *[]*M) *M {
+// takeSpare pops a spare message from list, reset to its defaults.
+func takeSpare[M any, P interface {
+	*M
+	Default()
+}](list *[]P) (P, bool) {
 	n := len(*list)
 	if n == 0 {
-		return nil
+		return nil, false
 	}
 	m := (*list)[n-1]
+	(*list)[n-1] = nil
 	*list = (*list)[:n-1]
-	return m
+	m.Default()
+	return m, true
 }
 
 // request is kmsg.RequestForKey, with a recycled message when there is one.
 func (s *spares) request(key int16) kmsg.Request {
 	switch key {
 	case 0:
-		if m := takeSpare(&s.produceReq); m != nil {
-			m.Default()
+		if m, ok := takeSpare(&s.produceReq); ok {
 			return m
 		}
 	case 1:
-		if m := takeSpare(&s.fetchReq); m != nil {
-			m.Default()
+		if m, ok := takeSpare(&s.fetchReq); ok {
 			return m
 		}
 	case 8:
-		if m := takeSpare(&s.commitReq); m != nil {
-			m.Default()
+		if m, ok := takeSpare(&s.commitReq); ok {
 			return m
 		}
 	}
@@ -103,18 +106,15 @@ func (s *spares) request(key int16) kmsg.Request {
 func (s *spares) response(key int16) kmsg.Response {
 	switch key {
 	case 0:
-		if m := takeSpare(&s.produceResp); m != nil {
-			m.Default()
+		if m, ok := takeSpare(&s.produceResp); ok {
 			return m
 		}
 	case 1:
-		if m := takeSpare(&s.fetchResp); m != nil {
-			m.Default()
+		if m, ok := takeSpare(&s.fetchResp); ok {
 			return m
 		}
 	case 8:
-		if m := takeSpare(&s.commitResp); m != nil {
-			m.Default()
+		if m, ok := takeSpare(&s.commitResp); ok {
 			return m
 		}
 	}
