@@ -22,4 +22,10 @@
 //
 // SASL authentication bytes and delegation-token HMACs are removed from the
 // decoded messages here, before any downstream stage can see them.
+//
+// For a pipeline that correlates on a second goroutine (kwire analyze):
+// Options.DeferResponses passes Produce and Fetch responses on undecoded,
+// for a ResponseDecoder on that goroutine to decode exactly as the Decoder
+// would; Recycle (and ResponseDecoder.Recycle) take messages back so that
+// later frames are read into them instead of newly allocated ones.
 package decode
