@@ -228,7 +228,7 @@ type batch struct {
 }
 
 // packedPacket is one packet of a batch: its bytes are buf[off:off+n].
-// It holds no pointers and is 40 bytes, not the 96 of a gopacket.CaptureInfo
+// It holds no pointers and is 48 bytes, not the 96 of a gopacket.CaptureInfo
 // with its link type: every packet's header crosses from the reading core
 // to the reassembling one, and the cache lines that carry it are the cost.
 type packedPacket struct {
@@ -236,14 +236,14 @@ type packedPacket struct {
 	nsec         int32
 	capLen, wire uint32 // CaptureInfo.CaptureLength and Length (uint32 in both formats)
 	iface        uint32 // CaptureInfo.InterfaceIndex
-	off, n       int32
+	off, n       int    // a packet can be larger than 2 GiB in a crafted file
 	lt           layers.LinkType
 }
 
 func packPacket(lt layers.LinkType, ci *gopacket.CaptureInfo, off, n int) packedPacket {
 	return packedPacket{sec: ci.Timestamp.Unix(), nsec: int32(ci.Timestamp.Nanosecond()),
 		capLen: uint32(ci.CaptureLength), wire: uint32(ci.Length), iface: uint32(ci.InterfaceIndex),
-		off: int32(off), n: int32(n), lt: lt}
+		off: off, n: n, lt: lt}
 }
 
 // info is the packet's CaptureInfo, as the reader gave it.
