@@ -3,11 +3,12 @@ package decode
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 // Recycling: Produce, Fetch and OffsetCommit requests and responses are
-// most of the frames of a busy capture, and reading each allocates the message and
-// its slice of topics. A handler that is done with an exchange's messages
-// can give them back with Recycle; later frames of the same kind are read
-// into them. Only the message and its topics slice are reused: kmsg
-// allocates everything inside the topics again.
+// most of the frames of a busy capture, and reading each allocates the
+// message and its slice of topics. A handler that is done with an
+// exchange's messages can give them back with Recycle, once each; later
+// frames of the same kind are read into them. Only the message and its
+// topics slice are reused: kmsg allocates everything inside the topics
+// again.
 const (
 	spareMessages = 256 // kept per kind: more than a handoff has in flight
 	spareTopics   = 64  // a longer topics slice is not kept
