@@ -18,7 +18,7 @@ func (w *Writer) Event(ev correlate.Event) {
 		return
 	}
 	if c, ok := ev.(*correlate.CommitEvent); ok {
-		w.scratch = append(commitLine(w.scratch[:0], c, &w.ts), '\n')
+		w.scratch = append(commitLine(w.scratch[:0], c, &w.commits), '\n')
 		w.write(w.scratch)
 		return
 	}

@@ -25,6 +25,7 @@ var awkward = []string{"", "plain", `quote " and \ backslash`, "<html> & co", "c
 // TestFastCommit checks the hand-written commit line against
 // encoding/json, on awkward strings in every string field.
 func TestFastCommit(t *testing.T) {
+	shared := &commitCache{}
 	for _, s := range awkward {
 		meta := s
 		for _, e := range []*correlate.CommitEvent{
@@ -35,9 +36,16 @@ func TestFastCommit(t *testing.T) {
 			{Group: "g", Conn: correlate.Conn{ID: 3, Client: "c", Broker: "b", PID: 4242, Comm: s}},
 		} {
 			want := commitSlow(t, e)
-			got := append(commitLine(nil, e, &tsCache{}), '\n')
+			got := append(commitLine(nil, e, &commitCache{}), '\n')
 			if !bytes.Equal(got, want) {
 				t.Errorf("%q:\n got  %s\n want %s", s, got, want)
+			}
+			// The same cache for every line: a string that changes is
+			// written anew, one that stays is written the same.
+			for _, line := range [][]byte{commitLine(nil, e, shared), commitLine(nil, e, shared)} {
+				if line = append(line, '\n'); !bytes.Equal(line, want) {
+					t.Errorf("%q, cache shared with earlier lines:\n got  %s\n want %s", s, line, want)
+				}
 			}
 		}
 	}

@@ -38,8 +38,8 @@ type Writer struct {
 	names decode.Topics
 	err   error
 
-	scratch []byte  // a line being built (fast.go)
-	ts      tsCache // the last commit line's time
+	scratch []byte      // a line being built (fast.go)
+	commits commitCache // what the last commit line wrote
 }
 
 // New returns a Writer on w. opts may be nil.
