@@ -20,6 +20,7 @@ type Correlator struct {
 	codes map[tp]int16 // commitCodes' map, reused
 	spans []span       // scanSpans' output, reused
 	ask   fetchAsk     // the current Fetch's partitions (askedBy)
+	got   []gotPart    // fetchHazards' response partitions, reused
 
 	// Topic ids (topic_ids.go): names learned from Metadata, and ids used
 	// as "id:<hex>" keys (with the clock of their last use); at most

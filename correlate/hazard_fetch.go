@@ -254,23 +254,24 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 	}
 	resp, _ := e.Resp.(*kmsg.FetchResponse)
 	nc := c.recordsNotCopied(e, resp)
-	got := make(map[tp]*kmsg.FetchResponseTopicPartition)
-	if resp != nil {
-		for _, t := range resp.Topics {
-			topic := c.topicKey(t.Topic, t.TopicID)
-			for i := range t.Partitions {
-				got[tp{topic, t.Partitions[i].Partition}] = &t.Partitions[i]
-			}
+	got := c.gotParts(resp)
+	defer clear(got) // it points into resp
+	j := 0
+	for _, p := range ask.sorted { // both in partition order
+		for j < len(got) && cmpTP(got[j].p, p) < 0 {
+			j++
 		}
-	}
-	for _, p := range ask.sorted {
-		if rp := got[p]; rp == nil || rp.ErrorCode == 0 {
+		var rp *kmsg.FetchResponseTopicPartition
+		if j < len(got) && got[j].p == p {
+			rp = got[j].rp
+		}
+		if rp == nil || rp.ErrorCode == 0 {
 			c.resetResumed(g, p, k, a.member, asked[p], rp, ev)
 		}
 	}
 	var owners map[tp]string
-	for _, p := range sortedTPs(got) {
-		rp := got[p]
+	for _, x := range got {
+		p, rp := x.p, x.rp
 		off, known := asked[p]
 		if !known {
 			off, known = c.sessionOffset(e, req, p)
@@ -313,6 +314,39 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 			return owners
 		}, off, known, ss, e, ev)
 	}
+}
+
+// gotPart is a partition of a Fetch response.
+type gotPart struct {
+	p  tp
+	rp *kmsg.FetchResponseTopicPartition
+}
+
+// gotParts returns the partitions of resp in partition order, once each:
+// the last of a partition named twice, as a map by partition would keep.
+// The slice is reused by the next call.
+func (c *Correlator) gotParts(resp *kmsg.FetchResponse) []gotPart {
+	got := c.got[:0]
+	if resp != nil {
+		for _, t := range resp.Topics {
+			topic := c.topicKey(t.Topic, t.TopicID)
+			for i := range t.Partitions {
+				got = append(got, gotPart{tp{topic, t.Partitions[i].Partition}, &t.Partitions[i]})
+			}
+		}
+	}
+	slices.SortStableFunc(got, func(a, b gotPart) int { return cmpTP(a.p, b.p) })
+	n := 0
+	for i := range got {
+		if i+1 < len(got) && got[i+1].p == got[i].p {
+			continue // a later one of the same partition wins
+		}
+		got[n] = got[i]
+		n++
+	}
+	clear(got[n:])
+	c.got = got[:n]
+	return c.got
 }
 
 // sessionOffset returns the fetch offset of p in the request's fetch

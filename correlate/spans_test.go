@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // addSpansSimply is memberPart.add as it was first written: a scan for the
@@ -56,5 +58,59 @@ func TestSpansWindow(t *testing.T) {
 		if len(mp.spans) > maxSpans+maxSpans/4+4 {
 			t.Fatalf("call %d: the slice holds %d", call, len(mp.spans))
 		}
+	}
+}
+
+// many returns n partition numbers, most of them more than once.
+func many(n int) []int32 {
+	r := rand.New(rand.NewPCG(uint64(n), 3))
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = r.Int32N(int32(n / 4))
+	}
+	return out
+}
+
+// TestGotParts: a Fetch response's partitions come out in partition
+// order, once each, the last of a partition named twice winning, as the
+// map they replace kept them.
+func TestGotParts(t *testing.T) {
+	c := New(nil, nil)
+	resp := kmsg.NewPtrFetchResponse()
+	for _, x := range []struct {
+		topic string
+		parts []int32
+	}{{"b", []int32{3, 1}}, {"a", []int32{2}}, {"b", []int32{1, 0}}, {"a", []int32{2, 5}}, {"c", many(200)}, {"c", many(100)}} {
+		tp := kmsg.NewFetchResponseTopic()
+		tp.Topic = x.topic
+		for _, p := range x.parts {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p
+			tp.Partitions = append(tp.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, tp)
+	}
+	want := map[tp]*kmsg.FetchResponseTopicPartition{}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			want[tp{resp.Topics[i].Topic, resp.Topics[i].Partitions[j].Partition}] = &resp.Topics[i].Partitions[j]
+		}
+	}
+	for range 2 { // the second call reuses the slice
+		got := c.gotParts(resp)
+		if len(got) != len(want) {
+			t.Fatalf("%d partitions, want %d", len(got), len(want))
+		}
+		for i, x := range got {
+			if i > 0 && cmpTP(got[i-1].p, x.p) >= 0 {
+				t.Errorf("%v after %v: not in partition order", x.p, got[i-1].p)
+			}
+			if want[x.p] != x.rp {
+				t.Errorf("%v: not the last one the response names", x.p)
+			}
+		}
+	}
+	if got := c.gotParts(nil); len(got) != 0 {
+		t.Errorf("no response: %d partitions", len(got))
 	}
 }
