@@ -19,7 +19,10 @@ import (
 // What the decoder hands over is only valid during its call: each exchange
 // is copied with its connection as it was then, and the byte slices the
 // Correlator reads are copied into the batch's arena (correlate.Detach).
-// Batches are recycled, so at steady state nothing is allocated.
+// Batches are recycled, and so are the kmsg messages: when the decoder's
+// goroutine takes a processed batch back, it returns their messages to
+// the decoder. At steady state only large response bodies (handoffOwn)
+// are allocated.
 //
 // The decoder leaves Produce and Fetch responses undecoded
 // (decode.Options.DeferResponses): their bodies are copied whole, and this
