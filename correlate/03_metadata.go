@@ -121,9 +121,10 @@ func mergeFetch(dst, src *fetchState) *fetchState {
 // mergePart merges two histories of one partition.
 func mergePart(dst, src *partState) *partState {
 	mergeFetch(&dst.fetch, &src.fetch)
-	dst.compact()
-	dst.commits = append(dst.commits, src.history()...)
-	sort.SliceStable(dst.commits, func(i, j int) bool { return dst.commits[i].at.Before(dst.commits[j].at) })
+	dst.commits.compact()
+	h := append(dst.commits.s, src.commits.all()...)
+	sort.SliceStable(h, func(i, j int) bool { return h[i].at.Before(h[j].at) })
+	dst.commits.s = h
 	dst.commitsDropped += src.commitsDropped
 	if src.hasCommitted {
 		dst.setCommitted(src.committed, src.committedAt, src.committedBy, src.committedGen, src.committedSource)

@@ -127,7 +127,7 @@ func TestCommitHistoryWindow(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 200 {
 		ps.addCommit(commitRec{at: at.Add(time.Duration(2*i) * time.Second), offset: int64(i), member: "m"}, keep, &lim)
-		h := ps.history()
+		h := ps.commits.all()
 		if want := min(i+1, keep); len(h) != want {
 			t.Fatalf("after %d commits: %d in the history, want %d", i+1, len(h), want)
 		}
@@ -139,8 +139,8 @@ func TestCommitHistoryWindow(t *testing.T) {
 		if want := int64(max(0, i+1-keep)); ps.commitsDropped != want || lim.CommitsDropped != want {
 			t.Fatalf("after %d commits: %d dropped (limits %d), want %d", i+1, ps.commitsDropped, lim.CommitsDropped, want)
 		}
-		if len(ps.commits) > keep+keep/4+1 {
-			t.Fatalf("after %d commits the slice holds %d", i+1, len(ps.commits))
+		if len(ps.commits.s) > keep+keep/4+1 {
+			t.Fatalf("after %d commits the slice holds %d", i+1, len(ps.commits.s))
 		}
 	}
 	for i := range 5 {
@@ -148,7 +148,7 @@ func TestCommitHistoryWindow(t *testing.T) {
 	}
 	mergePart(&ps, &other)
 	var got []int64
-	for _, r := range ps.history() {
+	for _, r := range ps.commits.all() {
 		got = append(got, r.offset)
 	}
 	want := []int64{168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189,

@@ -35,16 +35,13 @@ type memberHazard struct {
 // memberPart is what one member was delivered of one partition, and how it
 // committed it.
 type memberPart struct {
-	// spans[spanFrom:] are the recent delivered batches, by base offset
-	// (batches); the ones before spanFrom are dropped in bulk.
-	spans      []span
-	spanFrom   int
-	delivered  int64 // offset after the last record delivered; -1 none
-	position   int64 // highest fetch offset asked; -1 none
-	hwm        int64 // high watermark of the last response; -1 unknown
-	fetches    int64 // Fetch requests or responses naming the partition
-	deliveries int64 // responses delivering records
-	notCopied  int64 // responses whose records were not copied: deliveries unknown
+	spans      window[span] // recent delivered batches, by base offset
+	delivered  int64        // offset after the last record delivered; -1 none
+	position   int64        // highest fetch offset asked; -1 none
+	hwm        int64        // high watermark of the last response; -1 unknown
+	fetches    int64        // Fetch requests or responses naming the partition
+	deliveries int64        // responses delivering records
+	notCopied  int64        // responses whose records were not copied: deliveries unknown
 	lastFetch  Evidence
 	hasFetch   bool
 
@@ -136,7 +133,7 @@ func (mh *memberHazard) part(p tp, limit int) *memberPart {
 // inside reports whether off is strictly inside a delivered data batch:
 // a commit there is finer than a poll, which returns whole batches.
 func (mp *memberPart) inside(off int64) bool {
-	for _, s := range mp.batches() {
+	for _, s := range mp.spans.all() {
 		if s.data && s.base < off && off < s.next {
 			return true
 		}
@@ -158,7 +155,7 @@ func (mp *memberPart) allData(from, to int64) bool {
 }
 
 func (mp *memberPart) spanOf(off int64) *span {
-	spans := mp.batches()
+	spans := mp.spans.all()
 	for i := range spans {
 		if s := &spans[i]; s.base <= off && off < s.next {
 			return s
@@ -168,33 +165,19 @@ func (mp *memberPart) spanOf(off int64) *span {
 }
 
 // add remembers delivered batches (a batch delivered again keeps its first
-// delivery), keeping the maxSpans highest.
-//
-// Batches mostly arrive in order, so the place of one is found by binary
-// search, and the oldest leave the slice a quarter of maxSpans at a time:
-// a scan and a shift of all 64 for every partition of every Fetch were 3%
-// of the correlator's time.
+// delivery), keeping the maxSpans highest. They mostly arrive in order, so
+// the place of one is found by binary search.
 func (mp *memberPart) add(ss []span) {
 	for _, s := range ss {
-		i, found := slices.BinarySearchFunc(mp.batches(), s.base, func(x span, base int64) int { return cmp.Compare(x.base, base) })
+		i, found := slices.BinarySearchFunc(mp.spans.all(), s.base, func(x span, base int64) int { return cmp.Compare(x.base, base) })
 		if found {
 			continue
 		}
-		mp.spans = slices.Insert(mp.spans, mp.spanFrom+i, s)
+		mp.spans.insert(i, s)
 		mp.delivered = max(mp.delivered, s.next)
 	}
-	if n := len(mp.spans) - mp.spanFrom - maxSpans; n > 0 {
-		mp.spanFrom += n
-		if mp.spanFrom > maxSpans/4 {
-			k := copy(mp.spans, mp.spans[mp.spanFrom:])
-			clear(mp.spans[k:])
-			mp.spans, mp.spanFrom = mp.spans[:k], 0
-		}
-	}
+	mp.spans.trim(maxSpans)
 }
-
-// batches returns the delivered batches remembered, by base offset.
-func (mp *memberPart) batches() []span { return mp.spans[mp.spanFrom:] }
 
 // scanSpans reads the complete batch headers of a Fetch response
 // partition (KIP-98 v2 layout; legacy message sets as one record each).

@@ -63,11 +63,8 @@ type commitRec struct {
 
 // partState is one group's state for one partition.
 type partState struct {
-	fetch fetchState
-	// commits[histFrom:] is the history, the last MaxCommitHistory
-	// commits (history); the ones before histFrom are dropped in bulk.
-	commits        []commitRec
-	histFrom       int
+	fetch          fetchState
+	commits        window[commitRec] // the last MaxCommitHistory commits
 	commitsDropped int64
 
 	// The committed offset now: the last accepted commit, or a later
@@ -105,32 +102,16 @@ func (c *Correlator) part(g *groupState, p tp) *partState {
 	return ps
 }
 
-// history returns the commits remembered, oldest first.
-func (ps *partState) history() []commitRec { return ps.commits[ps.histFrom:] }
-
-// addCommit appends r to the history, keeping the last max. The oldest
-// leave the slice a quarter of max at a time: moving the whole history
-// for every commit was 5% of the correlator's time on a busy capture.
+// addCommit appends r to the history, keeping the last max.
 func (ps *partState) addCommit(r commitRec, max int, lim *Limits) {
-	ps.commits = append(ps.commits, r)
-	if n := len(ps.commits) - ps.histFrom - max; n > 0 {
-		ps.histFrom += n
+	ps.commits.push(r)
+	if n := ps.commits.trim(max); n > 0 {
 		ps.commitsDropped += int64(n)
 		lim.CommitsDropped += int64(n)
-		if ps.histFrom > max/4 {
-			ps.compact()
-		}
 	}
 	if r.code == 0 {
 		ps.setCommitted(r.offset, r.at, r.member, r.generation, "commit")
 	}
-}
-
-// compact drops the commits before the history from the slice.
-func (ps *partState) compact() {
-	n := copy(ps.commits, ps.commits[ps.histFrom:])
-	clear(ps.commits[n:]) // let go of their strings
-	ps.commits, ps.histFrom = ps.commits[:n], 0
 }
 
 func (ps *partState) setCommitted(off int64, at time.Time, member string, gen int32, source string) {

@@ -87,7 +87,7 @@ func (m *memberState) snapshot() Member {
 func (ps *partState) snapshot(p tp, owner string) Partition {
 	o := Partition{
 		Topic: p.topic, Partition: p.partition, Owner: owner, CommittedGeneration: ps.committedGen,
-		Commits: make([]Commit, 0, len(ps.history())), CommitsDropped: ps.commitsDropped,
+		Commits: make([]Commit, 0, len(ps.commits.all())), CommitsDropped: ps.commitsDropped,
 		Fetch: ps.fetch.snapshot(),
 	}
 	if ps.hasCommitted {
@@ -95,7 +95,7 @@ func (ps *partState) snapshot(p tp, owner string) Partition {
 		o.Committed, o.CommittedAt = &off, timePtr(ps.committedAt)
 		o.CommittedBy, o.CommittedSource = ps.committedBy, ps.committedSource
 	}
-	for _, r := range ps.history() {
+	for _, r := range ps.commits.all() {
 		o.Commits = append(o.Commits, Commit{
 			Time: r.at, MemberID: r.member, Generation: r.generation, Offset: r.offset,
 			Metadata: strPtr(r.metadata), ErrorCode: r.code, ClientID: r.clientID,

@@ -52,11 +52,11 @@ func TestSpansWindow(t *testing.T) {
 		}
 		mp.add(ss)
 		want = addSpansSimply(want, ss)
-		if got := mp.batches(); !slices.Equal(got, want) {
+		if got := mp.spans.all(); !slices.Equal(got, want) {
 			t.Fatalf("call %d: %d batches, want %d:\n%v\n%v", call, len(got), len(want), got, want)
 		}
-		if len(mp.spans) > maxSpans+maxSpans/4+4 {
-			t.Fatalf("call %d: the slice holds %d", call, len(mp.spans))
+		if len(mp.spans.s) > maxSpans+maxSpans/4+4 {
+			t.Fatalf("call %d: the slice holds %d", call, len(mp.spans.s))
 		}
 	}
 }
