@@ -28,11 +28,7 @@ func Detach(e *decode.Exchange, arena []byte) []byte {
 	}
 	switch r := e.Req.(type) {
 	case *kmsg.ProduceRequest:
-		for i := range r.Topics {
-			for j := range r.Topics[i].Partitions {
-				r.Topics[i].Partitions[j].Records = nil
-			}
-		}
+		decode.DropRecords(r)
 	case *kmsg.JoinGroupRequest:
 		for i := range r.Protocols {
 			r.Protocols[i].Metadata = keep(r.Protocols[i].Metadata)

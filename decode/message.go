@@ -157,7 +157,7 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 			}
 			if ok {
 				if drop {
-					dropRecords(req.(*kmsg.ProduceRequest))
+					DropRecords(req.(*kmsg.ProduceRequest))
 				}
 				redactRequest(req)
 				p.req = req
@@ -177,8 +177,9 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 	return true
 }
 
-// dropRecords clears the record bytes of a Produce request.
-func dropRecords(r *kmsg.ProduceRequest) {
+// DropRecords clears the record bytes of a Produce request (what
+// Options.DropProduceRecords does).
+func DropRecords(r *kmsg.ProduceRequest) {
 	for i := range r.Topics {
 		for j := range r.Topics[i].Partitions {
 			r.Topics[i].Partitions[j].Records = nil
