@@ -2,7 +2,6 @@ package decode
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,8 +49,7 @@ func (rd *ResponseDecoder) Decode(e *Exchange) *Anomaly {
 		return nil
 	}
 	rd.DecodeErrors++
-	rd.an = Anomaly{Kind: AnomalyDecodeError, Conn: e.Conn, Dir: capture.ToClient, Time: e.RespTime, Key: e.Key, Version: e.Version,
-		CorrelationID: e.CorrelationID, Detail: fmt.Sprintf("%s v%d: %v", kmsg.NameForKey(e.Key), e.Version, e.RespErr)}
+	rd.an = decodeErrorAnomaly(e.Conn, capture.ToClient, e.RespTime, &reqHeader{key: e.Key, version: e.Version, corr: e.CorrelationID}, e.RespErr)
 	return &rd.an
 }
 

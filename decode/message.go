@@ -458,7 +458,13 @@ func (d *Decoder) emit(cs *connState, p *pending, resp kmsg.Response, state Resp
 
 func (d *Decoder) decodeError(cs *connState, dir capture.Dir, t time.Time, h *reqHeader, err error) {
 	d.stats.DecodeErrors++
-	d.an = Anomaly{Kind: AnomalyDecodeError, Conn: cs.conn, Dir: dir, Time: t, Key: h.key, Version: h.version, CorrelationID: h.corr,
-		Detail: fmt.Sprintf("%s v%d: %v", kmsg.NameForKey(h.key), h.version, err)}
+	d.an = decodeErrorAnomaly(cs.conn, dir, t, h, err)
 	d.h.Anomaly(&d.an)
+}
+
+// decodeErrorAnomaly is the anomaly of a body of frame h that kmsg could
+// not decode (also reported by ResponseDecoder).
+func decodeErrorAnomaly(conn *capture.Conn, dir capture.Dir, t time.Time, h *reqHeader, err error) Anomaly {
+	return Anomaly{Kind: AnomalyDecodeError, Conn: conn, Dir: dir, Time: t, Key: h.key, Version: h.version, CorrelationID: h.corr,
+		Detail: fmt.Sprintf("%s v%d: %v", kmsg.NameForKey(h.key), h.version, err)}
 }
