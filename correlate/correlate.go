@@ -12,7 +12,8 @@ import (
 )
 
 // Correlator rebuilds consumer groups from exchanges. It is not safe for
-// concurrent use: call it from the goroutine that runs the decoder.
+// concurrent use: call it from one goroutine, the decoder's or (with
+// Detach) one of its own.
 type Correlator struct {
 	opts  Options
 	sink  Sink
