@@ -42,6 +42,7 @@ type Correlator struct {
 	closed    bool
 	stats     Stats
 	hazards   *hazardState // see hazard.go; nil until first used
+	loss      lossState    // see loss.go
 }
 
 // sweepEvery is how much capture time passes between looks for silent
@@ -73,11 +74,15 @@ func (c *Correlator) Exchange(e *decode.Exchange) {
 	}
 	c.stats.Exchanges++
 	c.advance(e)
+	c.lossExchange(e)
 	c.learnTopics(e)
 	if e.Req != nil {
 		c.dispatch(e)
 	}
 	c.hazardExchange(e)
+	if h := c.hazards; h != nil && len(h.pending) > 0 {
+		c.releasePending(false)
+	}
 	if c.now.Sub(c.lastSweep) >= sweepEvery {
 		c.lastSweep = c.now
 		c.sweep()

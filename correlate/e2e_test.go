@@ -29,7 +29,7 @@ func (p *pipeline) Exchange(e *decode.Exchange) {
 	}
 	p.c.Exchange(e)
 }
-func (p *pipeline) Anomaly(*decode.Anomaly) {}
+func (p *pipeline) Anomaly(a *decode.Anomaly) { p.c.Anomaly(a) }
 func (p *pipeline) Chunk(ch *capture.Chunk) {
 	if ch.Time.After(p.last) {
 		p.last = ch.Time

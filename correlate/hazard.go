@@ -165,10 +165,46 @@ type HazardEvent struct {
 	// ClientIDs are examples (client_id_churn: the first and last new ids).
 	ClientIDs []string `json:"client_ids,omitempty"`
 
+	// Reason says why the broker removed a member (member_expired):
+	// session_timeout (no request within its session timeout) or
+	// rebalance_timeout (it did not rejoin a rebalance in time).
+	Reason string `json:"reason,omitempty"`
+	// LastSeen is the member's last request to the coordinator.
+	LastSeen *time.Time `json:"last_seen,omitempty"`
+	// Cause is another hazard that explains this one (a commit_regression
+	// made by an admin commit or after an offset reset); that hazard is
+	// reported too.
+	Cause *HazardCause `json:"cause,omitempty"`
+	// EvidenceComplete is false when the hazard rests on something the
+	// capture does not show (no Fetch delivering the records, no
+	// heartbeat, no rejoin, no commit) and the capture lost data on the
+	// connections concerned meanwhile: what was not seen may have been
+	// lost. Its severity is then info and Loss says what was lost.
+	// Omitted otherwise.
+	EvidenceComplete *bool        `json:"evidence_complete,omitempty"`
+	Loss             *LossFigures `json:"loss,omitempty"`
+
 	// Evidence are the exchanges the hazard rests on, oldest first.
 	Evidence []Evidence `json:"evidence"`
 
 	at time.Time
+	// absent, when set, is what the hazard concludes from absence: it is
+	// held until loss on those connections would have been noticed.
+	absent *absence
+	settle time.Time
+}
+
+// HazardCause names another hazard by its kind and time (ts).
+type HazardCause struct {
+	Kind string    `json:"kind"`
+	TS   time.Time `json:"ts"`
+}
+
+// absence is what an absence-based hazard rests on: nothing was seen from
+// clients between from and to.
+type absence struct {
+	clients  []clientKey
+	from, to time.Time
 }
 
 // Type implements Event.
@@ -236,6 +272,11 @@ type HazardOptions struct {
 	// ResetWindow bounds an offset reset sequence (out of range or no
 	// committed offset, ListOffsets, Fetch; default 60s).
 	ResetWindow time.Duration
+	// LossSettle is how long after its window an absence-based hazard is
+	// held, so that loss in the window is noticed first: a lost segment is
+	// reported once the reassembly stops waiting for it (default 10s of
+	// capture time, above capture's 5s reorder timeout and its flushes).
+	LossSettle time.Duration
 	// MaxHazards caps the hazards kept for the Snapshot (default 10000);
 	// MaxEpisodes the episodes remembered (default 100000).
 	MaxHazards  int
@@ -259,6 +300,7 @@ func (o HazardOptions) withDefaults() HazardOptions {
 	setDefault(&o.RejectedGrace, 30*time.Second)
 	setDefault(&o.FetchGrace, 2*time.Second)
 	setDefault(&o.ResetWindow, 60*time.Second)
+	setDefault(&o.LossSettle, 10*time.Second)
 	setDefault(&o.MaxHazards, 10000)
 	setDefault(&o.MaxEpisodes, 100000)
 	return o
@@ -285,6 +327,7 @@ type hazardState struct {
 	groups  map[string]*groupHazard             // group
 	hosts   map[string]*hostHazard              // client host
 	beyond  []beyondRef                         // commits above what was delivered, waiting
+	pending []*HazardEvent                      // absence-based hazards held for loss (releasePending)
 }
 
 // episode is one hazard's episode: while open, further occurrences are
@@ -333,6 +376,56 @@ func (c *Correlator) report(key string, ev *HazardEvent) bool {
 		return false
 	}
 	ep.open = true
+	if ev.at.IsZero() {
+		ev.at = c.now
+	}
+	ev.at = ev.at.UTC()
+	if ev.absent != nil {
+		ev.settle = maxTime(c.now, ev.absent.to).Add(c.opts.Hazards.LossSettle)
+		h.pending = append(h.pending, ev)
+		return true
+	}
+	c.publish(ev)
+	return true
+}
+
+// releasePending publishes the absence-based hazards whose loss would have
+// been noticed by now (final: all), after checking that loss.
+func (c *Correlator) releasePending(final bool) {
+	h := c.hz()
+	keep := h.pending[:0]
+	for _, ev := range h.pending {
+		if !final && c.now.Before(ev.settle) {
+			keep = append(keep, ev)
+			continue
+		}
+		c.judgeLoss(ev)
+		c.publish(ev)
+	}
+	clear(h.pending[len(keep):])
+	h.pending = keep
+}
+
+// judgeLoss makes ev info when the capture lost data on the connections
+// its conclusion depends on, within its window.
+func (c *Correlator) judgeLoss(ev *HazardEvent) {
+	a := ev.absent
+	ev.absent = nil
+	f := c.lossFor(a.clients, a.from, a.to)
+	if !f.any() {
+		return
+	}
+	ev.EvidenceComplete, ev.Loss = new(bool), &f
+	if ev.Severity != SeverityInfo {
+		ev.Severity = SeverityInfo
+		c.stats.HazardsIncomplete++
+	}
+	ev.Summary += "; evidence may be incomplete: " + f.text()
+}
+
+// publish emits hazard ev and counts it.
+func (c *Correlator) publish(ev *HazardEvent) {
+	h := c.hz()
 	ev.Evidence = dedupEvidence(ev.Evidence)
 	if len(ev.Evidence) > maxEvidence {
 		ev.Evidence = append(ev.Evidence[:maxEvidence-1], ev.Evidence[len(ev.Evidence)-1])
@@ -340,10 +433,6 @@ func (c *Correlator) report(key string, ev *HazardEvent) bool {
 	if ev.Evidence == nil {
 		ev.Evidence = []Evidence{}
 	}
-	if ev.at.IsZero() {
-		ev.at = c.now
-	}
-	ev.at = ev.at.UTC()
 	h.bySeverity[ev.Severity]++
 	if ev.Group != "" {
 		if h.counts[ev.Group] == nil {
@@ -358,7 +447,6 @@ func (c *Correlator) report(key string, ev *HazardEvent) bool {
 		h.dropped++
 	}
 	c.emit(ev)
-	return true
 }
 
 // dedupEvidence drops repeated exchanges, keeping the order.
@@ -444,6 +532,7 @@ func (c *Correlator) hazardExchange(e *decode.Exchange) {
 func (c *Correlator) hazardTick(final bool) {
 	c.settleBeyond(final)
 	h := c.hz()
+	c.forgetLoss(false)
 	for _, g := range sortedKeys(h.parts) {
 		parts := h.parts[g]
 		for _, p := range sortedTPs(parts) {
@@ -453,7 +542,10 @@ func (c *Correlator) hazardTick(final bool) {
 }
 
 // hazardClose ends the input: see hazardTick.
-func (c *Correlator) hazardClose() { c.hazardTick(true) }
+func (c *Correlator) hazardClose() {
+	c.hazardTick(true)
+	c.releasePending(true)
+}
 
 // Small constructors for the optional numbers.
 

@@ -118,6 +118,10 @@ type Stats struct {
 	// later answered as members: the judgement was wrong (a capture that
 	// misses traffic), the member is live again.
 	ExpiriesRetracted int64 `json:"expiries_retracted"`
+	// HazardsIncomplete counts hazards resting on something not seen that
+	// were made info because the capture lost data where the evidence
+	// would have been (evidence_complete false).
+	HazardsIncomplete int64 `json:"hazards_incomplete"`
 	// UnresolvedTopicIDs counts topic ids still without a name (no
 	// Metadata response named them); they appear as "id:<hex>".
 	UnresolvedTopicIDs int `json:"unresolved_topic_ids"`

@@ -304,6 +304,8 @@ type liveRun struct {
 	nextSnap   time.Time
 	hintAt     time.Time
 	hinted     bool
+	drops      uint64    // kernel or ring drops given to the correlator
+	nextDrops  time.Time // when to look at them again
 	err        error
 }
 
@@ -323,6 +325,10 @@ func (r *liveRun) Tick(now time.Time) {
 			r.cancel()
 		}
 	}
+	if !now.Before(r.nextDrops) {
+		r.nextDrops = now.Add(time.Second)
+		r.sourceLoss(now)
+	}
 	if r.metrics != nil && !now.Before(r.nextSnap) {
 		r.nextSnap = now.Add(snapshotEvery)
 		r.metrics.Stats(r.src.Stats(), r.p.dec.Stats())
@@ -331,6 +337,20 @@ func (r *liveRun) Tick(now time.Time) {
 	if !r.hinted && !now.Before(r.hintAt) {
 		r.hinted = true
 		r.hint()
+	}
+}
+
+// sourceLoss gives the correlator the kernel's (or eBPF ring's) new drops.
+// They belong to no known connection: absence-based hazards over this
+// stretch may rest on what was dropped.
+func (r *liveRun) sourceLoss(now time.Time) {
+	if st := r.src.Stats().Live; st != nil && st.KernelDrops > r.drops {
+		at := r.clock.t
+		if at.IsZero() {
+			at = now
+		}
+		r.p.corr.SourceLoss(at, int64(st.KernelDrops-r.drops))
+		r.drops = st.KernelDrops
 	}
 }
 

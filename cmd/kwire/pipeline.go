@@ -78,7 +78,10 @@ func (p *pipeline) exchange(e *decode.Exchange) {
 	p.corr.Exchange(e)
 }
 
-func (p *pipeline) anomaly(a *decode.Anomaly) { p.out.Anomaly(a) }
+func (p *pipeline) anomaly(a *decode.Anomaly) {
+	p.out.Anomaly(a)
+	p.corr.Anomaly(a) // loss the absence-based hazards check
+}
 
 func (p *pipeline) event(ev correlate.Event) {
 	if p.tap != nil {
