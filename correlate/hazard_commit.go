@@ -19,9 +19,11 @@ type partHazard struct {
 	high     int64
 	rejected []*pendingReject // rejected commits that may still be retried
 	reset    resetState
-	// resetSinceCommit: an offset reset moved the consumer since the last
-	// commit, so a lower commit is the reset's doing, not a regression.
+	// resetSinceCommit: an offset reset (reported at resetAt) moved the
+	// consumer since the last commit: a lower commit is a regression the
+	// reset explains.
 	resetSinceCommit bool
+	resetAt          time.Time
 }
 
 // commitMark is one accepted commit (or OffsetFetch answer).
@@ -114,10 +116,17 @@ func (c *Correlator) acceptedCommit(g *groupState, p tp, ph *partHazard, cm *com
 	prev := ph.last
 	c.supersede(g, p, ph, cm, off)
 	if cm.member == "" || cm.gen < 0 {
-		c.adminCommit(g, p, cm, off, prev)
+		var cause *HazardCause
+		if c.adminCommit(g, p, cm, off, prev) {
+			cause = &HazardCause{Kind: HazardNonOwnerCommit, TS: cm.at}
+		}
+		c.checkRegression(g, p, ph, cm, off, prev, cause)
 	} else {
-		c.checkRegression(g, p, ph, cm, off, prev)
-		c.checkOwnerCommit(g, p, cm, off, prev)
+		var cause *HazardCause
+		if c.checkOwnerCommit(g, p, cm, off, prev) {
+			cause = &HazardCause{Kind: HazardNonOwnerCommit, TS: cm.at}
+		}
+		c.checkRegression(g, p, ph, cm, off, prev, cause)
 		if mp := c.memberPartOf(g.name, cm.member, p); mp != nil {
 			c.checkBeyondFetch(g, p, mp, cm, off, prev)
 			c.checkGap(g, p, mp, cm, off, prev)
@@ -150,10 +159,15 @@ func (cm *committer) name() string {
 	return fmt.Sprintf("member %s (generation %d)", cm.member, cm.gen)
 }
 
-// checkRegression: an accepted commit below the previous accepted one.
-func (c *Correlator) checkRegression(g *groupState, p tp, ph *partHazard, cm *committer, off int64, prev commitMark) {
-	if !prev.known || !prev.fromCommit || off >= prev.offset || ph.resetSinceCommit {
+// checkRegression: an accepted commit below the previous accepted one,
+// whatever moved it back: cause names the hazard that explains it (an
+// admin commit), or an offset reset since the previous commit does.
+func (c *Correlator) checkRegression(g *groupState, p tp, ph *partHazard, cm *committer, off int64, prev commitMark, cause *HazardCause) {
+	if !prev.known || !prev.fromCommit || off >= prev.offset {
 		return
+	}
+	if cause == nil && ph.resetSinceCommit {
+		cause = &HazardCause{Kind: HazardOffsetReset, TS: ph.resetAt}
 	}
 	if prev.offset > ph.high {
 		ph.high = prev.offset
@@ -169,6 +183,9 @@ func (c *Correlator) checkRegression(g *groupState, p tp, ph *partHazard, cm *co
 	ev.Summary = fmt.Sprintf("%s %s/%d: %s committed %d after commit %d%s was accepted: the committed offset went back, "+
 		"records %d..%d will be processed again after a restart or rebalance", g.name, p.topic, p.partition,
 		cm.name(), off, prev.offset, by, off, prev.offset-1)
+	if ev.Cause = cause; cause != nil {
+		ev.Summary += fmt.Sprintf(" (the %s hazard at %s explains it)", cause.Kind, cause.TS.Format("15:04:05.000"))
+	}
 	ev.Evidence = []Evidence{prev.ev, cm.ev}
 	c.report(partKey(HazardCommitRegression, g.name, p), ev)
 }
@@ -183,13 +200,13 @@ func orNone(member string) string {
 // adminCommit: an accepted commit without member id or generation (an
 // admin tool, a manual reset) that moves the committed offset. A
 // standalone consumer (assign() with a group id) commits what it fetched
-// itself: not a hazard.
-func (c *Correlator) adminCommit(g *groupState, p tp, cm *committer, off int64, prev commitMark) {
+// itself: not a hazard. It reports whether it found one.
+func (c *Correlator) adminCommit(g *groupState, p tp, cm *committer, off int64, prev commitMark) bool {
 	if prev.known && prev.offset == off {
-		return
+		return false
 	}
 	if mp := c.memberPartOf(g.name, clientMemberKey(cm.client), p); mp != nil && (mp.delivered >= off || mp.position >= off) {
-		return
+		return false
 	}
 	ev := partHazardEvent(HazardNonOwnerCommit, SeverityInfo, g.name, p, cm.at)
 	cm.who(ev)
@@ -218,6 +235,7 @@ func (c *Correlator) adminCommit(g *groupState, p tp, cm *committer, off int64, 
 		ev.Evidence = []Evidence{prev.ev, cm.ev}
 	}
 	c.report(partKey(HazardNonOwnerCommit, g.name, p, cm.client.host, cm.client.clientID, strconv.FormatInt(off, 10)), ev)
+	return true
 }
 
 // checkOwnerCommit: a member's accepted commit for a partition another
@@ -225,17 +243,18 @@ func (c *Correlator) adminCommit(g *groupState, p tp, cm *committer, off int64, 
 // partition in that generation is its owner, even when a later generation
 // has begun; with a cooperative assignor a revoked partition has no owner
 // in the generation that revokes it, so its final commit is no hazard.
-func (c *Correlator) checkOwnerCommit(g *groupState, p tp, cm *committer, off int64, prev commitMark) {
+// It reports whether it found one.
+func (c *Correlator) checkOwnerCommit(g *groupState, p tp, cm *committer, off int64, prev commitMark) bool {
 	if g.typ == GroupConsumer || (prev.known && prev.offset == off) {
-		return
+		return false
 	}
 	gs := g.gen(cm.gen)
 	if gs == nil || authority(gs.membersFrom) < authority(fromSync) {
-		return
+		return false
 	}
 	gm := gs.entry(cm.member)
 	if gm == nil || !gm.assigned || owns(gm.assignment, p) {
-		return
+		return false
 	}
 	owner := ""
 	for _, id := range sortedKeys(gs.members) {
@@ -245,7 +264,7 @@ func (c *Correlator) checkOwnerCommit(g *groupState, p tp, cm *committer, off in
 		}
 	}
 	if owner == "" {
-		return
+		return false
 	}
 	ev := partHazardEvent(HazardNonOwnerCommit, SeverityWarn, g.name, p, cm.at)
 	cm.who(ev)
@@ -259,6 +278,7 @@ func (c *Correlator) checkOwnerCommit(g *groupState, p tp, cm *committer, off in
 		ev.Evidence = []Evidence{prev.ev, cm.ev}
 	}
 	c.report(partKey(HazardNonOwnerCommit, g.name, p, cm.member, strconv.Itoa(int(cm.gen))), ev)
+	return true
 }
 
 func owns(a map[string][]int32, p tp) bool {

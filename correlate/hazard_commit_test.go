@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -243,18 +244,30 @@ func TestHazardNonOwnerCommit(t *testing.T) {
 	bindAlone(h, 4*time.Second, standalone, "solo")
 	h.fetch(4100*ms, standalone, "solo", 0, 10, 200, batchOf(10, 190, false))
 	h.commit(4200*ms, standalone, "solo", "", -1, 0, 200, 0)
+	// Every backward move is a commit_regression too, naming the
+	// non_owner_commit that explains it (issue 15).
 	want := []hazardView{
-		{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 1, Member: "m1",
-			Offset: 40, Previous: 100, From: 40, To: 99, Skipped: -1, Replayed: 60},
 		{Kind: HazardNonOwnerCommit, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 1, Member: "m1",
 			Offset: 40, Previous: 100, From: -1, To: -1, Skipped: -1, Replayed: -1},
+		{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 1, Member: "m1",
+			Offset: 40, Previous: 100, From: 40, To: 99, Skipped: -1, Replayed: 60},
 		{Kind: HazardNonOwnerCommit, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0,
+			Offset: 10, Previous: 100, From: 10, To: 99, Skipped: -1, Replayed: 90},
+		{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0,
 			Offset: 10, Previous: 100, From: 10, To: 99, Skipped: -1, Replayed: 90},
 		{Kind: HazardNonOwnerCommit, Severity: SeverityCritical, Group: "g", Topic: "t", Partition: 1,
 			Offset: 150, Previous: 100, From: 100, To: 149, Skipped: 50, Replayed: -1},
 	}
 	if d := diff(want, h.hazardViews()); d != "" {
 		t.Errorf("hazards (-want +got):\n%s", d)
+	}
+	for _, ev := range h.hazards(HazardCommitRegression) {
+		owner := h.hazards(HazardNonOwnerCommit)
+		if ev.Cause == nil || ev.Cause.Kind != HazardNonOwnerCommit || !slices.ContainsFunc(owner, func(o *HazardEvent) bool {
+			return o.Time().Equal(ev.Cause.TS) && *o.Partition == *ev.Partition
+		}) {
+			t.Errorf("regression of t/%d: cause %+v, want the non_owner_commit of that partition", *ev.Partition, ev.Cause)
+		}
 	}
 	if evs := h.hazards(HazardNonOwnerCommit); len(evs) > 0 && (evs[0].Owner != "m2" || *evs[0].OwnerGeneration != 1) {
 		t.Errorf("owner %q generation %d, want m2 1", evs[0].Owner, *evs[0].OwnerGeneration)

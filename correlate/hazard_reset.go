@@ -171,7 +171,7 @@ func (c *Correlator) resetResumed(g *groupState, p tp, k clientKey, member strin
 	if r.origin == resetNone || !r.listed || r.client != k || ev.TS.Before(r.listAt) || c.resetStale(&ph.reset) {
 		return
 	}
-	ph.reset, ph.resetSinceCommit = resetState{}, true
+	ph.reset, ph.resetSinceCommit, ph.resetAt = resetState{}, true, ev.TS
 	if rp != nil {
 		if rp.LogStartOffset >= 0 {
 			r.logStart = rp.LogStartOffset
