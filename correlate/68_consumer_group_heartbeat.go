@@ -96,6 +96,12 @@ func (c *Correlator) consumerBeat(g *groupState, e *decode.Exchange, req *kmsg.C
 		}
 		m.assignment = sortedAssignment(m.assignment)
 	}
+	if resp.HeartbeatIntervalMillis > 0 {
+		m.heartbeatMillis = resp.HeartbeatIntervalMillis
+	}
+	if sent && resp.MemberEpoch > m.generation {
+		c.consumerFenced(g, m, resp.MemberEpoch, e.RespTime.UTC())
+	}
 	m.generation = resp.MemberEpoch
 	at := e.ReqTime.UTC()
 	if join && m.joinedAt.IsZero() {
@@ -110,6 +116,43 @@ func (c *Correlator) consumerBeat(g *groupState, e *decode.Exchange, req *kmsg.C
 		c.announceJoin(g, m, resp.MemberEpoch, "", at)
 	}
 	c.consumerFinish(g, gen != nil && gen == g.cur() && changed, e.RespTime.UTC())
+}
+
+// fenceIntervals is how many heartbeat intervals a KIP-848 member must
+// have been silent for before partitions it held going to another member
+// at a new epoch say the broker fenced it.
+const fenceIntervals = 3
+
+// consumerFenced: member m reached epoch with an assignment holding
+// partitions of a live member silent for fenceIntervals of its heartbeat
+// interval. The broker fenced that member (its session timeout,
+// group.consumer.session.timeout.ms, is not on the wire) and the group
+// moved on without it; kwire learns it only now, at the epoch's answer.
+func (c *Correlator) consumerFenced(g *groupState, m *memberState, epoch int32, at time.Time) {
+	for _, o := range g.sortedMembers() {
+		if o == m || !o.consumer || o.status != statusLive || o.generation >= epoch || !o.assigned || o.lastSeen.IsZero() {
+			continue
+		}
+		interval := time.Duration(max(o.heartbeatMillis, 1000)) * time.Millisecond
+		silent := at.Sub(o.lastSeen)
+		if silent < fenceIntervals*interval || !overlaps(m.assignment, o.assignment) {
+			continue
+		}
+		c.removed(g, o, at, fmt.Sprintf("fenced: no heartbeat for %v (%d heartbeat intervals of %v), and epoch %d gave "+
+			"its partitions to %s", silent.Round(time.Millisecond), int(silent/interval), interval, epoch, m.id))
+	}
+}
+
+// overlaps reports whether assignments a and b share a partition.
+func overlaps(a, b map[string][]int32) bool {
+	for t, ps := range b {
+		for _, p := range ps {
+			if slices.Contains(a[t], p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // consumerSubscription records a member's subscribed topics (sent only

@@ -36,6 +36,10 @@ type truthHazard struct {
 	ClientID   string           `json:"client_id"`
 	Generation *int32           `json:"generation"`
 	Numbers    map[string]int64 `json:"numbers"`
+	// Reason is why the broker removed a member (member_expired); Cause
+	// the hazard kind that explains this one.
+	Reason string `json:"reason"`
+	Cause  string `json:"cause"`
 }
 
 func loadHazardTruths(t *testing.T) []*hazardTruth {
@@ -186,6 +190,10 @@ func matchHazard(want truthHazard, ev *HazardEvent) string {
 		return "generation"
 	case !clientMatches(want.ClientID, ev):
 		return "client " + ev.ClientID
+	case want.Reason != "" && ev.Reason != want.Reason:
+		return "reason " + ev.Reason
+	case want.Cause != "" && (ev.Cause == nil || ev.Cause.Kind != want.Cause):
+		return "cause"
 	}
 	for key, v := range want.Numbers {
 		got, ok := hazardNumber(want.Kind, key, ev)
@@ -259,7 +267,11 @@ func hazardNumber(kind, key string, ev *HazardEvent) (int64, bool) {
 	case "offset_reset.log_start_offset":
 		return v(ev.LogStartOffset)
 	case "member_expired.session_timeout_ms", "heartbeat_late.session_timeout_ms":
-		return int64(ev.SessionTimeoutMillis), true
+		// A KIP-848 group's session timeout is the broker's config, not
+		// on the wire: kwire does not report it.
+		return int64(ev.SessionTimeoutMillis), ev.SessionTimeoutMillis > 0
+	case "member_expired.rebalance_timeout_ms":
+		return int64(ev.RebalanceTimeoutMillis), true
 	case "rebalance_storm.rebalance_timeout_ms", "rebalance_slow.rebalance_timeout_ms":
 		return int64(ev.RebalanceTimeoutMillis), true
 	case "producer_acks_weak.acks":

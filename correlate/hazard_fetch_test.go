@@ -137,6 +137,7 @@ func TestHazardNonOwnerFetch(t *testing.T) {
 	if evs := h.hazards(HazardNonOwnerFetch); len(evs) == 1 && (evs[0].Owner != "m1" || *evs[0].OwnerGeneration != 2 || *evs[0].Records != 18) {
 		t.Errorf("owner %s generation %d records %d, want m1 2 18", evs[0].Owner, *evs[0].OwnerGeneration, *evs[0].Records)
 	}
+	h.c.Close(base.Add(22 * time.Second)) // member_expired waits for loss to be noticed (LossSettle)
 	if evs := h.hazards(HazardMemberExpired); len(evs) != 1 || evs[0].MemberID != "m2" || evs[0].SilentMillis != 10000 {
 		t.Errorf("member_expired = %v, want m2 silent 10s", h.hazardViews(HazardMemberExpired))
 	}

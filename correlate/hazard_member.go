@@ -190,36 +190,58 @@ func (c *Correlator) lateEvent(g *groupState, m *memberState, at time.Time, gap 
 		HeartbeatGapMillis: millis(gap), SessionTimeoutMillis: m.sessionMillis}
 }
 
-// checkGone is called when member m leaves or expires at at. An expiry
-// after a silence of its whole session timeout is member_expired; any
-// removal by the broker (also a member that did not rejoin within the
-// rebalance timeout) is a disruption for rebalance_storm.
+// checkGone is called when member m leaves or expires at at. Every member
+// the broker removed without a LeaveGroup is member_expired (issue 15):
+// for its session timeout (silent for all of it, or a KIP-848 member
+// fenced) or for its rebalance timeout (a classic member that did not
+// rejoin a rebalance in time). Any removal is a disruption for
+// rebalance_storm. It rests on absence (no request, no rejoin): loss on
+// the member's connections since it was last seen makes it info.
 func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at time.Time) {
 	if action != MemberExpired {
 		return
 	}
 	gh := c.groupHz(g.name)
-	gh.drops = append(gh.drops, drop{client: clientKey{m.clientHost, m.clientID}, member: m.id, at: at})
+	k := clientKey{m.clientHost, m.clientID}
+	gh.drops = append(gh.drops, drop{client: k, member: m.id, at: at})
 	gh.disrupt++
-	d, ok := m.deadline(c)
-	if !ok || m.lastSeen.IsZero() || !at.Equal(d) {
-		return // removed before its session ran out: the capture does not show it silent
-	}
-	session := d.Sub(m.lastSeen)
 	ev := &HazardEvent{Kind: HazardMemberExpired, Severity: SeverityWarn, Group: g.name, MemberID: m.id,
 		Generation: i32p(m.generation), ClientID: m.clientID, ClientHost: m.clientHost, at: at,
-		SilentMillis: millis(at.Sub(m.lastSeen)), SessionTimeoutMillis: int32(millis(session))}
+		SessionTimeoutMillis: m.sessionMillis, LastSeen: timePtr(m.lastSeen)}
+	silent := time.Duration(0)
+	if !m.lastSeen.IsZero() {
+		silent = at.Sub(m.lastSeen)
+		ev.SilentMillis = millis(silent)
+	}
 	parts := ""
 	if m.assigned && len(m.assignment) > 0 {
 		parts = fmt.Sprintf(": its partitions %s were not consumed meanwhile, and records it had not committed are processed again",
 			assignmentText(m.assignment))
 	}
-	ev.Summary = fmt.Sprintf("%s: member %s (client %s on %s) sent nothing to the coordinator for %v, its session timeout, "+
-		"and was removed without leaving the group%s", g.name, m.id, m.clientID, m.clientHost, session.Round(time.Millisecond), parts)
+	who := fmt.Sprintf("%s: member %s (client %s on %s)", g.name, m.id, m.clientID, m.clientHost)
+	switch d, ok := m.deadline(c); {
+	case m.consumer:
+		ev.Reason = "session_timeout"
+		ev.SessionTimeoutMillis = 0 // group.consumer.session.timeout.ms is not on the wire
+		ev.Summary = fmt.Sprintf("%s sent no heartbeat for %v and was fenced by the broker (%s) without leaving the group%s",
+			who, silent.Round(time.Millisecond), m.goneReason, parts)
+	case ok && !m.lastSeen.IsZero() && !at.Before(d):
+		ev.Reason = "session_timeout"
+		ev.Summary = fmt.Sprintf("%s sent nothing to the coordinator for %v, its session timeout, "+
+			"and was removed without leaving the group%s", who, d.Sub(m.lastSeen).Round(time.Millisecond), parts)
+	default:
+		ev.Reason, ev.RebalanceTimeoutMillis = "rebalance_timeout", m.rebalanceMillis
+		ev.Summary = fmt.Sprintf("%s was removed by the broker %v after its last request, before its %v session timeout "+
+			"ran out (%s): it did not rejoin the rebalance within its %v rebalance timeout (a poll loop blocked by slow "+
+			"processing), or its LeaveGroup is not in the capture%s", who, silent.Round(time.Millisecond),
+			time.Duration(m.sessionMillis)*time.Millisecond, m.goneReason,
+			time.Duration(m.rebalanceMillis)*time.Millisecond, parts)
+	}
 	ev.Evidence = []Evidence{}
 	if mh := c.hz().members[g.name][m.id]; mh != nil && mh.hasLive {
 		ev.Evidence = []Evidence{mh.liveEv}
 	}
+	ev.absent = &absence{clients: []clientKey{k}, from: minTime(m.lastSeen, at), to: at}
 	c.report(episodeKey(HazardMemberExpired, g.name, m.id), ev)
 }
 

@@ -40,6 +40,7 @@ type memberState struct {
 
 	sessionMillis   int32 // 0: unknown
 	rebalanceMillis int32
+	heartbeatMillis int32 // KIP-848: the heartbeat interval the broker asked for
 	generation      int32 // last generation (KIP-848: epoch) it was part of
 	protocols       []string
 	subscription    []string
