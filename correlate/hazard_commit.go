@@ -337,5 +337,8 @@ func (c *Correlator) reportGap(g *groupState, p tp, mp *memberPart, cm *committe
 		"%s delivered and never committed; after a crash or rebalance the next owner resumes at %d and never processes %s",
 		g.name, p.topic, p.partition, cm.name(), mp.run, off, mp.lastCommit, what, off, it)
 	ev.Evidence = []Evidence{prev.ev, cm.ev}
+	// The commits in between are not in the capture: lost ones would
+	// close the gap.
+	ev.absent = &absence{clients: []clientKey{cm.client}, from: prev.ev.TS, to: cm.at}
 	c.report(partKey(HazardCommitGap, g.name, p, cm.member, strconv.Itoa(int(cm.gen))), ev)
 }

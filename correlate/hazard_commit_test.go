@@ -124,6 +124,7 @@ func TestHazardCommitGap(t *testing.T) {
 				h.commit(at, c, cid, "m1", 1, 0, off, 0)
 				at += 10 * ms
 			}
+			h.close(at)
 			if d := diff(tt.want, h.hazardViews(HazardCommitGap)); d != "" {
 				t.Errorf("commit_gap (-want +got):\n%s", d)
 			}

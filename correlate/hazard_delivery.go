@@ -93,6 +93,13 @@ func (c *Correlator) reportBeyond(group string, p tp, mp *memberPart) {
 	if mp.hasFetch {
 		ev.Evidence = []Evidence{mp.lastFetch, pb.ev}
 	}
+	// No Fetch delivering the records is in the capture: one lost since
+	// the previous commit (or within ResetWindow) would explain it.
+	from := pb.at.Add(-c.opts.Hazards.ResetWindow)
+	if pb.prev.known && pb.prev.ev.TS.Before(pb.at) {
+		from = pb.prev.ev.TS
+	}
+	ev.absent = &absence{clients: []clientKey{pb.client}, from: from, to: pb.at.Add(c.opts.Hazards.FetchGrace)}
 	if c.report(partKey(HazardCommitBeyondFetch, group, p, pb.member), ev) {
 		mp.beyond = off
 	}

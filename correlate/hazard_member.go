@@ -151,6 +151,7 @@ func (c *Correlator) heartbeatHazards(e *decode.Exchange, req *kmsg.HeartbeatReq
 				"timeout (%d heartbeats in a row): one or two late heartbeats get it expired",
 				g.name, m.id, m.clientID, spacing.Round(time.Millisecond), session, mh.lateRun)
 			hev.Evidence = []Evidence{mh.liveEv, ev}
+			hev.absent = &absence{clients: []clientKey{{m.clientHost, m.clientID}}, from: mh.beatBase, to: at}
 			c.report(episodeKey(HazardHeartbeatLate, g.name, m.id, "spacing"), hev)
 		}
 	}
@@ -173,6 +174,7 @@ func (c *Correlator) liveRequest(g *groupState, id string, at, done time.Time, e
 				"timeout: close to being expired, which would revoke its partitions and replay its uncommitted records",
 				g.name, m.id, m.clientID, gap.Round(time.Millisecond), session)
 			hev.Evidence = []Evidence{mh.liveEv, ev}
+			hev.absent = &absence{clients: []clientKey{{m.clientHost, m.clientID}}, from: mh.lastLive, to: at}
 			c.report(episodeKey(HazardHeartbeatLate, g.name, m.id, "gap", strconv.Itoa(int(m.generation))), hev)
 		}
 	}
@@ -335,6 +337,13 @@ func (c *Correlator) checkStorm(g *groupState, gh *groupHazard, last genMark) {
 			ev.Evidence = append(ev.Evidence, x.ev)
 		}
 	}
+	// Members look dropped when their rejoin is not seen: lost JoinGroup
+	// or SyncGroup answers make a storm of nothing.
+	ab := &absence{from: first.at.Add(-time.Duration(ev.RebalanceTimeoutMillis) * time.Millisecond), to: last.at}
+	for _, d := range gh.drops {
+		ab.clients = append(ab.clients, d.client)
+	}
+	ev.absent = ab
 	c.report(key, ev)
 }
 
@@ -381,5 +390,12 @@ func (c *Correlator) checkSlow(g *groupState, gh *groupHazard, gen *genState) {
 	ev.Summary = fmt.Sprintf("%s generation %d: the rebalance took %v, %d%% of the %v rebalance timeout%s; the group's "+
 		"partitions being moved (all of them with an eager assignor) were not consumed meanwhile",
 		g.name, gen.id, dur.Round(time.Millisecond), int(100*dur/timeout), timeout, last)
+	ab := &absence{from: gen.started, to: gen.completed}
+	for _, id := range sortedKeys(gen.members) {
+		if m := g.members[id]; m != nil {
+			ab.clients = append(ab.clients, clientKey{m.clientHost, m.clientID})
+		}
+	}
+	ev.absent = ab
 	c.report(episodeKey(HazardRebalanceSlow, g.name, strconv.Itoa(int(gen.id))), ev)
 }

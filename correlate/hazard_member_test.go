@@ -25,6 +25,7 @@ func TestHazardHeartbeatLate(t *testing.T) {
 		Gap              int64
 		Count            int64
 	}
+	h.close(16 * time.Second)
 	var got []view
 	for _, ev := range h.hazards() {
 		got = append(got, view{ev.MemberID, ev.Severity, ev.HeartbeatGapMillis, ev.Count})
@@ -50,6 +51,7 @@ func TestHazardRebalanceSlow(t *testing.T) {
 	plan := map[string]tps{"m1": {"t": {0}}, "m2": {"t": {1}}}
 	h.ex(12*time.Second+10*ms, c1, "c-m1", syncReq("g", "m1", 2, plan), syncResp(0, plan["m1"]))
 	h.ex(12*time.Second+10*ms, c2, "c-m2", syncReq("g", "m2", 2, nil), syncResp(0, plan["m2"]))
+	h.close(13 * time.Second)
 	evs := h.hazards()
 	if len(evs) != 1 || evs[0].Kind != HazardRebalanceSlow {
 		t.Fatalf("hazards = %v, want one rebalance_slow", h.hazardViews())
@@ -91,17 +93,19 @@ func joinGen(h *harness, at time.Duration, gen int32, members map[string]int) {
 
 func TestHazardRebalanceStorm(t *testing.T) {
 	tests := []struct {
-		name string
-		gens []map[string]int
-		want int // storms
+		name    string
+		gens    []map[string]int
+		want    int      // storms
+		dropped []string // members expired
 	}{
 		// Each rebalance drops a busy member; it rejoins as a new member
 		// and starts the next one.
 		{"drop and rejoin", []map[string]int{
-			{"a1": 1, "b1": 2}, {"a1": 1}, {"a1": 1, "b2": 2}, {"b2": 2}, {"b2": 2, "a2": 1}, {"a2": 1}}, 1},
+			{"a1": 1, "b1": 2}, {"a1": 1}, {"a1": 1, "b2": 2}, {"b2": 2}, {"b2": 2, "a2": 1}, {"a2": 1}}, 1,
+			[]string{"b1", "a1", "b2"}},
 		// New members join one at a time: churn, not a storm.
 		{"scale out", []map[string]int{
-			{"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}, {"a": 1, "b": 2, "c": 3, "d": 4}, {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}}, 0},
+			{"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}, {"a": 1, "b": 2, "c": 3, "d": 4}, {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}}, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,12 +113,23 @@ func TestHazardRebalanceStorm(t *testing.T) {
 			for i, members := range tt.gens {
 				joinGen(h, time.Duration(i)*2*time.Second, int32(i+1), members)
 			}
+			h.close(time.Duration(len(tt.gens)) * 2 * time.Second)
 			evs := h.hazards(HazardRebalanceStorm)
 			if len(evs) != tt.want {
 				t.Fatalf("storms = %v, want %d", h.hazardViews(), tt.want)
 			}
-			if n := len(h.hazards(HazardMemberExpired)); n != 0 {
-				t.Errorf("%d member_expired, want none: dropped members were not silent", n)
+			// Each member dropped by a rebalance before its session ran
+			// out is member_expired for its rebalance timeout (issue 15).
+			var dropped []string
+			for _, ev := range h.hazards(HazardMemberExpired) {
+				if ev.Reason != "rebalance_timeout" || ev.RebalanceTimeoutMillis != 20000 {
+					t.Errorf("member_expired %s: reason %s, rebalance timeout %d, want rebalance_timeout 20000",
+						ev.MemberID, ev.Reason, ev.RebalanceTimeoutMillis)
+				}
+				dropped = append(dropped, ev.MemberID)
+			}
+			if d := diff(tt.dropped, dropped); d != "" {
+				t.Errorf("members expired (-want +got):\n%s", d)
 			}
 			if tt.want == 0 {
 				return

@@ -95,6 +95,8 @@ func (c *Correlator) reportRejected(group string, p tp, pr *pendingReject) {
 	if pr.prev.known {
 		ev.Evidence = []Evidence{pr.prev.ev, pr.ev}
 	}
+	// "Not retried" rests on absence: no accepted commit seen since.
+	ev.absent = &absence{clients: []clientKey{pr.client}, from: pr.at, to: maxTime(pr.at, c.now)}
 	who := pr.member
 	if who == "" {
 		who = clientMemberKey(pr.client)

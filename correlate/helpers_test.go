@@ -88,6 +88,9 @@ func (h *harness) ex(at time.Duration, conn *capture.Conn, clientID string, req 
 	}
 }
 
+// close ends the input at base+at: hazards held for loss are out then.
+func (h *harness) close(at time.Duration) { h.c.Close(base.Add(at)) }
+
 // events returns the recorded events of type typ.
 func (h *harness) events(typ string) []Event {
 	var out []Event
