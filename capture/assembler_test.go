@@ -60,7 +60,9 @@ var reassemblyTests = []reassemblyTest{{
 	}),
 	want: []string{
 		"c1 to_server data aaa",
-		"c1 to_server data bbbccc",
+		// Each keeps its own capture time: ccc came first.
+		"c1 to_server data bbb",
+		"c1 to_server data ccc",
 		"c1 to_server close eof",
 		"c1 to_client close eof",
 	},
@@ -219,7 +221,8 @@ var reassemblyTests = []reassemblyTest{{
 		// The limit bites when d is queued: c is pushed out behind
 		// the gap, with d after it.
 		"c1 to_server gap 1",
-		"c1 to_server data cd",
+		"c1 to_server data c",
+		"c1 to_server data d",
 		"c1 to_server data e",
 		"c1 to_server close eof",
 		"c1 to_client close eof",

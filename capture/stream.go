@@ -106,7 +106,23 @@ type halfState struct {
 	fin     bool                // a FIN was seen at finSeq (maybe ahead of pos)
 	finSeq  reassembly.Sequence
 	holes   []hole // sorted by seq, none wholly before pos
+	// ahead are the segments that came before the bytes preceding them
+	// (a lost or reordered segment), sorted by seq, with their capture
+	// times: when reassembly delivers them later, at once, each keeps its
+	// own time rather than that of the latest packet.
+	ahead []segTime
 }
+
+// segTime is a segment buffered ahead of pos and its capture time.
+type segTime struct {
+	seq reassembly.Sequence
+	n   int
+	t   time.Time
+}
+
+// maxAhead bounds the segment times remembered per direction; past it,
+// later segments take the time of the latest packet.
+const maxAhead = 4096
 
 // stream is the reassembly.Stream of one connection.
 type stream struct {
@@ -170,12 +186,27 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 			s.a.st.Retransmitted++
 		case d > 0:
 			s.a.st.OutOfOrder++
+			h.noteAhead(segTime{seq, n, ci.Timestamp})
 		}
 	}
 	if tcp.FIN {
 		h.fin, h.finSeq = true, seq.Add(n)
 	}
 	return true
+}
+
+// noteAhead remembers the time of a segment buffered ahead of pos.
+func (h *halfState) noteAhead(x segTime) {
+	if len(h.ahead) >= maxAhead {
+		return
+	}
+	i := len(h.ahead)
+	for i > 0 && x.seq.Difference(h.ahead[i-1].seq) > 0 {
+		i--
+	}
+	h.ahead = append(h.ahead, segTime{})
+	copy(h.ahead[i+1:], h.ahead[i:])
+	h.ahead[i] = x
 }
 
 // acceptIgnored handles a packet of a connection the Sink ignores: nothing
@@ -250,7 +281,7 @@ func (s *stream) data(hi int, b []byte) {
 	h := &s.half[hi]
 	for len(b) > 0 {
 		if len(h.holes) == 0 {
-			s.emit(hi, Data, b, 0, 0)
+			s.emitData(hi, b)
 			h.pos = h.pos.Add(len(b))
 			return
 		}
@@ -261,13 +292,42 @@ func (s *stream) data(hi int, b []byte) {
 			h.holes = h.holes[1:]
 		case off > 0:
 			k := min(off, len(b))
-			s.emit(hi, Data, b[:k], 0, 0)
+			s.emitData(hi, b[:k])
 			h.pos, b = h.pos.Add(k), b[k:]
 		default:
 			k := min(off+x.n, len(b))
 			s.emit(hi, Gap, nil, k, 0)
 			h.pos, b = h.pos.Add(k), b[k:]
 		}
+	}
+}
+
+// emitData emits b, the bytes at pos, as Data: bytes that were buffered
+// ahead (noteAhead) with their own segments' capture times, the others
+// with the latest packet's.
+func (s *stream) emitData(hi int, b []byte) {
+	h := &s.half[hi]
+	pos := h.pos
+	for len(b) > 0 && len(h.ahead) > 0 {
+		x := h.ahead[0]
+		if pos.Difference(x.seq.Add(x.n)) <= 0 {
+			h.ahead = h.ahead[1:] // wholly delivered
+			continue
+		}
+		k, t := len(b), s.last
+		if start := pos.Difference(x.seq); start > 0 {
+			k = min(start, k) // up to the segment
+		} else {
+			k, t = min(pos.Difference(x.seq.Add(x.n)), k), x.t
+		}
+		s.emitAt(hi, Data, b[:k], t)
+		pos, b = pos.Add(k), b[k:]
+	}
+	if len(h.ahead) == 0 {
+		h.ahead = nil
+	}
+	if len(b) > 0 {
+		s.emitAt(hi, Data, b, s.last)
 	}
 }
 
@@ -284,7 +344,7 @@ func (s *stream) close(hi int, reason CloseReason) {
 	if h.closed {
 		return
 	}
-	h.closed, h.holes = true, nil
+	h.closed, h.holes, h.ahead = true, nil, nil
 	s.emit(hi, Close, nil, 0, reason)
 	if s.half[1-hi].closed {
 		s.a.st.ConnsOpen--
@@ -335,6 +395,15 @@ func (s *stream) serverFirst() [2]int {
 
 // emit delivers a chunk now, or queues it during a flush.
 func (s *stream) emit(hi int, kind Kind, data []byte, n int, reason CloseReason) {
+	s.emitChunk(hi, kind, data, n, reason, s.last)
+}
+
+// emitAt emits Data (kind) bytes captured at t.
+func (s *stream) emitAt(hi int, kind Kind, data []byte, t time.Time) {
+	s.emitChunk(hi, kind, data, 0, 0, t)
+}
+
+func (s *stream) emitChunk(hi int, kind Kind, data []byte, n int, reason CloseReason, t time.Time) {
 	if kind != Close && s.conn.Ignore {
 		return
 	}
@@ -342,10 +411,10 @@ func (s *stream) emit(hi int, kind Kind, data []byte, n int, reason CloseReason)
 		if data != nil {
 			data = append([]byte(nil), data...)
 		}
-		s.a.pending = append(s.a.pending, pendingChunk{s: s, half: hi, kind: kind, data: data, n: n, reason: reason, t: s.last})
+		s.a.pending = append(s.a.pending, pendingChunk{s: s, half: hi, kind: kind, data: data, n: n, reason: reason, t: t})
 		return
 	}
-	s.deliver(hi, kind, data, n, reason, s.last)
+	s.deliver(hi, kind, data, n, reason, t)
 }
 
 // deliver hands one chunk to the Sink. The direction is computed here,

@@ -35,6 +35,37 @@ func TestChunkTimes(t *testing.T) {
 	}
 }
 
+// TestChunkTimesHeld: segments held behind a lost one, delivered at once
+// by a flush, keep their own capture times: a Kafka frame in them is
+// dated when it was sent, not when the reassembly gave up waiting.
+func TestChunkTimesHeld(t *testing.T) {
+	segs := cat(handshake(0, 0), []seg{
+		{at: time.Second, seq: 1, flags: "PA", data: "aaa"},
+		// seq 4..6 lost
+		{at: 2 * time.Second, seq: 10, flags: "PA", data: "ddd"},
+		{at: 3 * time.Second, seq: 7, flags: "PA", data: "ccc"},
+		{at: 4 * time.Second, seq: 13, flags: "PA", data: "eee"},
+		{at: 12 * time.Second, toCli: true, seq: 1, flags: "PA", data: "resp"},
+	})
+	rec := &recorder{}
+	if _, err := runFiles(t, nil, rec, pcapFile(t, layers.LinkTypeEthernet, 0, segs...)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"1s c1 to_server data aaa",
+		"4s c1 to_server gap 3",
+		"3s c1 to_server data ccc",
+		"2s c1 to_server data ddd",
+		"4s c1 to_server data eee",
+		"12s c1 to_client data resp",
+		"12s c1 to_server close eof",
+		"12s c1 to_client close eof",
+	}
+	if d := diffLines(want, rec.lines(true)); d != "" {
+		t.Errorf("chunks (-want +got):\n%s", d)
+	}
+}
+
 func TestSinkIgnoreAndSwap(t *testing.T) {
 	segs := cat(handshake(0, 0), []seg{
 		{at: 1, seq: 1, flags: "PA", data: "one"},
