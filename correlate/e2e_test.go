@@ -21,6 +21,7 @@ type pipeline struct {
 	dec  *decode.Decoder
 	last time.Time
 	tap  func(*decode.Exchange) // sees every exchange first, if set
+	atap func(*decode.Anomaly)  // sees every anomaly first, if set
 }
 
 func (p *pipeline) Exchange(e *decode.Exchange) {
@@ -29,7 +30,12 @@ func (p *pipeline) Exchange(e *decode.Exchange) {
 	}
 	p.c.Exchange(e)
 }
-func (p *pipeline) Anomaly(a *decode.Anomaly) { p.c.Anomaly(a) }
+func (p *pipeline) Anomaly(a *decode.Anomaly) {
+	if p.atap != nil {
+		p.atap(a)
+	}
+	p.c.Anomaly(a)
+}
 func (p *pipeline) Chunk(ch *capture.Chunk) {
 	if ch.Time.After(p.last) {
 		p.last = ch.Time
@@ -50,13 +56,25 @@ func analyzeTap(t *testing.T, tap func(*decode.Exchange), files ...string) (*Cor
 	for i, f := range files {
 		paths[i] = filepath.Join("..", "testdata", f)
 	}
+	return analyzePaths(t, tap, paths...)
+}
+
+// analyzePaths is analyzeTap of files anywhere.
+func analyzePaths(t *testing.T, tap func(*decode.Exchange), paths ...string) (*Correlator, *recorder) {
+	t.Helper()
+	return analyzeTaps(t, &pipeline{tap: tap}, paths...)
+}
+
+// analyzeTaps is analyzePaths with p's taps.
+func analyzeTaps(t *testing.T, p *pipeline, paths ...string) (*Correlator, *recorder) {
+	t.Helper()
 	src, err := capture.OpenFiles(paths, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 	rec := &recorder{}
-	p := &pipeline{c: New(nil, rec), tap: tap}
+	p.c = New(nil, rec)
 	p.dec = decode.New(p, nil)
 	if err := src.Run(context.Background(), p); err != nil {
 		t.Fatal(err)
@@ -113,11 +131,12 @@ func TestCaptures(t *testing.T) {
 			// Every file of the capture: a combined one, or the files
 			// taken per broker when there is none (g_xbroker), not
 			// just the first (one broker's share of the traffic).
-			c, rec := analyze(t, gt.captureFiles()...)
+			cut := cutShort{}
+			c, rec := analyzeTap(t, cut.add, gt.captureFiles()...)
 			s := c.Snapshot()
 			checkCommitted(t, tr, s)
 			checkConsumption(t, tr, gt, s)
-			checkGroups(t, tr, gt, s, rec)
+			checkGroups(t, tr, gt, s, rec, cut)
 		})
 	}
 }

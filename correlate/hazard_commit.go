@@ -112,8 +112,16 @@ func (c *Correlator) commitHazards(e *decode.Exchange, req *kmsg.OffsetCommitReq
 }
 
 // acceptedCommit checks one accepted partition commit, then records it.
+// A commit sent before the last one recorded (its connection's bytes were
+// held back behind a lost segment, so the decoder delivers it late) was
+// processed by the broker before it: it did not move the committed offset
+// back, and the later one stays the committed offset.
 func (c *Correlator) acceptedCommit(g *groupState, p tp, ph *partHazard, cm *committer, off int64, recv *recvNote) {
 	prev := ph.last
+	if prev.known && prev.fromCommit && cm.at.Before(prev.ev.TS) {
+		c.supersede(g, p, ph, cm, off)
+		return
+	}
 	c.supersede(g, p, ph, cm, off)
 	if cm.member == "" || cm.gen < 0 {
 		var cause *HazardCause

@@ -393,7 +393,19 @@ func (c *Correlator) checkOwnerFetch(g *groupState, a attribution, p tp, owners 
 	}
 	hev.Summary = fmt.Sprintf("%s %s/%d: client %s fetched%s and was delivered %d records although %s owns the partition "+
 		"(%s): the records are processed twice", g.name, p.topic, p.partition, e.ClientID, from, records, owner, why)
+	// It rests on what was not seen: the member's heartbeats (an expiry
+	// kwire judged from silence), or a newer assignment that gives it the
+	// partition back.
+	mh := c.memberHz(g.name, m.id)
 	hev.Evidence = []Evidence{ev}
+	if mh.hasLive {
+		hev.Evidence = []Evidence{mh.liveEv, ev}
+	}
+	since := m.lastSeen
+	if m.status == statusLive {
+		since = mh.assignAt
+	}
+	hev.absent = &absence{clients: []clientKey{c.keyOf(e), {m.clientHost, m.clientID}}, from: since, to: e.ReqTime.UTC()}
 	c.report(partKey(HazardNonOwnerFetch, g.name, p, m.id), hev)
 }
 

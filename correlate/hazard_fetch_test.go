@@ -129,6 +129,7 @@ func TestHazardNonOwnerFetch(t *testing.T) {
 	h.fetch(17*time.Second, c1, "c-m1", 1, 12, 30, batchOf(12, 18, false))
 	h.fetch(20*time.Second, c2, "c-m2", 1, 12, 30, batchOf(12, 18, false))
 	h.fetch(21*time.Second, c2, "c-m2", 1, 30, 32, batchOf(30, 2, false)) // the same episode
+	h.close(22 * time.Second)                                             // hazards resting on absence wait for loss (LossSettle)
 	want := []hazardView{{Kind: HazardNonOwnerFetch, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 1,
 		Member: "m2", Offset: 12, Previous: -1, From: -1, To: -1, Skipped: -1, Replayed: -1}}
 	if d := diff(want, h.hazardViews(HazardNonOwnerFetch)); d != "" {
@@ -137,7 +138,6 @@ func TestHazardNonOwnerFetch(t *testing.T) {
 	if evs := h.hazards(HazardNonOwnerFetch); len(evs) == 1 && (evs[0].Owner != "m1" || *evs[0].OwnerGeneration != 2 || *evs[0].Records != 18) {
 		t.Errorf("owner %s generation %d records %d, want m1 2 18", evs[0].Owner, *evs[0].OwnerGeneration, *evs[0].Records)
 	}
-	h.c.Close(base.Add(22 * time.Second)) // member_expired waits for loss to be noticed (LossSettle)
 	if evs := h.hazards(HazardMemberExpired); len(evs) != 1 || evs[0].MemberID != "m2" || evs[0].SilentMillis != 10000 {
 		t.Errorf("member_expired = %v, want m2 silent 10s", h.hazardViews(HazardMemberExpired))
 	}
@@ -157,6 +157,7 @@ func TestHazardNonOwnerFetchCooperative(t *testing.T) {
 		t.Errorf("hazards = %v, want none", h.hazardViews())
 	}
 	h.fetch(5*time.Second, "10.0.0.1:5000", "c-m1", 1, 14, 16, batchOf(14, 2, false))
+	h.close(6 * time.Second)
 	if n := len(h.hazards(HazardNonOwnerFetch)); n != 1 {
 		t.Errorf("hazards = %v, want one non_owner_fetch", h.hazardViews())
 	}

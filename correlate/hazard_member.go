@@ -390,12 +390,8 @@ func (c *Correlator) checkSlow(g *groupState, gh *groupHazard, gen *genState) {
 	ev.Summary = fmt.Sprintf("%s generation %d: the rebalance took %v, %d%% of the %v rebalance timeout%s; the group's "+
 		"partitions being moved (all of them with an eager assignor) were not consumed meanwhile",
 		g.name, gen.id, dur.Round(time.Millisecond), int(100*dur/timeout), timeout, last)
-	ab := &absence{from: gen.started, to: gen.completed}
-	for _, id := range sortedKeys(gen.members) {
-		if m := g.members[id]; m != nil {
-			ab.clients = append(ab.clients, clientKey{m.clientHost, m.clientID})
-		}
-	}
-	ev.absent = ab
+	// It rests on the JoinGroups not seen earlier, of the members that
+	// joined and of those it waited for in vain: any connection.
+	ev.absent = &absence{from: gen.started, to: gen.completed}
 	c.report(episodeKey(HazardRebalanceSlow, g.name, strconv.Itoa(int(gen.id))), ev)
 }

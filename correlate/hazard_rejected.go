@@ -3,6 +3,7 @@ package correlate
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -95,8 +96,14 @@ func (c *Correlator) reportRejected(group string, p tp, pr *pendingReject) {
 	if pr.prev.known {
 		ev.Evidence = []Evidence{pr.prev.ev, pr.ev}
 	}
-	// "Not retried" rests on absence: no accepted commit seen since.
-	ev.absent = &absence{clients: []clientKey{pr.client}, from: pr.at, to: maxTime(pr.at, c.now)}
+	// "Lost" rests on absence: no accepted commit of the partition, by
+	// any member, since the one before it (a lost one may have committed
+	// as far), and no retry since.
+	from := time.Time{}
+	if pr.prev.known {
+		from = pr.prev.ev.TS
+	}
+	ev.absent = &absence{from: from, to: maxTime(pr.at, c.now)}
 	who := pr.member
 	if who == "" {
 		who = clientMemberKey(pr.client)

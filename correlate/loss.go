@@ -248,9 +248,16 @@ func (f *LossFigures) add(m lossMark) {
 
 // belongs reports whether the connection may carry one of clients'
 // traffic: a client id of theirs was seen on it, or none was and it comes
-// from one of their hosts.
+// from one of their hosts. A client whose host is unknown (a member known
+// only from others' answers), or no client at all, may be on any.
 func (cl *connLoss) belongs(clients []clientKey) bool {
+	if len(clients) == 0 {
+		return true
+	}
 	for _, k := range clients {
+		if k.host == "" {
+			return true
+		}
 		if k.host != cl.host {
 			continue
 		}

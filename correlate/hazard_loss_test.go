@@ -1,0 +1,176 @@
+package correlate
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/internal/captest"
+)
+
+// lossFracs and lossSeeds make the lossy copies of TestHazardsUnderLoss:
+// each committed capture with that fraction of its TCP data segments left
+// out, drawn with each seed.
+var (
+	lossFracs = []float64{0.005, 0.01, 0.02}
+	lossSeeds = []uint64{1, 2, 3}
+)
+
+// TestHazardsUnderLoss: a capture that lost data raises no warn or
+// critical hazard that the lossless capture does not have (a hazard that
+// rests on what was not seen becomes info with evidence_complete false
+// where the capture lost data), and the lossless capture's hazards are
+// still found wherever the exchanges they rest on survived (issue 15).
+func TestHazardsUnderLoss(t *testing.T) {
+	seeds := lossSeeds
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	ran := false
+	for _, tr := range loadHazardTruths(t) {
+		for _, files := range captureSets(tr) {
+			ran = true
+			t.Run(strings.Join(files, "+"), func(t *testing.T) {
+				_, rec := analyze(t, files...)
+				orig := hazardEvents(rec)
+				for _, frac := range lossFracs {
+					for _, seed := range seeds {
+						t.Run(fmt.Sprintf("drop%.1f%%/seed%d", 100*frac, seed), func(t *testing.T) {
+							checkUnderLoss(t, orig, lossyCopies(t, files, frac, seed))
+						})
+					}
+				}
+			})
+		}
+	}
+	if !ran {
+		t.Skip("no captures in testdata")
+	}
+}
+
+// captureSets lists the inputs a truth's captures make: each file alone,
+// and the per-broker files together.
+func captureSets(tr *hazardTruth) [][]string {
+	var sets [][]string
+	var brokers []string
+	for _, c := range tr.Captures {
+		sets = append(sets, []string{c.File})
+		if strings.Count(c.File, ".") > 1 {
+			brokers = append(brokers, c.File)
+		}
+	}
+	if len(brokers) > 1 {
+		sets = append(sets, brokers)
+	}
+	return sets
+}
+
+// lossyCopies writes each file of testdata with frac of its data segments
+// dropped (seeded) to a temporary directory, and returns their paths.
+func lossyCopies(t *testing.T, files []string, frac float64, seed uint64) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var paths []string
+	for i, f := range files {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := captest.Drop(b, frac, seed+uint64(i)*1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keep := os.Getenv("KWIRE_LOSS_DUMP"); keep != "" {
+			dir = keep // keep the copies to look at: KWIRE_LOSS_DUMP=dir
+		}
+		p := filepath.Join(dir, fmt.Sprintf("%s.drop%g.seed%d%s", strings.TrimSuffix(f, ".pcapng"), 100*frac, seed, ".pcapng"))
+		if err := os.WriteFile(p, d.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// hazardKey identifies a hazard across a capture and its lossy copy.
+func hazardKey(ev *HazardEvent) string {
+	return fmt.Sprintf("%s %s %s/%v %s", ev.Kind, ev.Group, ev.Topic, ptrStr(ev.Partition), ev.MemberID)
+}
+
+// exchangeKey identifies an exchange by connection and correlation id:
+// connection ids may differ between a capture and its lossy copy.
+func exchangeKey(client, broker, api string, corr int32) string {
+	return fmt.Sprintf("%s>%s %s #%d", client, broker, api, corr)
+}
+
+// survivalLookback is how long before its first evidence a hazard may
+// rest on exchanges it does not list (a run of commits, of deliveries).
+const survivalLookback = time.Minute
+
+func checkUnderLoss(t *testing.T, orig []*HazardEvent, lossy []string) {
+	t.Helper()
+	survived := map[string]bool{}
+	// A loss on a connection happened after its previous exchange and
+	// before the anomaly that reports it.
+	last := map[string]time.Time{}      // connection -> its latest exchange
+	lost := map[string][][2]time.Time{} // connection -> when bytes were lost on it
+	_, rec := analyzeTaps(t, &pipeline{
+		tap: func(e *decode.Exchange) {
+			k := e.Conn.Client.String() + ">" + e.Conn.Server.String()
+			if e.ReqTime.After(last[k]) {
+				last[k] = e.ReqTime
+			}
+			if e.Req != nil && e.Resp != nil && e.Response == decode.ResponseSeen {
+				survived[exchangeKey(e.Conn.Client.String(), e.Conn.Server.String(), kmsg.NameForKey(e.Key), e.CorrelationID)] = true
+			}
+		},
+		atap: func(a *decode.Anomaly) {
+			k := a.Conn.Client.String() + ">" + a.Conn.Server.String()
+			lost[k] = append(lost[k], [2]time.Time{last[k], a.Time})
+		},
+	}, lossy...)
+	// intact: every exchange of ev survived, and its connections lost
+	// nothing from survivalLookback before its first one to ev itself.
+	intact := func(ev *HazardEvent) bool {
+		if len(ev.Evidence) == 0 {
+			return false
+		}
+		from, to := ev.Evidence[0].TS.Add(-survivalLookback), ev.Time().Add(time.Second)
+		for _, x := range ev.Evidence {
+			if !survived[exchangeKey(x.Conn.Client, x.Conn.Broker, x.API, x.CorrelationID)] {
+				return false
+			}
+			for _, l := range lost[x.Conn.Client+">"+x.Conn.Broker] {
+				if !l[1].Before(from) && !l[0].After(to) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	worst := map[string]int{}
+	for _, ev := range orig {
+		worst[hazardKey(ev)] = max(worst[hazardKey(ev)], SeverityRank(ev.Severity))
+	}
+	got := map[string]bool{}
+	for _, ev := range hazardEvents(rec) {
+		got[hazardKey(ev)] = true
+		if r := SeverityRank(ev.Severity); r > SeverityRank(SeverityInfo) && r > worst[hazardKey(ev)] {
+			t.Errorf("false alarm under loss: %s %s: %s", ev.Severity, ev.Kind, ev.Summary)
+		}
+	}
+	for _, ev := range orig {
+		if SeverityRank(ev.Severity) < SeverityRank(SeverityWarn) || got[hazardKey(ev)] {
+			continue
+		}
+		if intact(ev) {
+			t.Errorf("lost under loss, though its exchanges survived: %s %s: %s", ev.Severity, ev.Kind, ev.Summary)
+		}
+	}
+}

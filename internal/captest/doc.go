@@ -1,0 +1,10 @@
+// Package captest derives damaged or lossy test inputs from real capture
+// files (pcap or pcapng, as internal/gen and tcpdump write them), for tests
+// of the stages that must survive them.
+//
+// It takes a whole capture file as bytes and gives back a new one: DropData
+// leaves out TCP data segments, as a lossy capture point would; FlipBytes
+// flips bytes anywhere past the file header, as a damaged transfer would.
+// Both are deterministic for a given seed, so a failing case can be
+// replayed. The package is for tests only: it reads whole files into memory.
+package captest
