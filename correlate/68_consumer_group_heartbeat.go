@@ -84,6 +84,16 @@ func (c *Correlator) consumerBeat(g *groupState, e *decode.Exchange, req *kmsg.C
 	if req.InstanceID != nil {
 		m.instanceID = strPtr(req.InstanceID)
 	}
+	if resp.HeartbeatIntervalMillis > 0 {
+		m.heartbeatMillis = resp.HeartbeatIntervalMillis
+	}
+	// A KIP-848 heartbeat keeps the session alive (heartbeat_late), and an
+	// assignment it brings is what the member owns from then on
+	// (non_owner_fetch after a revocation).
+	c.liveRequest(g, m.id, e.ReqTime.UTC(), e.ReqTime.UTC(), c.evidenceOf(e), true)
+	if resp.Assignment != nil {
+		c.memberHz(g.name, m.id).assignAt = e.RespTime.UTC()
+	}
 	c.touch(g, m, e.ReqTime, true)
 	beat(m, e.ReqTime.UTC())
 	c.consumerSubscription(g, m, req.SubscribedTopicNames)
@@ -95,9 +105,6 @@ func (c *Correlator) consumerBeat(g *groupState, e *decode.Exchange, req *kmsg.C
 			m.assignment[k] = append(m.assignment[k], t.Partitions...)
 		}
 		m.assignment = sortedAssignment(m.assignment)
-	}
-	if resp.HeartbeatIntervalMillis > 0 {
-		m.heartbeatMillis = resp.HeartbeatIntervalMillis
 	}
 	if sent && resp.MemberEpoch > m.generation {
 		c.consumerFenced(g, m, resp.MemberEpoch, e.RespTime.UTC())

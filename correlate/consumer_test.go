@@ -7,6 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// cghInterval is the heartbeat interval cgh's answers ask for (0: none).
+var cghInterval int32
+
 // cgh is one KIP-848 heartbeat: request epoch and the answer.
 func cgh(h *harness, at time.Duration, member string, epoch int32, respMember string, respEpoch int32, assign map[int32]bool, topics ...string) {
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
@@ -14,6 +17,7 @@ func cgh(h *harness, at time.Duration, member string, epoch int32, respMember st
 	req.SubscribedTopicNames = topics
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(respMember), respEpoch
+	resp.HeartbeatIntervalMillis = cghInterval
 	if assign != nil {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		at := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
@@ -124,5 +128,52 @@ func TestConsumerGroup848Revocation(t *testing.T) {
 	m1 := findGroup(h.c.Snapshot(), "g848").Members[0]
 	if d := diff(map[string][]int32{"orders": {0}}, m1.Assignment); d != "" {
 		t.Errorf("m1 owns (-want +got):\n%s", d)
+	}
+}
+
+// TestConsumerLateAndFenced: a KIP-848 member silent for five of the
+// heartbeat intervals the broker asked for, then accepted, is
+// heartbeat_late; one silent for three and whose partitions a new epoch
+// gives to another member was fenced: member_expired for its session
+// timeout, the cause of that epoch (issue 15).
+func TestConsumerLateAndFenced(t *testing.T) {
+	cghInterval = 1000
+	t.Cleanup(func() { cghInterval = 0 })
+	h := newHarness(t, nil)
+	metadataExchange(h, 0)
+	ordersPartitions(h, 0, 2)
+	cgh(h, 1*time.Second, "", 0, "m1", 1, map[int32]bool{0: true, 1: true}, "orders")
+	cgh(h, 2*time.Second, "", 0, "m2", 2, map[int32]bool{}, "orders")
+	cgh(h, 2500*ms, "m1", 1, "m1", 2, map[int32]bool{0: true})
+	cgh(h, 3*time.Second, "m2", 2, "m2", 2, map[int32]bool{1: true})
+	for s := 4; s <= 14; s++ {
+		cgh(h, time.Duration(s)*time.Second, "m1", 2, "m1", 2, nil)
+	}
+	cgh(h, 4*time.Second, "m2", 2, "m2", 2, nil)
+	cgh(h, 10*time.Second, "m2", 2, "m2", 2, nil) // 6s: late, not fenced
+	cgh(h, 11*time.Second, "m2", 2, "m2", 2, nil) // then killed
+	cgh(h, 15*time.Second, "m1", 2, "m1", 3, map[int32]bool{0: true, 1: true})
+	h.close(30 * time.Second)
+	type view struct {
+		Kind, Severity, Member, Reason string
+		Gen                            int32
+		Gap                            int64
+		Interval                       int32
+	}
+	var got []view
+	for _, ev := range h.hazards(HazardHeartbeatLate, HazardMemberExpired) {
+		got = append(got, view{ev.Kind, ev.Severity, ev.MemberID, ev.Reason, *ev.Generation, ev.HeartbeatGapMillis, ev.HeartbeatIntervalMillis})
+	}
+	want := []view{
+		{HazardHeartbeatLate, SeverityWarn, "m2", "", 2, 6000, 1000},
+		{HazardMemberExpired, SeverityWarn, "m2", "session_timeout", 2, 0, 0},
+	}
+	if d := diff(want, got); d != "" {
+		t.Errorf("hazards (-want +got):\n%s", d)
+	}
+	for _, ev := range h.events("generation") {
+		if g := ev.(*GenerationEvent); g.Generation == 3 && (g.Cause.Kind != CauseMemberExpired || g.Cause.Member != "m2") {
+			t.Errorf("epoch 3 cause %+v, want m2 expired", g.Cause)
+		}
 	}
 }

@@ -144,8 +144,11 @@ type HazardEvent struct {
 	SessionTimeoutMillis   int32 `json:"session_timeout_ms,omitempty"`
 	RebalanceTimeoutMillis int32 `json:"rebalance_timeout_ms,omitempty"`
 	HeartbeatGapMillis     int64 `json:"heartbeat_gap_ms,omitempty"`
-	DurationMillis         int64 `json:"duration_ms,omitempty"`
-	WindowMillis           int64 `json:"window_ms,omitempty"`
+	// HeartbeatIntervalMillis is the interval the broker asked a KIP-848
+	// member to heartbeat at.
+	HeartbeatIntervalMillis int32 `json:"heartbeat_interval_ms,omitempty"`
+	DurationMillis          int64 `json:"duration_ms,omitempty"`
+	WindowMillis            int64 `json:"window_ms,omitempty"`
 	// Generations counts the generations in WindowMillis, from
 	// FirstGeneration to LastGeneration.
 	Generations     int    `json:"generations,omitempty"`

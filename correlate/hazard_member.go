@@ -158,21 +158,21 @@ func (c *Correlator) heartbeatHazards(e *decode.Exchange, req *kmsg.HeartbeatReq
 	c.liveRequest(g, m.id, at, at, ev, true)
 }
 
-// liveRequest records a request of member id that keeps a classic session
-// alive (Heartbeat, JoinGroup, SyncGroup, OffsetCommit) sent at at and
-// answered at done (a JoinGroup waits for the rebalance): a silence before
-// it close to the session timeout is heartbeat_late. beat says it restarts
-// heartbeat spacing (a heartbeat, or the end of a rebalance).
+// liveRequest records a request of member id that keeps its session alive
+// (classic: Heartbeat, JoinGroup, SyncGroup, OffsetCommit; KIP-848:
+// ConsumerGroupHeartbeat, OffsetCommit) sent at at and answered at done (a
+// JoinGroup waits for the rebalance): a silence before it close to the
+// session timeout is heartbeat_late. beat says it restarts heartbeat
+// spacing (a heartbeat, or the end of a rebalance).
 func (c *Correlator) liveRequest(g *groupState, id string, at, done time.Time, ev Evidence, beat bool) {
 	mh := c.memberHz(g.name, id)
-	if m := g.members[id]; m != nil && mh.hasLive && m.sessionMillis > 0 && !m.consumer {
-		gap := at.Sub(mh.lastLive)
-		session := time.Duration(m.sessionMillis) * time.Millisecond
-		if gap >= time.Duration(float64(session)*c.opts.Hazards.HeartbeatGap) {
+	m := g.members[id]
+	if limit, of := c.lateAfter(m); m != nil && mh.hasLive && limit > 0 {
+		if gap := at.Sub(mh.lastLive); gap >= limit {
 			hev := c.lateEvent(g, m, at, gap, SeverityWarn)
-			hev.Summary = fmt.Sprintf("%s: member %s (client %s) sent nothing to the coordinator for %v of its %v session "+
-				"timeout: close to being expired, which would revoke its partitions and replay its uncommitted records",
-				g.name, m.id, m.clientID, gap.Round(time.Millisecond), session)
+			hev.Summary = fmt.Sprintf("%s: member %s (client %s) sent nothing to the coordinator for %v, %s: close to being "+
+				"expired, which would revoke its partitions and replay its uncommitted records",
+				g.name, m.id, m.clientID, gap.Round(time.Millisecond), of)
 			hev.Evidence = []Evidence{mh.liveEv, ev}
 			hev.absent = &absence{clients: []clientKey{{m.clientHost, m.clientID}}, from: mh.lastLive, to: at}
 			c.report(episodeKey(HazardHeartbeatLate, g.name, m.id, "gap", strconv.Itoa(int(m.generation))), hev)
@@ -189,7 +189,33 @@ func (c *Correlator) liveRequest(g *groupState, id string, at, done time.Time, e
 func (c *Correlator) lateEvent(g *groupState, m *memberState, at time.Time, gap time.Duration, sev string) *HazardEvent {
 	return &HazardEvent{Kind: HazardHeartbeatLate, Severity: sev, Group: g.name, MemberID: m.id,
 		Generation: i32p(m.generation), ClientID: m.clientID, ClientHost: m.clientHost, at: at,
-		HeartbeatGapMillis: millis(gap), SessionTimeoutMillis: m.sessionMillis}
+		HeartbeatGapMillis: millis(gap), SessionTimeoutMillis: m.sessionMillis, HeartbeatIntervalMillis: m.heartbeatMillis}
+}
+
+// lateIntervals is how many of its heartbeat intervals a KIP-848 member
+// may be silent before heartbeat_late: its session timeout (the broker's
+// group.consumer.session.timeout.ms) is not on the wire, and Kafka's
+// defaults (5s, 45s) fence it after nine.
+const lateIntervals = 5
+
+// lateAfter returns the silence after which member m's next request is
+// heartbeat_late (0: unknown), and what it is measured against: a classic
+// member's session timeout; a KIP-848 member's heartbeat interval, or the
+// session timeout assumed for it, whichever comes first.
+func (c *Correlator) lateAfter(m *memberState) (time.Duration, string) {
+	frac := c.opts.Hazards.HeartbeatGap
+	switch {
+	case m == nil:
+	case !m.consumer && m.sessionMillis > 0:
+		session := time.Duration(m.sessionMillis) * time.Millisecond
+		return time.Duration(float64(session) * frac), fmt.Sprintf("of its %v session timeout", session)
+	case m.consumer && m.heartbeatMillis > 0:
+		interval := time.Duration(m.heartbeatMillis) * time.Millisecond
+		limit := min(lateIntervals*interval, time.Duration(float64(c.opts.ConsumerSessionTimeout)*frac))
+		return limit, fmt.Sprintf("%d times the %v heartbeat interval the broker asked for (the session timeout, "+
+			"group.consumer.session.timeout.ms, is not on the wire)", int(limit/interval), interval)
+	}
+	return 0, ""
 }
 
 // checkGone is called when member m leaves or expires at at. Every member
