@@ -44,7 +44,9 @@ type tap interface {
 func newPipeline(cf *commonFlags, stdout io.Writer, exchanges bool) *pipeline {
 	p := &pipeline{exchanges: exchanges}
 	p.out, p.text = cf.writer(stdout)
-	p.corr = correlate.New(cf.limits.correlate(), correlate.SinkFunc(p.event))
+	opts := cf.limits.correlate()
+	opts.ConsumerSessionTimeout = cf.consumerSession
+	p.corr = correlate.New(opts, correlate.SinkFunc(p.event))
 	p.dec = decode.New(p, &decode.Options{MaxFrame: cf.maxFrame, MaxBuffered: cf.maxBuf, MaxPending: cf.limits.pending,
 		DropProduceRecords: !exchanges}) // only exchange lines show them
 	return p

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/jsonout"
@@ -43,6 +44,9 @@ type commonFlags struct {
 	maxFrame int
 	maxBuf   int
 	limits   limitFlags // limits.go
+	// consumerSession is the KIP-848 session timeout assumed: the
+	// broker's group.consumer.session.timeout.ms is not on the wire.
+	consumerSession time.Duration
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -52,6 +56,9 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.text, "text", false, "write human-readable lines (the default on a terminal)")
 	fs.IntVar(&c.maxFrame, "max-frame", 100<<20, "largest Kafka frame decoded, in `BYTES`; larger ones are skipped and counted")
 	fs.IntVar(&c.maxBuf, "max-buffer", 256<<20, "memory for partial frames across all connections, in `BYTES`; beyond it frames are skipped and counted")
+	fs.DurationVar(&c.consumerSession, "consumer-session-timeout", 45*time.Second, "session timeout of KIP-848 consumer groups: "+
+		"the brokers' group.consumer.session.timeout.ms, which is not on the wire; a member silent longer is expired, "+
+		"and heartbeat_late is measured against it and the heartbeat interval the broker gives")
 	c.limits.register(fs)
 }
 
