@@ -21,7 +21,10 @@ import (
 //	request length uint32, request body, response length uint32, response body
 //
 // (lengths 0xffffffff: no response). Client and server pick among a few
-// addresses and client ids so that bindings and groups collide.
+// addresses and client ids so that bindings and groups collide. The high
+// bits of server add loss: 0x80 an anomaly on the connection before the
+// exchange (its kind from bits 0x30), 0x40 a missing response lost in a
+// gap, 0x08 packets dropped by the source.
 const fuzzHeader = 2 + 2 + 1 + 1 + 2
 
 // Seeds are kept small: the fuzzing engine minimizes every input that
@@ -118,10 +121,11 @@ func fuzzSeed(f testing.TB, file string) []byte {
 	return r.out
 }
 
-// FuzzCorrelator feeds arbitrary exchanges to a Correlator, through Detach
-// as kwire analyze does. Invariants: it never panics, whatever the order,
-// versions or contents of the messages; every event and the snapshot
-// marshal to JSON; Close may follow anything.
+// FuzzCorrelator feeds arbitrary exchanges and loss to a Correlator,
+// through Detach as kwire analyze does. Invariants: it never panics,
+// whatever the order, versions or contents of the messages; every event
+// and the snapshot marshal to JSON; Close may follow anything; a hazard
+// whose evidence may be incomplete is info and says what was lost.
 func FuzzCorrelator(f *testing.F) {
 	for _, file := range fuzzSeedFiles {
 		if seed := fuzzSeed(f, file); seed != nil {
@@ -140,6 +144,7 @@ func FuzzCorrelator(f *testing.F) {
 				break
 			}
 			in = rest
+			fuzzLoss(c, e)
 			arena = Detach(e, arena[:0]) // as kwire analyze hands exchanges over
 			c.Exchange(e)
 		}
@@ -149,6 +154,10 @@ func FuzzCorrelator(f *testing.F) {
 			case "generation", "member", "commit", "coordinator", "hazard":
 			default:
 				t.Fatalf("event type %q", ev.Type())
+			}
+			if h, ok := ev.(*HazardEvent); ok && (h.EvidenceComplete != nil) != (h.Loss != nil) ||
+				ok && h.EvidenceComplete != nil && (*h.EvidenceComplete || h.Severity != SeverityInfo || !h.Loss.any()) {
+				t.Fatalf("hazard %s %s: evidence_complete %v, loss %+v", h.Kind, h.Severity, h.EvidenceComplete, h.Loss)
 			}
 		}
 		if _, err := json.Marshal(struct {
@@ -165,6 +174,24 @@ var fuzzSeedFiles = []string{"group.pcapng", "newest.pcapng", "sarama.pcapng", "
 
 var fuzzAddrs = []string{"10.0.0.1:5000", "10.0.0.1:5001", "10.0.0.2:5000", "10.0.0.9:9092", "10.0.0.8:9092"}
 var fuzzClientIDs = []string{"a", "a", "b", ""}
+
+// fuzzLossKinds are the anomalies fuzzLoss reports.
+var fuzzLossKinds = []decode.AnomalyKind{decode.AnomalyGap, decode.AnomalyResync, decode.AnomalyUnmatchedResponse, decode.AnomalyTLS}
+
+// fuzzLoss reports the loss the server byte of e's input asked for
+// (fuzzExchange keeps it in the connection's ID).
+func fuzzLoss(c *Correlator, e *decode.Exchange) {
+	server := int(e.Conn.ID & 0xff)
+	if server&0x80 != 0 {
+		c.Anomaly(&decode.Anomaly{Kind: fuzzLossKinds[(server>>4)&3], Conn: e.Conn, Time: e.ReqTime, Bytes: int64(server) - 200})
+	}
+	if server&0x40 != 0 && e.Resp == nil {
+		e.Response = decode.ResponseLost
+	}
+	if server&0x08 != 0 {
+		c.SourceLoss(e.ReqTime, int64(server&7))
+	}
+}
 
 // fuzzExchange decodes one exchange of fuzz input.
 func fuzzExchange(in []byte, now *time.Time) (*decode.Exchange, []byte, bool) {
@@ -197,7 +224,7 @@ func fuzzExchange(in []byte, now *time.Time) (*decode.Exchange, []byte, bool) {
 		return nil, nil, false
 	}
 	conn := &capture.Conn{
-		ID:     uint64(client*16 + server),
+		ID:     uint64(client)<<8 | uint64(server),
 		Client: netip.MustParseAddrPort(fuzzAddrs[client%3]),
 		Server: netip.MustParseAddrPort(fuzzAddrs[3+server%2]),
 	}
