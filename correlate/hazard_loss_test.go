@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
 	"github.com/kwire/kwire/internal/captest"
 )
@@ -172,5 +173,80 @@ func checkUnderLoss(t *testing.T, orig []*HazardEvent, lossy []string) {
 		if intact(ev) {
 			t.Errorf("lost under loss, though its exchanges survived: %s %s: %s", ev.Severity, ev.Kind, ev.Summary)
 		}
+	}
+}
+
+// TestLossJudgement: a heartbeat_late gap is judged against the loss on
+// the member's own connections in its window: a gap there, or packets the
+// source dropped, make it info with evidence_complete false and the
+// figures; loss on another client's connection, or outside the window,
+// leaves it warn.
+func TestLossJudgement(t *testing.T) {
+	tests := []struct {
+		name string
+		loss func(h *harness, c1, c2 *capture.Conn)
+		want string // severity of m1's heartbeat_late
+		gaps int64
+		drop int64
+		n    int64 // hazards made info (m2 is late too)
+	}{
+		{"no loss", func(*harness, *capture.Conn, *capture.Conn) {}, SeverityWarn, 0, 0, 0},
+		{"gap on its connection", func(h *harness, c1, _ *capture.Conn) {
+			h.c.Anomaly(&decode.Anomaly{Kind: decode.AnomalyGap, Conn: c1, Time: base.Add(12 * time.Second), Bytes: 57})
+		}, SeverityInfo, 1, 0, 1},
+		{"gap on another client's", func(h *harness, _, c2 *capture.Conn) {
+			h.c.Anomaly(&decode.Anomaly{Kind: decode.AnomalyGap, Conn: c2, Time: base.Add(12 * time.Second), Bytes: 57})
+		}, SeverityWarn, 0, 0, 1},
+		{"TLS is not loss", func(h *harness, c1, _ *capture.Conn) {
+			h.c.Anomaly(&decode.Anomaly{Kind: decode.AnomalyTLS, Conn: c1, Time: base.Add(12 * time.Second)})
+		}, SeverityWarn, 0, 0, 0},
+		// The first count is of drops before 2s, the window starts at 3s;
+		// the second of drops between 2s and 12s.
+		{"source drops in the window", func(h *harness, _, _ *capture.Conn) {
+			h.c.SourceLoss(base.Add(2*time.Second), 3)
+			h.c.SourceLoss(base.Add(12*time.Second), 4)
+		}, SeverityInfo, 0, 4, 2},
+		{"source drops before it", func(h *harness, _, _ *capture.Conn) {
+			h.c.SourceLoss(base.Add(2*time.Second), 3)
+			h.c.SourceLoss(base.Add(2500*time.Millisecond), 4)
+		}, SeverityWarn, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil) // joinReq: 10s session timeout
+			stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}, "m2": {"t": {1}}})
+			c1, c2 := h.conn("10.0.0.1:5000", "10.0.0.9:9092"), h.conn("10.0.0.2:5000", "10.0.0.9:9092")
+			h.ex(3*time.Second, c1, "c-m1", heartbeatReq("g", "m1", 1), heartbeatResp(0))
+			h.ex(3*time.Second, c2, "c-m2", heartbeatReq("g", "m2", 1), heartbeatResp(0))
+			tt.loss(h, c1, c2)
+			h.ex(13*time.Second, c1, "c-m1", heartbeatReq("g", "m1", 1), heartbeatResp(0)) // 10s: late
+			h.ex(13*time.Second, c2, "c-m2", heartbeatReq("g", "m2", 1), heartbeatResp(0))
+			h.close(14 * time.Second)
+			evs := h.hazards(HazardHeartbeatLate)
+			var late *HazardEvent
+			for _, ev := range evs {
+				if ev.MemberID == "m1" && ev.HeartbeatGapMillis == 10000 {
+					late = ev
+				}
+			}
+			if late == nil {
+				t.Fatalf("no heartbeat_late for m1's 10s gap in %v", h.hazardViews())
+			}
+			if late.Severity != tt.want || (late.EvidenceComplete != nil) != (tt.want == SeverityInfo) {
+				t.Fatalf("severity %s, evidence_complete %v: want %s", late.Severity, late.EvidenceComplete, tt.want)
+			}
+			if got := h.c.Stats().HazardsIncomplete; got != tt.n {
+				t.Errorf("hazards_incomplete %d, want %d", got, tt.n)
+			}
+			if tt.want == SeverityWarn {
+				if late.Loss != nil {
+					t.Errorf("loss %+v on a complete hazard", late.Loss)
+				}
+				return
+			}
+			if l := late.Loss; l == nil || l.Gaps != tt.gaps || l.SourceDrops != tt.drop || (tt.gaps > 0 && (l.GapBytes != 57 || l.Connections != 1)) {
+				t.Errorf("loss %+v, want %d gaps of 57 bytes on 1 connection, %d source drops", late.Loss, tt.gaps, tt.drop)
+			}
+		})
 	}
 }

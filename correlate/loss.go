@@ -167,15 +167,16 @@ func (c *Correlator) Anomaly(a *decode.Anomaly) {
 }
 
 // SourceLoss tells the Correlator that the capture source dropped n
-// packets or events (kernel ring, eBPF ring) since its previous call, by
-// capture time at: they may have belonged to any connection.
+// packets or events (kernel ring, eBPF ring) since its previous call (or
+// the start), by capture time at: they may have belonged to any
+// connection.
 func (c *Correlator) SourceLoss(at time.Time, n int64) {
 	if c.closed || n <= 0 {
 		return
 	}
 	at = at.UTC()
-	from := c.loss.sourceAt
-	if from.IsZero() || from.After(at) {
+	from := c.loss.sourceAt // zero: since the start
+	if from.After(at) {
 		from = at
 	}
 	c.loss.sourceAt = at
