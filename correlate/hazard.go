@@ -535,7 +535,10 @@ func (c *Correlator) hazardExchange(e *decode.Exchange) {
 func (c *Correlator) hazardTick(final bool) {
 	c.settleBeyond(final)
 	h := c.hz()
-	c.forgetLoss(false)
+	if c.now.Sub(c.loss.forgotAt) >= time.Minute {
+		c.loss.forgotAt = c.now
+		c.forgetLoss(false)
+	}
 	for _, g := range sortedKeys(h.parts) {
 		parts := h.parts[g]
 		for _, p := range sortedTPs(parts) {

@@ -88,6 +88,12 @@ type lossState struct {
 	source []lossMark
 	// sourceAt is when the source's drop count was last given.
 	sourceAt time.Time
+	// lastID and last are the connection of the latest exchange: most
+	// exchanges follow one on the same connection.
+	lastID uint64
+	last   *connLoss
+	// forgotAt is when old marks were last forgotten (forgetLoss).
+	forgotAt time.Time
 }
 
 const (
@@ -98,6 +104,9 @@ const (
 )
 
 func (c *Correlator) lossConn(id uint64, host string) *connLoss {
+	if c.loss.last != nil && c.loss.lastID == id {
+		return c.loss.last
+	}
 	if c.loss.conns == nil {
 		c.loss.conns = make(map[uint64]*connLoss)
 	}
@@ -109,6 +118,7 @@ func (c *Correlator) lossConn(id uint64, host string) *connLoss {
 		cl = &connLoss{host: host}
 		c.loss.conns[id] = cl
 	}
+	c.loss.lastID, c.loss.last = id, cl
 	return cl
 }
 
@@ -118,7 +128,10 @@ func (c *Correlator) lossExchange(e *decode.Exchange) {
 	if e.Conn == nil {
 		return
 	}
-	cl := c.lossConn(e.Conn.ID, c.hostOf(e))
+	cl := c.lossConn(e.Conn.ID, "")
+	if cl.host == "" {
+		cl.host = c.hostOf(e)
+	}
 	if !slices.Contains(cl.clients, e.ClientID) && len(cl.clients) < maxConnClients {
 		cl.clients = append(cl.clients, e.ClientID)
 	}
@@ -158,7 +171,10 @@ func (c *Correlator) Anomaly(a *decode.Anomaly) {
 	if t.After(c.now) {
 		c.now = t
 	}
-	cl := c.lossConn(a.Conn.ID, c.names.of(a.Conn).host)
+	cl := c.lossConn(a.Conn.ID, "")
+	if cl.host == "" {
+		cl.host = c.names.of(a.Conn).host
+	}
 	from := cl.last
 	if from.IsZero() || from.After(t) {
 		from = a.Conn.Start.UTC()
@@ -288,6 +304,7 @@ func (c *Correlator) forgetLoss(all bool) {
 			delete(c.loss.conns, id)
 		}
 	}
+	c.loss.last = nil
 	if !all || len(c.loss.conns) < c.opts.MaxClients {
 		return
 	}
@@ -295,6 +312,7 @@ func (c *Correlator) forgetLoss(all bool) {
 	for _, id := range ids[:len(ids)/10+1] {
 		delete(c.loss.conns, id)
 	}
+	c.loss.last = nil
 }
 
 func minTime(a, b time.Time) time.Time {
