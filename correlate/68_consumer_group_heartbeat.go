@@ -126,9 +126,15 @@ func (c *Correlator) consumerBeat(g *groupState, e *decode.Exchange, req *kmsg.C
 }
 
 // fenceIntervals is how many heartbeat intervals a KIP-848 member must
-// have been silent for before partitions it held going to another member
-// at a new epoch say the broker fenced it.
-const fenceIntervals = 3
+// have been silent for (and at least minFenceSilence) before partitions it
+// held going to another member at a new epoch say the broker fenced it;
+// defaultHeartbeatInterval stands in when no answer gave the interval
+// (Kafka's group.consumer.heartbeat.interval.ms).
+const (
+	fenceIntervals           = 3
+	minFenceSilence          = time.Second
+	defaultHeartbeatInterval = 5 * time.Second
+)
 
 // consumerFenced: member m reached epoch with an assignment holding
 // partitions of a live member silent for fenceIntervals of its heartbeat
@@ -140,9 +146,12 @@ func (c *Correlator) consumerFenced(g *groupState, m *memberState, epoch int32, 
 		if o == m || !o.consumer || o.status != statusLive || o.generation >= epoch || !o.assigned || o.lastSeen.IsZero() {
 			continue
 		}
-		interval := time.Duration(max(o.heartbeatMillis, 1000)) * time.Millisecond
+		interval := time.Duration(o.heartbeatMillis) * time.Millisecond
+		if interval <= 0 {
+			interval = defaultHeartbeatInterval
+		}
 		silent := at.Sub(o.lastSeen)
-		if silent < fenceIntervals*interval || !overlaps(m.assignment, o.assignment) {
+		if silent < max(fenceIntervals*interval, minFenceSilence) || !overlaps(m.assignment, o.assignment) {
 			continue
 		}
 		c.removed(g, o, at, fmt.Sprintf("fenced: no heartbeat for %v (%d heartbeat intervals of %v), and epoch %d gave "+
