@@ -12,11 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kwire/kwire/decode"
 )
 
 // groupsTruth is the "groups" part of a generator truth file: recorded
@@ -142,8 +137,7 @@ func TestGroupsTruth(t *testing.T) {
 		}
 		n++
 		t.Run(tr.Case, func(t *testing.T) {
-			joins := joinTimes{}
-			c, rec := analyzeTap(t, joins.add, tr.captureFiles()...)
+			c, rec := analyze(t, tr.captureFiles()...)
 			s := c.Snapshot()
 			for _, name := range slices.Sorted(maps.Keys(tr.Groups)) {
 				g := tr.Groups[name]
@@ -153,21 +147,13 @@ func TestGroupsTruth(t *testing.T) {
 					continue
 				}
 				want := map[int32]truthGen{}
-				for i, tg := range g.Generations {
+				for _, tg := range g.Generations {
 					v := truthGen{Protocol: tg.Protocol, Leader: tg.Leader, Cause: tg.Cause, CauseMember: tg.CauseMember}
 					for id, m := range tg.Members {
 						v.Members = append(v.Members, memberLine(id, m.ClientID, m.InstanceID, m.Assignment))
 					}
 					sort.Strings(v.Members)
 					want[tg.Generation] = v
-					if i > 0 && tg.Cause == CauseMetadataChange {
-						prev := g.Generations[i-1]
-						if h := got.generation(tg.Generation); h != nil && h.Cause.Kind == tg.Cause && h.Cause.Member != tg.CauseMember &&
-							joins.race(t, name, tg.Generation, h.Cause.Member, tg.CauseMember, prev.Members, tg.Members) {
-							v.CauseMember = h.Cause.Member
-							want[tg.Generation] = v
-						}
-					}
 				}
 				have := map[int32]truthGen{}
 				for i := range got.Generations {
@@ -208,16 +194,6 @@ func TestGroupsTruth(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no truth file records groups: run 'make captures'")
 	}
-}
-
-// generation returns the group's generation id from the snapshot, or nil.
-func (g *Group) generation(id int32) *GenerationEvent {
-	for i := range g.Generations {
-		if g.Generations[i].Generation == id {
-			return &g.Generations[i]
-		}
-	}
-	return nil
 }
 
 // genOf reduces a kwire generation to what the truth records.
@@ -293,69 +269,4 @@ func checkStaticRejoins(t *testing.T, group string, g *groupTruth, got *Group, r
 			}
 		}
 	}
-}
-
-// joinRace is how close two JoinGroups must come on the wire for the
-// truth's order of them to be unreliable. The truth orders a rebalance's
-// first JoinGroups by the time the client's write hook ran (kgo
-// OnBrokerWrite, after the write returned, in each member's goroutine);
-// the capture's times are the tap's, as the broker read the requests.
-// Members rejoining "after revoking" a cooperative rebalance write within
-// microseconds of each other, and the two clocks may order them apart.
-const joinRace = time.Millisecond
-
-// joinTimes: group -> generation -> member -> its first JoinGroup request
-// answered into that generation, read from the decoded exchanges (not from
-// the Correlator).
-type joinTimes map[string]map[int32]map[string]time.Time
-
-func (j joinTimes) add(e *decode.Exchange) {
-	req, _ := e.Req.(*kmsg.JoinGroupRequest)
-	resp, _ := e.Resp.(*kmsg.JoinGroupResponse)
-	if req == nil || resp == nil || resp.ErrorCode != 0 || resp.MemberID == "" {
-		return
-	}
-	if j[req.Group] == nil {
-		j[req.Group] = map[int32]map[string]time.Time{}
-	}
-	byMember := j[req.Group][resp.Generation]
-	if byMember == nil {
-		byMember = map[string]time.Time{}
-		j[req.Group][resp.Generation] = byMember
-	}
-	if t, ok := byMember[resp.MemberID]; !ok || e.ReqTime.Before(t) {
-		byMember[resp.MemberID] = e.ReqTime
-	}
-}
-
-// race reports whether kwire's and the truth's members that started a
-// metadata_change rebalance differ only by a race the truth cannot settle:
-// on the wire, kwire's member sent the first JoinGroup of the generation
-// among the members of both generations, and the truth's member sent its
-// own within joinRace after it. The disagreement is logged.
-func (j joinTimes) race(t *testing.T, group string, gen int32, kw, tr string, prev, cur map[string]struct {
-	ClientID   string             `json:"client_id"`
-	InstanceID *string            `json:"instance_id"`
-	Assignment map[string][]int32 `json:"assignment"`
-}) bool {
-	t.Helper()
-	times := j[group][gen]
-	kt, ok1 := times[kw]
-	tt, ok2 := times[tr]
-	if !ok1 || !ok2 {
-		return false
-	}
-	for id, at := range times {
-		_, inPrev := prev[id]
-		_, inCur := cur[id]
-		if inPrev && inCur && at.Before(kt) {
-			return false // kwire's member was not the first on the wire
-		}
-	}
-	if d := tt.Sub(kt); d < 0 || d > joinRace {
-		return false
-	}
-	t.Logf("%s generation %d: the truth says %s rejoined first, the capture shows %s's JoinGroup %v earlier: "+
-		"within %v, the truth's client-side hook times cannot order them", group, gen, tr, kw, tt.Sub(kt), joinRace)
-	return true
 }

@@ -69,6 +69,8 @@ type Cluster struct {
 	hooks  *hooks
 	broker brokerCounts
 	groups *groupRecorder
+	// bgroups holds broker-side group facts (see watchGroup, expiries).
+	bgroups *brokerGroups
 
 	mu       sync.Mutex
 	clients  []*kgo.Client
@@ -101,6 +103,7 @@ func NewCluster(opts *Options) (*Cluster, error) {
 		hooks:    newHooks(),
 		produced: newClientCounts(),
 		groups:   newGroupRecorder(),
+		bgroups:  newBrokerGroups(),
 	}
 	var nextNode int32 // kfake listens for brokers in node order
 	kopts := []kfake.Opt{
@@ -121,6 +124,9 @@ func NewCluster(opts *Options) (*Cluster, error) {
 	if o.MaxVersions != nil {
 		kopts = append(kopts, kfake.MaxVersions(o.MaxVersions))
 	}
+	// Before o.Kfake, so that a scenario's own logger wins (and its
+	// KIP-848 expiries are then unknown).
+	kopts = append(kopts, kfake.WithLogger(c.bgroups))
 	kopts = append(kopts, o.Kfake...)
 	kf, err := kfake.NewCluster(kopts...)
 	if err != nil {
@@ -133,6 +139,7 @@ func NewCluster(opts *Options) (*Cluster, error) {
 	// a Fetch that waits and comes back (see kfake tryControlKey).
 	kf.Control(func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.broker.observe(kf.CurrentNode(), req)
+		c.bgroups.observe(req)
 		return nil, nil, false
 	})
 	return c, nil

@@ -123,8 +123,24 @@ type Hazard struct {
 	ClientID   string           `json:"client_id,omitempty"`
 	Generation *int32           `json:"generation,omitempty"`
 	Numbers    map[string]int64 `json:"numbers,omitempty"`
-	Note       string           `json:"note"`
+	// Reason says why the broker removed a member (member_expired):
+	// ReasonSessionTimeout or ReasonRebalanceTimeout.
+	Reason string `json:"reason,omitempty"`
+	// Cause names the hazard kind that explains this one (e.g. a
+	// commit_regression caused by an offset_reset).
+	Cause string `json:"cause,omitempty"`
+	Note  string `json:"note"`
 }
+
+// Reasons of a member_expired hazard, as the broker decided them.
+const (
+	// ReasonSessionTimeout: no heartbeat within the session timeout.
+	ReasonSessionTimeout = "session_timeout"
+	// ReasonRebalanceTimeout: during a rebalance the member did not
+	// rejoin (classic: JoinGroup; KIP-848: revoke its partitions)
+	// within the rebalance timeout.
+	ReasonRebalanceTimeout = "rebalance_timeout"
+)
 
 // groupReport is one fact a group member (in process, or in a child that
 // prints it as a JSON line) reports about itself.
@@ -323,7 +339,7 @@ func (r *groupRecorder) build(committed map[string]map[string]map[string]int64) 
 	notes = append(notes, "groups: classic generations come from the members' own callbacks: the leader's balancer reports "+
 		"its plan (the leader is the member whose balancer ran), every member's balancer (sarama: Setup) reports the "+
 		"assignment it synced; KIP-848 generations are the group epochs at which the broker (kfake GroupInfo) "+
-		"reported the group Stable; causes are scripted by the scenario (a new member's first JoinGroup, the "+
+		"reported the group Stable; causes are scripted by the scenario (a new member's first JoinGroup, timed as the broker read it off its tap, the "+
 		"scenario's LeaveGroup, kill or SIGSTOP; metadata_change is the first existing member to rejoin, e.g. "+
 		"after a cooperative generation held partitions back); a generation number missing from the list was an "+
 		"empty group's bump",

@@ -16,7 +16,7 @@ import (
 
 // probe instruments one kgo group member for the groups truth: its
 // balancer reports the plan when it leads and each assignment it syncs,
-// its hooks report JoinGroup writes and record batches read, and its
+// its hook reports record batches read, and its
 // partition callbacks report what it owns. Reports go to sink: the
 // cluster's recorder in process, stdout lines in a child.
 type probe struct {
@@ -40,10 +40,7 @@ func newProbe(group, clientID, instanceID string, sink func(groupReport)) *probe
 	return p
 }
 
-var (
-	_ kgo.HookBrokerWrite    = (*probe)(nil)
-	_ kgo.HookFetchBatchRead = (*probe)(nil)
-)
+var _ kgo.HookFetchBatchRead = (*probe)(nil)
 
 func (p *probe) report(r groupReport) {
 	r.Group, r.ClientID, r.InstanceID = p.group, p.clientID, p.instanceID
@@ -60,16 +57,6 @@ func (p *probe) member() (string, int32) {
 		return cl.GroupMetadata()
 	}
 	return "", -1
-}
-
-// OnBrokerWrite reports JoinGroup writes: the first JoinGroup after a
-// generation formed names who started the next rebalance.
-func (p *probe) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if err != nil || key != int16(kmsg.JoinGroup) {
-		return
-	}
-	m, g := p.member()
-	p.report(groupReport{Kind: "join", MemberID: m, Generation: g})
 }
 
 // OnFetchBatchRead reports every record batch read from a Fetch response.

@@ -33,7 +33,7 @@ var gSaramaScenario = Scenario{
 // interceptor counts the messages sarama parsed out of Fetch responses.
 type saramaProbe struct {
 	group, clientID string
-	rec             *groupRecorder
+	sink            func(groupReport) // the cluster's recorder, or a child's stdout
 
 	mu       sync.Mutex
 	memberID string
@@ -45,7 +45,7 @@ type saramaProbe struct {
 
 func (p *saramaProbe) report(r groupReport) {
 	r.Group, r.ClientID = p.group, p.clientID
-	p.rec.add(r)
+	p.sink(r)
 }
 
 // OnConsume counts one message: with one record per batch and no
@@ -140,7 +140,7 @@ type gSaramaMember struct {
 }
 
 func startGSaramaMember(ctx context.Context, c *Cluster, name, group, topic string) (*gSaramaMember, error) {
-	p := &saramaProbe{group: group, clientID: name, rec: c.groups, assigned: make(chan struct{})}
+	p := &saramaProbe{group: group, clientID: name, sink: c.groups.add, assigned: make(chan struct{})}
 	cfg := c.Sarama(name)
 	cfg.Version = sarama.V2_8_0_0
 	cfg.Consumer.Offsets.AutoCommit.Enable = false

@@ -168,6 +168,7 @@ var hCommitGap = Scenario{
 	Timeout: 60 * time.Second,
 	Run: func(ctx context.Context, c *Cluster) error {
 		const topic, group = "hcg-orders", "hcg-group"
+		c.watchGroup(group)
 		if err := produceN(ctx, c, "hcg-producer", topic, 0, 32); err != nil {
 			return err
 		}
@@ -190,6 +191,9 @@ var hCommitGap = Scenario{
 		if _, err := c.kf.WaitGroupInfo(ctx, group, func(g *kfake.GroupInfo) bool { return g != nil && g.State == "Empty" }); err != nil {
 			return fmt.Errorf("killed member never expired: %w", err)
 		}
+		if err := c.checkExpired(ctx, group, id, ReasonSessionTimeout); err != nil {
+			return err
+		}
 		since := time.Now()
 		m, err := startGMember(ctx, c, GMemberArgs{ClientID: "hcg-successor", Group: group, Topics: []string{topic}})
 		if err != nil {
@@ -205,7 +209,7 @@ var hCommitGap = Scenario{
 				"successor_resumed_at": 32, "successor_fetched_records": read},
 			Note: "commits 1..30 one record at a time, then 32: offset 30 was delivered and never committed; the successor resumed at 32"})
 		c.AddHazard(Hazard{Kind: "member_expired", Group: group, MemberID: id, ClientID: "hcg-worker", Generation: i32(gen),
-			Numbers: map[string]int64{"session_timeout_ms": 6000}, Note: "SIGKILLed after committing 32; no LeaveGroup"})
+			Reason: ReasonSessionTimeout, Numbers: map[string]int64{"session_timeout_ms": 6000}, Note: "SIGKILLed after committing 32; no LeaveGroup"})
 		if err := c.RecordGroups(ctx, group); err != nil {
 			return err
 		}

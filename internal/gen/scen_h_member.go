@@ -19,6 +19,7 @@ var hNonOwnerFetch = Scenario{
 	Attempts: 2,
 	Run: func(ctx context.Context, c *Cluster) error {
 		const topic, group = "hnof-orders", "hnof-group"
+		c.watchGroup(group)
 		args := func(i int) GMemberArgs {
 			return GMemberArgs{ClientID: fmt.Sprintf("hnof-member-%d", i), Group: group, Topics: []string{topic}, Balancers: []string{"range"}}
 		}
@@ -48,6 +49,9 @@ var hNonOwnerFetch = Scenario{
 		if err := ch.Stop(); err != nil {
 			return err
 		}
+		if err := c.checkExpired(ctx, group, id2, ReasonSessionTimeout); err != nil {
+			return err
+		}
 		gi, err := c.waitStable(ctx, group, 1, 2)
 		if err != nil {
 			return err
@@ -74,7 +78,7 @@ var hNonOwnerFetch = Scenario{
 			Note: "after SIGCONT, the expired member fetched partition 1, owned by hnof-member-1 since the owner generation; " +
 				"a commit it tries with its old identity is refused (see notes)"})
 		c.AddHazard(Hazard{Kind: "member_expired", Group: group, MemberID: id2, ClientID: "hnof-member-2", Generation: i32(oldGen),
-			Numbers: map[string]int64{"session_timeout_ms": 6000}, Note: "SIGSTOPped past its session timeout"})
+			Reason: ReasonSessionTimeout, Numbers: map[string]int64{"session_timeout_ms": 6000}, Note: "SIGSTOPped past its session timeout"})
 		c.Note("h_non_owner_fetch: hnof-member-2 (member id %s) was SIGSTOPped, then SIGCONTed at %s", id2, resumed.Format(time.RFC3339Nano))
 		c.scriptGone(group, "hnof-member-2", CauseMemberLeft, 0)
 		if err := ch.Terminate(ctx); err != nil {
@@ -100,6 +104,7 @@ var hMemberExpired = Scenario{
 	Timeout: 60 * time.Second,
 	Run: func(ctx context.Context, c *Cluster) error {
 		const topic, group = "hme-orders", "hme-group"
+		c.watchGroup(group)
 		args := func(i int) GMemberArgs {
 			return GMemberArgs{ClientID: fmt.Sprintf("hme-member-%d", i), Group: group, Topics: []string{topic}}
 		}
@@ -130,11 +135,14 @@ var hMemberExpired = Scenario{
 		if err := ch.Kill(); err != nil {
 			return err
 		}
+		if err := c.checkExpired(ctx, group, id2, ReasonSessionTimeout); err != nil {
+			return err
+		}
 		gi, err := c.waitStable(ctx, group, 1, 2)
 		if err != nil {
 			return err
 		}
-		c.AddHazard(Hazard{Kind: "member_expired", Group: group, MemberID: id2, ClientID: "hme-member-2", Generation: i32(gen),
+		c.AddHazard(Hazard{Kind: "member_expired", Group: group, MemberID: id2, ClientID: "hme-member-2", Generation: i32(gen), Reason: ReasonSessionTimeout,
 			Numbers: map[string]int64{"session_timeout_ms": 6000, "next_generation": int64(gi.Epoch),
 				"killed_to_stable_ms": time.Since(killed).Milliseconds()},
 			Note: "SIGKILLed: silent until the broker expired it; its partitions were idle meanwhile"})

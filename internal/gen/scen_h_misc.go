@@ -17,12 +17,13 @@ var hRebalanceStorm = Scenario{
 	Doc: "field report 3's loop: hrst-group (range, 3s rebalance timeout, 10s session) on hrst-orders (2 " +
 		"partitions) while a producer writes; both members block rebalances while polling (kgo " +
 		"BlockRebalanceOnPoll) and sleep 4s in the poll loop after each batch, longer than the rebalance timeout: " +
-		"each rebalance drops whoever is busy, who rejoins and starts the next one; after ~12s the producer stops, " +
-		"polls come back empty, and the group settles",
+		"each rebalance drops whoever is busy (the broker's rebalance timeout: a member_expired each), who rejoins and " +
+		"starts the next one; after ~12s the producer stops, polls come back empty, and the group settles",
 	Options: oneTopic("hrst-orders", 2),
 	Timeout: 60 * time.Second,
 	Run: func(ctx context.Context, c *Cluster) error {
 		const topic, group = "hrst-orders", "hrst-group"
+		c.watchGroup(group)
 		args := func(i int) GMemberArgs {
 			return GMemberArgs{ClientID: fmt.Sprintf("hrst-member-%d", i), Group: group, Topics: []string{topic}, Balancers: []string{"range"},
 				SessionTimeoutMillis: 10000, RebalanceTimeoutMillis: 3000, BlockRebalance: true, PollSleepMillis: 4000}
@@ -80,6 +81,19 @@ var hRebalanceStorm = Scenario{
 			Numbers: map[string]int64{"first_generation": int64(first), "last_generation": int64(last), "generations": int64(n),
 				"window_ms": end.Sub(start).Milliseconds(), "rebalance_timeout_ms": 3000, "poll_sleep_ms": 4000},
 			Note: "members busy longer than the rebalance timeout are dropped from each rebalance and rejoin, starting the next one"})
+		// Each drop, as the broker made it (see Cluster.expiries).
+		es, notes := c.expiries(group)
+		for _, n := range notes {
+			c.Note("%s", n)
+		}
+		for _, e := range es {
+			c.groups.script(group, CauseMemberExpired, e.MemberID, e.At)
+			c.AddHazard(expiredHazard(group, e, map[string]int64{"poll_sleep_ms": 4000, "silent_ms": e.SilentMillis},
+				"dropped by the broker: blocked in its poll loop past the rebalance timeout, still heartbeating"))
+		}
+		if c.rejectedCommits(group, start, "OffsetCommit refused by the broker after the member was dropped") == 0 {
+			c.Note("h_rebalance_storm: the broker refused no OffsetCommit (its answers on the tap): no commit_rejected hazard")
+		}
 		if err := c.waitCaughtUp(ctx, group, topic); err != nil {
 			return err
 		}

@@ -15,7 +15,8 @@ var hNonOwnerCommit = Scenario{
 	Doc: "hnoc-group's member reads and commits all 100 records of hnoc-orders (1 partition); an admin client " +
 		"(hnoc-admin, no membership) commits offset 10 with generation -1 and an empty member id: refused " +
 		"(UNKNOWN_MEMBER_ID) while the member is in the group; the member leaves, the same commit is accepted on " +
-		"the empty group, and the next member resumes at 10 and reads 10..99 again",
+		"the empty group, moving the committed offset back from 100 to 10 (a commit_regression caused by the non-owner " +
+		"commit), and the next member resumes at 10 and reads 10..99 again",
 	Options: oneTopic("hnoc-orders", 1),
 	Run: func(ctx context.Context, c *Cluster) error {
 		const topic, group = "hnoc-orders", "hnoc-group"
@@ -67,6 +68,11 @@ var hNonOwnerCommit = Scenario{
 		c.AddHazard(Hazard{Kind: "non_owner_commit", Group: group, Topic: topic, Partition: i32(0), ClientID: "hnoc-admin", Generation: i32(-1),
 			Numbers: map[string]int64{"offset": 10, "previous": before, "error_code": 0, "next_owner_resumed_at": 10, "next_owner_fetched_records": read},
 			Note:    "admin commit (generation -1, empty member id) accepted on the empty group: the next owner replays 10..99"})
+		if before > 10 {
+			c.AddHazard(Hazard{Kind: "commit_regression", Group: group, Topic: topic, Partition: i32(0), ClientID: "hnoc-admin", Generation: i32(-1),
+				Numbers: map[string]int64{"committed": 10, "previous": before}, Cause: "non_owner_commit",
+				Note: fmt.Sprintf("the accepted admin commit moved the committed offset back from %d (the broker's, before it) to 10", before)})
+		}
 		m2.leave()
 		if err := c.RecordGroups(ctx, group); err != nil {
 			return err

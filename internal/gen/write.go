@@ -103,6 +103,7 @@ func (c *Cluster) Write(dir, name, doc string, edit *Edit) (*Truth, error) {
 		}
 	}
 
+	c.recordJoins()
 	t := c.baseTruth(name, doc)
 	t.Edit = info
 	for _, f := range c.files(name) {
