@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -158,6 +159,30 @@ func childGMember(ctx context.Context, env *ChildEnv) error {
 
 // startGChild starts a GMemberArgs member in a child process and waits
 // until it owns partitions.
+// startPair starts member 1 of a group in process, then member 2 in a
+// child, each once the group is stable without it (kfake has no initial
+// rebalance delay), writes 100 records to topic (of parts partitions) as
+// producer and waits until the group consumed them: the start of the
+// scenarios that then freeze or kill member 2. gi is the group with both.
+func startPair(ctx context.Context, c *Cluster, group, topic string, parts int, args func(int) GMemberArgs, producer string) (m1 *gMember, ch *Child, gi *kfake.GroupInfo, err error) {
+	if m1, err = startGMember(ctx, c, args(1)); err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err = c.waitStable(ctx, group, 1, parts); err != nil {
+		return m1, nil, nil, err
+	}
+	if ch, err = startGChild(ctx, c, args(2)); err != nil {
+		return m1, nil, nil, err
+	}
+	if gi, err = c.waitStable(ctx, group, 2, parts); err != nil {
+		return m1, ch, nil, err
+	}
+	if err = produceN(ctx, c, producer, topic, 0, 100); err != nil {
+		return m1, ch, gi, err
+	}
+	return m1, ch, gi, c.waitCaughtUp(ctx, group, topic)
+}
+
 func startGChild(ctx context.Context, c *Cluster, a GMemberArgs) (*Child, error) {
 	ch, err := c.StartChild(ctx, "gmember", a)
 	if err != nil {

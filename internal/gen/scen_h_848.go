@@ -127,25 +127,8 @@ var h848Late = Scenario{
 		args := func(i int) GMemberArgs {
 			return GMemberArgs{ClientID: fmt.Sprintf("h848l-member-%d", i), Group: group, Topics: []string{topic}, ServerSide: true}
 		}
-		m1, err := startGMember(ctx, c, args(1))
+		m1, ch, gi, err := startPair(ctx, c, group, topic, parts, args, "h848l-producer")
 		if err != nil {
-			return err
-		}
-		if _, err := c.waitStable(ctx, group, 1, parts); err != nil {
-			return err
-		}
-		ch, err := startGChild(ctx, c, args(2))
-		if err != nil {
-			return err
-		}
-		gi, err := c.waitStable(ctx, group, 2, parts)
-		if err != nil {
-			return err
-		}
-		if err := produceN(ctx, c, "h848l-producer", topic, 0, 100); err != nil {
-			return err
-		}
-		if err := c.waitCaughtUp(ctx, group, topic); err != nil {
 			return err
 		}
 		sleepCtx(ctx, 1500*time.Millisecond) // a few heartbeats at the interval first

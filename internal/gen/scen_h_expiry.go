@@ -93,24 +93,8 @@ var h848Expired = Scenario{
 		args := func(i int) GMemberArgs {
 			return GMemberArgs{ClientID: fmt.Sprintf("h848x-member-%d", i), Group: group, Topics: []string{topic}, ServerSide: true}
 		}
-		m1, err := startGMember(ctx, c, args(1))
+		m1, ch, _, err := startPair(ctx, c, group, topic, parts, args, "h848x-producer")
 		if err != nil {
-			return err
-		}
-		if _, err := c.waitStable(ctx, group, 1, parts); err != nil {
-			return err
-		}
-		ch, err := startGChild(ctx, c, args(2))
-		if err != nil {
-			return err
-		}
-		if _, err := c.waitStable(ctx, group, 2, parts); err != nil {
-			return err
-		}
-		if err := produceN(ctx, c, "h848x-producer", topic, 0, 100); err != nil {
-			return err
-		}
-		if err := c.waitCaughtUp(ctx, group, topic); err != nil {
 			return err
 		}
 		sleepCtx(ctx, 300*time.Millisecond)

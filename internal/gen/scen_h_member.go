@@ -23,24 +23,8 @@ var hNonOwnerFetch = Scenario{
 		args := func(i int) GMemberArgs {
 			return GMemberArgs{ClientID: fmt.Sprintf("hnof-member-%d", i), Group: group, Topics: []string{topic}, Balancers: []string{"range"}}
 		}
-		m1, err := startGMember(ctx, c, args(1))
+		m1, ch, _, err := startPair(ctx, c, group, topic, 2, args, "hnof-producer")
 		if err != nil {
-			return err
-		}
-		if _, err := c.waitStable(ctx, group, 1, 2); err != nil {
-			return err
-		}
-		ch, err := startGChild(ctx, c, args(2))
-		if err != nil {
-			return err
-		}
-		if _, err := c.waitStable(ctx, group, 2, 2); err != nil {
-			return err
-		}
-		if err := produceN(ctx, c, "hnof-producer", topic, 0, 100); err != nil {
-			return err
-		}
-		if err := c.waitCaughtUp(ctx, group, topic); err != nil {
 			return err
 		}
 		sleepCtx(ctx, 300*time.Millisecond)
@@ -108,24 +92,8 @@ var hMemberExpired = Scenario{
 		args := func(i int) GMemberArgs {
 			return GMemberArgs{ClientID: fmt.Sprintf("hme-member-%d", i), Group: group, Topics: []string{topic}}
 		}
-		m1, err := startGMember(ctx, c, args(1))
+		m1, ch, _, err := startPair(ctx, c, group, topic, 2, args, "hme-producer")
 		if err != nil {
-			return err
-		}
-		if _, err := c.waitStable(ctx, group, 1, 2); err != nil {
-			return err
-		}
-		ch, err := startGChild(ctx, c, args(2))
-		if err != nil {
-			return err
-		}
-		if _, err := c.waitStable(ctx, group, 2, 2); err != nil {
-			return err
-		}
-		if err := produceN(ctx, c, "hme-producer", topic, 0, 100); err != nil {
-			return err
-		}
-		if err := c.waitCaughtUp(ctx, group, topic); err != nil {
 			return err
 		}
 		sleepCtx(ctx, 300*time.Millisecond)

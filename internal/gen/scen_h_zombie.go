@@ -27,25 +27,8 @@ var h848Zombie = Scenario{
 		args := func(i int) GMemberArgs {
 			return GMemberArgs{ClientID: fmt.Sprintf("h848z-member-%d", i), Group: group, Topics: []string{topic}, ServerSide: true}
 		}
-		m1, err := startGMember(ctx, c, args(1))
+		m1, ch, gi, err := startPair(ctx, c, group, topic, parts, args, "h848z-producer")
 		if err != nil {
-			return err
-		}
-		if _, err := c.waitStable(ctx, group, 1, parts); err != nil {
-			return err
-		}
-		ch, err := startGChild(ctx, c, args(2))
-		if err != nil {
-			return err
-		}
-		gi, err := c.waitStable(ctx, group, 2, parts)
-		if err != nil {
-			return err
-		}
-		if err := produceN(ctx, c, "h848z-producer", topic, 0, 100); err != nil {
-			return err
-		}
-		if err := c.waitCaughtUp(ctx, group, topic); err != nil {
 			return err
 		}
 		sleepCtx(ctx, 300*time.Millisecond)
