@@ -42,11 +42,16 @@ type fileReader struct {
 	ng      *pcapgo.NgReader
 	link    layers.LinkType // of pcap files; pcapng gives it per packet
 	records int
+	rs      *resync // skips damaged records before pcapgo reads them
+	// damage is what rs skipped, copied once the file is done: Run's
+	// goroutine reads it, not the reading one.
+	damage fileDamage
 
 	// The next packet: data is owned by the reader, valid until next.
 	data []byte
 	ci   gopacket.CaptureInfo
 	lt   layers.LinkType
+	last time.Time // of the packet before
 	done bool
 	err  error // why reading stopped early, other than truncation
 	cut  bool  // the file ends in the middle of a record
@@ -89,15 +94,25 @@ func openFile(path string) (*fileReader, error) {
 		return nil, err
 	}
 	r := &fileReader{path: path, f: f}
-	if err := r.open(bufio.NewReaderSize(f, readBufferSize), false); err != nil {
+	if err := r.open(f, false); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return r, nil
 }
 
-// open detects the format from the magic number and starts its reader.
-func (r *fileReader) open(br *bufio.Reader, inGzip bool) error {
+// open detects the format from the magic number and starts its reader on
+// rd, behind a read buffer of readBufferSize (of rd's size if rd is a
+// bufio.Reader: fuzzing keeps it small). pcapgo reads that buffer directly
+// (a bufio.Reader at least as large as its own), which is what lets the
+// resync check records in it before pcapgo reads them.
+func (r *fileReader) open(rd io.Reader, inGzip bool) error {
+	size := readBufferSize
+	if b, ok := rd.(*bufio.Reader); ok {
+		size = max(b.Size(), 4096)
+	}
+	src := &spliced{r: rd}
+	br := bufio.NewReaderSize(src, size)
 	head, err := br.Peek(4)
 	if len(head) == 0 {
 		return errors.New("file is empty; kwire reads pcap and pcapng files")
@@ -111,18 +126,21 @@ func (r *fileReader) open(br *bufio.Reader, inGzip bool) error {
 		if err != nil {
 			return fmt.Errorf("bad gzip data: %w", err)
 		}
-		return r.open(bufio.NewReaderSize(z, readBufferSize), true)
+		return r.open(z, true)
 	case magic == magicPcapNG:
+		r.rs = newNgResync(br, src)
 		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
 		if err != nil {
 			return fmt.Errorf("bad pcapng header: %w", err)
 		}
 	case magic == magicPcapMicro || magic == magicPcapNano || magic == magicPcapMicroBE || magic == magicPcapNanoBE:
+		r.rs = newPcapResync(br, src)
 		r.pcap, err = pcapgo.NewReader(br)
 		if err != nil {
 			return fmt.Errorf("bad pcap header: %w", err)
 		}
 		r.link = r.pcap.LinkType()
+		r.rs.setPcapHeader(r.pcap.Snaplen(), r.link)
 		if !SupportedLinkType(r.link) {
 			return fmt.Errorf("link type %d (%s) is not supported; kwire reads Ethernet, Linux cooked (SLL, SLL2), BSD loopback and raw IP captures", r.link, r.link)
 		}
@@ -135,6 +153,7 @@ func (r *fileReader) open(br *bufio.Reader, inGzip bool) error {
 // next reads the following packet into r.data, r.ci and r.lt, or sets
 // r.done.
 func (r *fileReader) next() {
+	r.rs.before()
 	var err error
 	if r.pcap != nil {
 		r.data, r.ci, err = r.pcap.ZeroCopyReadPacketData()
@@ -149,6 +168,15 @@ func (r *fileReader) next() {
 	switch {
 	case err == nil:
 		r.records++
+		if r.rs.fixTime { // a damaged time: keep the packet, in its place
+			r.ci.Timestamp = r.last
+		}
+		if r.ci.Length < r.ci.CaptureLength || r.ci.Length > maxWireLen {
+			// An original length that cannot be right (pcapgo takes it
+			// from a pcapng block as it is): the captured one will do.
+			r.ci.Length = r.ci.CaptureLength
+		}
+		r.last = r.ci.Timestamp
 		return
 	case err == io.EOF:
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -163,7 +191,11 @@ func (r *fileReader) next() {
 // the file named first), and delivers the chunks to sink. At the end every
 // connection still open gets CloseEOF. A file that ends in the middle of a
 // record is not an error: the records before the cut are used and
-// Stats().FilesTruncated counts it. A damaged record stops its file and
+// Stats().FilesTruncated counts it. Nor is a damaged record (a flipped
+// byte in a transferred file): it is skipped with the bytes after it, up
+// to the next plausible record, and reading goes on; Stats counts the
+// files (FilesResynced) and bytes (FileBytesSkipped), and Damage says
+// where. A read error (of a damaged gzip stream, say) stops its file and
 // Run returns an error naming it, after using everything else. If ctx is
 // done, Run stops reading, closes what is open with CloseEOF and returns
 // ctx.Err(). Run closes the files; it may be called once.
@@ -327,6 +359,35 @@ func (fs *Files) fileDone(r *fileReader) {
 	if r.cut {
 		st.FilesTruncated++
 	}
+	if r.damage = r.rs.dmg; r.damage.resyncs > 0 {
+		st.FilesResynced++
+		st.FileBytesSkipped += uint64(r.damage.skipped)
+	}
+}
+
+// FileDamage is what Run skipped of one damaged capture file.
+type FileDamage struct {
+	Path string
+	// Offset is where the first damaged record starts, in bytes from the
+	// start of the file (of its decompressed bytes, for a gzipped file).
+	Offset int64
+	// Resyncs counts the places of damage: at each, a damaged record was
+	// skipped with the bytes after it, up to the next plausible record.
+	Resyncs int
+	// Skipped counts the bytes skipped, damaged records included.
+	Skipped int64
+}
+
+// Damage lists the files Run read to their end past damage, in the order
+// they were given. Call it after Run returns, from the same goroutine.
+func (fs *Files) Damage() []FileDamage {
+	var out []FileDamage
+	for _, r := range fs.readers {
+		if d := r.damage; d.resyncs > 0 {
+			out = append(out, FileDamage{Path: r.path, Offset: d.at, Resyncs: d.resyncs, Skipped: d.skipped})
+		}
+	}
+	return out
 }
 
 // Stats returns the counters so far; see Source.

@@ -77,7 +77,7 @@ func TestLinkTypes(t *testing.T) {
 
 // pcapngFile writes segs into one pcapng file, each through the interface
 // of its link type (one interface per link type given).
-func pcapngFile(t *testing.T, lts []layers.LinkType, segs []seg) []byte {
+func pcapngFile(t testing.TB, lts []layers.LinkType, segs []seg) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w, err := pcapgo.NewNgWriterInterface(&b, pcapgo.NgInterface{LinkType: lts[0], SnapLength: 262144}, pcapgo.DefaultNgWriterOptions)

@@ -80,6 +80,13 @@ type Stats struct {
 	// FilesTruncated counts files that end in the middle of a record (a
 	// capture killed while writing): the records before it are used.
 	FilesTruncated int `json:"files_truncated"`
+	// FilesResynced counts files read past damage (a flipped byte in a
+	// transferred file): records whose framing cannot be right, skipped
+	// with the bytes after them up to the next plausible record, once or
+	// more per file (see Files.Damage). FileBytesSkipped counts the bytes
+	// skipped so.
+	FilesResynced    int    `json:"files_resynced"`
+	FileBytesSkipped uint64 `json:"file_bytes_skipped"`
 
 	// Live holds the counters of a live capture (kernel drops...); nil
 	// for capture files.

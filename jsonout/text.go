@@ -120,6 +120,9 @@ func textStats(l *statsLine) string {
 			loss += fmt.Sprintf(", %d not written to the -w file", c.Live.PacketsNotWritten)
 		}
 	}
+	if c.FilesResynced > 0 {
+		loss += fmt.Sprintf(", %d damaged file(s) read past the damage (%d bytes skipped)", c.FilesResynced, c.FileBytesSkipped)
+	}
 	if c.ConnsOverCap > 0 {
 		loss += fmt.Sprintf(", %d connections over --max-conns (%d packets)", c.ConnsOverCap, c.PacketsOverCap)
 	}

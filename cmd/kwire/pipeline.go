@@ -129,7 +129,21 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 	if st := src.Stats(); st.FilesTruncated > 0 {
 		fmt.Fprintf(os.Stderr, "kwire: warning: %d capture file(s) end in a cut record (capture stopped uncleanly?): everything before it was analysed\n", st.FilesTruncated)
 	}
+	warnDamage(os.Stderr, src.Damage())
 	return runErr
+}
+
+// warnDamage says once per capture file read past damage where the first
+// damaged record was and what was skipped.
+func warnDamage(w io.Writer, damage []capture.FileDamage) {
+	for _, d := range damage {
+		times := "once"
+		if d.Resyncs > 1 {
+			times = fmt.Sprintf("%d times", d.Resyncs)
+		}
+		fmt.Fprintf(w, "kwire: warning: %s: damaged record at byte %d; resynchronised %s, skipped %d bytes (see stats): everything else was analysed\n",
+			d.Path, d.Offset, times, d.Skipped)
+	}
 }
 
 // atOrAbove counts the hazards of severity rank r or more.

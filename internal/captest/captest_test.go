@@ -71,18 +71,11 @@ func readAll(t *testing.T, b []byte) []packet {
 // toPcap converts a pcapng capture of one link type to classic pcap.
 func toPcap(t *testing.T, b []byte) []byte {
 	t.Helper()
-	pkts := readAll(t, b)
-	var out bytes.Buffer
-	w := pcapgo.NewWriterNanos(&out)
-	if err := w.WriteFileHeader(262144, pkts[0].lt); err != nil {
+	out, err := ToPcap(b)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range pkts {
-		if err := w.WritePacket(p.ci, p.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out.Bytes()
+	return out
 }
 
 func TestDrop(t *testing.T) {
@@ -230,6 +223,64 @@ func TestFlipBytesSmall(t *testing.T) {
 			}
 			if diff != tt.want {
 				t.Errorf("%d bytes changed, want %d", diff, tt.want)
+			}
+		})
+	}
+}
+
+func TestToPcap(t *testing.T) {
+	src := readTestdata(t, "group.pcapng")
+	b, err := ToPcap(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := readAll(t, src), readAll(t, b)
+	if len(got) != len(want) {
+		t.Fatalf("%d packets, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i].data, want[i].data) || !got[i].ci.Timestamp.Equal(want[i].ci.Timestamp) || got[i].lt != want[i].lt {
+			t.Fatalf("packet %d differs", i+1)
+		}
+	}
+	again, err := ToPcap(b)
+	if err != nil || !bytes.Equal(again, b) {
+		t.Errorf("ToPcap of a pcap: changed it (err %v)", err)
+	}
+}
+
+func TestSpareFraming(t *testing.T) {
+	for _, format := range []string{"pcapng", "pcap"} {
+		t.Run(format, func(t *testing.T) {
+			src := readTestdata(t, "group.pcapng")
+			if format == "pcap" {
+				src = toPcap(t, src)
+			}
+			damaged := FlipBytes(src, 0.01, 1)
+			spared, err := SpareFraming(src, damaged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The framing is intact: every record reads back, each frame
+			// as damaged.
+			orig, got := readAll(t, src), readAll(t, spared)
+			if len(got) != len(orig) {
+				t.Fatalf("%d packets, want %d", len(got), len(orig))
+			}
+			changed := 0
+			for i := range orig {
+				if !got[i].ci.Timestamp.Equal(orig[i].ci.Timestamp) || len(got[i].data) != len(orig[i].data) {
+					t.Fatalf("packet %d: framing changed", i+1)
+				}
+				if !bytes.Equal(got[i].data, orig[i].data) {
+					changed++
+				}
+			}
+			if changed == 0 {
+				t.Error("no frame kept its damage")
+			}
+			if _, err := SpareFraming(src, src[:len(src)-1]); err == nil {
+				t.Error("lengths differ: no error")
 			}
 		})
 	}

@@ -6,5 +6,8 @@
 // leaves out TCP data segments, as a lossy capture point would; FlipBytes
 // flips bytes anywhere past the file header, as a damaged transfer would.
 // Both are deterministic for a given seed, so a failing case can be
-// replayed. The package is for tests only: it reads whole files into memory.
+// replayed. ToPcap converts a pcapng capture to pcap, and SpareFraming
+// undoes the damage outside packet data: what a perfect resynchronisation
+// would leave, the baseline to compare a reader of damaged files with.
+// The package is for tests only: it reads whole files into memory.
 package captest

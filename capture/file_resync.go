@@ -1,0 +1,343 @@
+package capture
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+
+	"github.com/gopacket/gopacket/layers"
+)
+
+// A capture file damaged in place (a flipped byte in a transferred file)
+// is read past the damage. pcapgo stays the reader: a resync looks at the
+// record (pcap) or blocks (pcapng) that pcapgo is about to read, in the
+// read buffer pcapgo reads from, and drops those that are damaged before
+// pcapgo sees them, with the bytes after them up to the next plausible
+// record. pcapgo cannot do it itself: it stops at a header with impossible
+// lengths, and a pcapng block length that is merely wrong makes it read the
+// rest of the file as one block, which looks like a truncated file.
+//
+// A record is damaged when its framing cannot be right: pcap lengths above
+// the snap length or the original length; a pcapng block of an unknown
+// type, whose length is not a multiple of 4 or larger than the read
+// buffer, whose options or packet overrun it, that names an interface the
+// section lacks, or a Section Header of another version. A pcapng block
+// whose length is not repeated at its end is damaged too, unless it is a
+// packet block without options, as long as its frame makes it, with a
+// plausible block after it: then only the repeat was hit. The next record
+// is looked for byte by byte: plausible framing, a time near the last
+// good one, a frame that decodes as IP for its link type, and a plausible
+// record (or the end of the file) right after it.
+//
+// Time: a packet more than maxClockJump from the one before it, or with a
+// fraction of a second of a second or more, keeps its bytes but gets the
+// time of the packet before it, if the record after it is plausible and
+// does not agree with it (if it agrees, the clock was set). The first
+// packet has none before it: if the second disagrees, the third decides.
+//
+// A packet block naming the interface after the last one known (its
+// Interface Description was damaged and skipped) gets one made up: the
+// link type its frame decodes as, the timestamp resolution that puts it
+// near the packets before it. Blocks kwire does not use (name resolution,
+// statistics, decryption secrets, custom blocks) are dropped here, not
+// counted: pcapgo never parses them, and never fails on them. A file that
+// ends in the middle of a record is still cut, not damaged, unless a
+// plausible record follows the one that claims to run past the end.
+
+const (
+	// maxClockJump is how far from the packet before it a packet's time
+	// may be without being taken as damage.
+	maxClockJump = 24 * 60 * 60 // seconds
+	// maxWireLen bounds the original length of a pcap record.
+	maxWireLen = 1 << 24
+	// pcapRecHdr is the size of a pcap record header.
+	pcapRecHdr = 16
+	// scanWindow is how much is looked at, at first, for the next record.
+	scanWindow = 64 << 10
+)
+
+// fileDamage counts what a file's resync skipped.
+type fileDamage struct {
+	at      int64 // offset of the first damaged record
+	resyncs int
+	skipped int64
+}
+
+// resync checks what pcapgo reads next from br and skips damage.
+type resync struct {
+	br  *bufio.Reader // what pcapgo reads from, directly
+	src *spliced      // under br
+	ng  bool
+	big bool  // byte order of the file (pcap) or the section (pcapng)
+	pos int64 // offset in the file of br's next byte, bytes put back aside
+
+	// pcap
+	nano   bool
+	maxCap uint32
+	link   layers.LinkType
+
+	// pcapng
+	ifaces []ngIface // of the current section
+	held   []byte    // checked header blocks taken out to drop what follows
+
+	ref     int64 // time (seconds) of the last packet with a good time
+	hasRef  bool
+	fixTime bool // the packet pcapgo reads next gets the time before it
+	dec     decoder
+	dmg     fileDamage
+}
+
+// spliced is the reader under a file's read buffer: bytes put back, then
+// the file.
+type spliced struct {
+	front []byte
+	r     io.Reader
+}
+
+func (s *spliced) Read(p []byte) (int, error) {
+	if len(s.front) > 0 {
+		n := copy(p, s.front)
+		s.front = s.front[n:]
+		return n, nil
+	}
+	return s.r.Read(p)
+}
+
+func (r *resync) u16(b []byte) uint16 {
+	if r.big {
+		return binary.BigEndian.Uint16(b)
+	}
+	return binary.LittleEndian.Uint16(b)
+}
+
+func (r *resync) u32(b []byte) uint32 {
+	if r.big {
+		return binary.BigEndian.Uint32(b)
+	}
+	return binary.LittleEndian.Uint32(b)
+}
+
+// newPcapResync starts checking a pcap file whose 24-byte header, not yet
+// read, is at the start of br; setPcapHeader completes it once pcapgo has
+// read that header.
+func newPcapResync(br *bufio.Reader, src *spliced) *resync {
+	r := &resync{br: br, src: src, pos: 24}
+	h, _ := br.Peek(4)
+	magic := binary.LittleEndian.Uint32(h)
+	r.big = magic == magicPcapMicroBE || magic == magicPcapNanoBE
+	r.nano = magic == magicPcapNano || magic == magicPcapNanoBE
+	return r
+}
+
+// setPcapHeader takes in the snap length and link type of a pcap file.
+func (r *resync) setPcapHeader(snaplen uint32, link layers.LinkType) {
+	r.maxCap, r.link = max(snaplen, 262144), link // pcapgo's limit
+}
+
+// before checks the record or blocks pcapgo reads next, and skips damage.
+func (r *resync) before() {
+	r.fixTime = false
+	if r.ng {
+		r.beforeNg()
+	} else {
+		r.beforePcap()
+	}
+}
+
+// beforePcap checks the record pcapgo reads next.
+func (r *resync) beforePcap() {
+	for {
+		b, _ := r.br.Peek(pcapRecHdr)
+		if len(b) < pcapRecHdr {
+			return // the end, or a header cut short: pcapgo tells which
+		}
+		sec, n, ok, secOK := r.pcapHeader(b)
+		if ok {
+			b, err := r.br.Peek(n + pcapRecHdr) // and the next header
+			switch {
+			case len(b) >= n:
+				nsec, n2, nextOK, nextSecOK := r.pcapHeader(b[n:])
+				hasNext := nextOK && nextSecOK
+				if hasNext && !r.hasRef && absDiff(nsec, sec) > maxClockJump {
+					// The first two disagree: the third says which is right.
+					b, _ = r.br.Peek(n + n2 + pcapRecHdr)
+					s3, _, ok3, secOK3 := r.pcapHeader(b[min(n+n2, len(b)):])
+					hasNext = !(ok3 && secOK3 && absDiff(s3, sec) <= maxClockJump)
+				}
+				if r.clock(sec, secOK, nsec, hasNext) {
+					r.pos += int64(n)
+					return
+				}
+			case err == bufio.ErrBufferFull: // larger than the buffer: unchecked
+				r.pos += int64(n)
+				return
+			default: // past the end: cut short, unless a record follows
+				if _, found := r.scan(r.pcapCandidate, b, 1, true); !found {
+					return
+				}
+			}
+		}
+		r.skip(r.pcapCandidate)
+	}
+}
+
+// pcapHeader reads a pcap record header: its time (secOK if the fraction
+// is under a second) and the record's size (ok if its lengths are possible).
+func (r *resync) pcapHeader(b []byte) (sec int64, n int, ok, secOK bool) {
+	if len(b) < pcapRecHdr {
+		return 0, 0, false, false
+	}
+	frac, capLen, wire := r.u32(b[4:]), r.u32(b[8:]), r.u32(b[12:])
+	fracMax := uint32(1e6)
+	if r.nano {
+		fracMax = 1e9
+	}
+	ok = capLen <= r.maxCap && capLen <= wire && wire <= maxWireLen
+	return int64(r.u32(b)), pcapRecHdr + int(capLen), ok, frac < fracMax
+}
+
+// pcapCandidate tells whether b starts with a plausible record: see scan.
+func (r *resync) pcapCandidate(b []byte, eof bool) candidate {
+	if len(b) < pcapRecHdr {
+		return more(eof)
+	}
+	sec, n, ok, secOK := r.pcapHeader(b)
+	if !ok || !secOK || n == pcapRecHdr || !r.nearRef(sec) {
+		return notRecord
+	}
+	if n+pcapRecHdr > r.br.Size() {
+		return isRecord // too large to check further
+	}
+	if len(b) < n {
+		return more(eof)
+	}
+	if !r.frameOK(r.link, b[pcapRecHdr:n]) {
+		return notRecord
+	}
+	if len(b) < n+pcapRecHdr {
+		if eof {
+			return isRecord // the last record, or the last but a cut one
+		}
+		return needMore
+	}
+	nsec, _, ok, secOK := r.pcapHeader(b[n:])
+	if ok && secOK && absDiff(nsec, sec) <= maxClockJump {
+		return isRecord
+	}
+	return notRecord
+}
+
+// clock applies the clock rule to the packet pcapgo reads next, at sec
+// (secOK if its time is possible at all), followed by a plausible packet
+// at next if hasNext. It returns false if the packet is damaged; it sets
+// fixTime if the packet is kept with the time before it.
+func (r *resync) clock(sec int64, secOK bool, next int64, hasNext bool) bool {
+	agrees := secOK && hasNext && absDiff(next, sec) <= maxClockJump
+	switch {
+	case secOK && (!r.hasRef && !hasNext || agrees || r.hasRef && absDiff(sec, r.ref) <= maxClockJump):
+		r.ref, r.hasRef = sec, true
+		return true
+	case r.hasRef && hasNext:
+		r.fixTime = true
+		return true
+	}
+	return false
+}
+
+func (r *resync) nearRef(sec int64) bool {
+	return !r.hasRef || absDiff(sec, r.ref) <= maxClockJump
+}
+
+// frameOK reports whether a frame decodes as IP for link type lt.
+func (r *resync) frameOK(lt layers.LinkType, data []byte) bool {
+	switch r.dec.decode(lt, data) {
+	case pktTCP, pktNonTCP, pktFragment:
+		return true
+	}
+	return false
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// candidate is what a look at a possible record start found.
+type candidate uint8
+
+const (
+	notRecord candidate = iota
+	isRecord
+	needMore // more bytes are needed to tell
+)
+
+func more(eof bool) candidate {
+	if eof {
+		return notRecord
+	}
+	return needMore
+}
+
+// scan looks for a plausible record in w from offset from on: it returns
+// the offset of the first, found, or where the bytes in w ran out to tell.
+// eof says w runs to the end of the file.
+func (r *resync) scan(cand func(b []byte, eof bool) candidate, w []byte, from int, eof bool) (int, bool) {
+	for i := from; i < len(w); i++ {
+		switch cand(w[i:], eof) {
+		case isRecord:
+			return i, true
+		case needMore:
+			return i, false
+		}
+	}
+	return len(w), false
+}
+
+// skip drops the damaged record at the start of br and the bytes after it,
+// up to the next plausible record or the end of the file. It looks at what
+// is buffered, or scanWindow, and more only when a candidate needs it:
+// filling the whole buffer at each damage would copy it each time.
+func (r *resync) skip(cand func(b []byte, eof bool) candidate) {
+	if r.dmg.resyncs == 0 {
+		r.dmg.at = r.pos
+	}
+	r.dmg.resyncs++
+	from, want := 1, scanWindow
+	for {
+		w, err := r.br.Peek(min(max(want, r.br.Buffered()), r.br.Size()))
+		eof := err != nil
+		i, found := r.scan(cand, w, from, eof)
+		if !found && !eof && i == 0 {
+			if len(w) < r.br.Size() {
+				want = 2 * len(w)
+				continue
+			}
+			found = true // a candidate larger than the buffer
+		}
+		r.discard(i)
+		r.dmg.skipped += int64(i)
+		if found || eof {
+			return
+		}
+		from, want = 0, scanWindow
+	}
+}
+
+// discard drops n bytes of br.
+func (r *resync) discard(n int) {
+	d, _ := r.br.Discard(n)
+	r.pos += int64(d)
+}
+
+// unread puts b back in front of what br reads next. It copies what br
+// holds: it is for rare events.
+func (r *resync) unread(b []byte) {
+	rest, _ := r.br.Peek(r.br.Buffered())
+	front := make([]byte, 0, len(b)+len(rest)+len(r.src.front))
+	front = append(append(append(front, b...), rest...), r.src.front...)
+	r.br.Discard(len(rest))
+	r.src.front = front
+	r.br.Reset(r.src)
+}
