@@ -34,6 +34,10 @@ import (
 // time of the packet before it, if the record after it is plausible and
 // does not agree with it (if it agrees, the clock was set). The first
 // packet has none before it: if the second disagrees, the third decides.
+// Nearer jumps, of outlierJump or more, are damage too when the packet
+// after goes back to the time before: a capture's clock does not step out
+// and back (a flipped bit in the seconds would close every connection as
+// idle, or hold every stream as reordered).
 //
 // A packet block naming the interface after the last one known (its
 // Interface Description was damaged and skipped) gets one made up: the
@@ -48,6 +52,8 @@ const (
 	// maxClockJump is how far from the packet before it a packet's time
 	// may be without being taken as damage.
 	maxClockJump = 24 * 60 * 60 // seconds
+	// outlierJump is the least step out and back taken as damage.
+	outlierJump = 2 // seconds
 	// maxWireLen bounds the original length of a pcap record.
 	maxWireLen = 1 << 24
 	// pcapRecHdr is the size of a pcap record header.
@@ -234,6 +240,9 @@ func (r *resync) pcapCandidate(b []byte, eof bool) candidate {
 func (r *resync) clock(sec int64, secOK bool, next int64, hasNext bool) bool {
 	agrees := secOK && hasNext && absDiff(next, sec) <= maxClockJump
 	switch {
+	case secOK && hasNext && r.hasRef && absDiff(sec, r.ref) >= outlierJump && absDiff(next, r.ref) < outlierJump:
+		r.fixTime = true // out and back: this one is damaged
+		return true
 	case secOK && (!r.hasRef && !hasNext || agrees || r.hasRef && absDiff(sec, r.ref) <= maxClockJump):
 		r.ref, r.hasRef = sec, true
 		return true

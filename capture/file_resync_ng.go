@@ -140,8 +140,8 @@ func (r *resync) beforeNg() {
 // ngClock applies the clock rule (see clock) to the checked packet block
 // blk at offset p of br.
 func (r *resync) ngClock(p int, blk *ngBlock) bool {
-	if r.hasRef && absDiff(blk.sec, r.ref) <= maxClockJump {
-		return r.clock(blk.sec, true, 0, false)
+	if r.hasRef && absDiff(blk.sec, r.ref) < outlierJump {
+		return r.clock(blk.sec, true, 0, false) // the usual: no need to look further
 	}
 	next, hasNext := r.ngNext(p + blk.n)
 	hasNext = hasNext && next.timed() && !next.missing

@@ -71,6 +71,7 @@ type Stats struct {
 	// data starts before it (wholly or partly seen already).
 	OutOfOrder    uint64 `json:"out_of_order"`
 	Retransmitted uint64 `json:"retransmitted"`
+	DamagedPackets uint64 `json:"damaged_packets"`
 	// DeliveredBytes counts bytes delivered in Data chunks.
 	DeliveredBytes uint64 `json:"delivered_bytes"`
 

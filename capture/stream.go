@@ -105,7 +105,9 @@ type halfState struct {
 	closed  bool                // its Close was produced
 	fin     bool                // a FIN was seen at finSeq (maybe ahead of pos)
 	finSeq  reassembly.Sequence
-	holes   []hole // sorted by seq, none wholly before pos
+	holes   []hole              // sorted by seq, none wholly before pos
+	sums    checksums           // what its segments showed of the capture's checksums
+	maxEnd  reassembly.Sequence // the end of the furthest data seen
 	// ahead are the segments that came before the bytes preceding them
 	// (a lost or reordered segment), sorted by seq, with their capture
 	// times: when reassembly delivers them later, at once, each keeps its
@@ -171,6 +173,23 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 		return false // too many holes to track: let this segment be a gap
 	}
 	seq, n := reassembly.Sequence(tcp.Seq), len(tcp.Payload)
+	// A packet that would end the stream, or put data far ahead of where
+	// it is, is checked (checksum.go): a damaged one is dropped, losing
+	// only its own bytes. (Data a little ahead is ordinary reordering; a
+	// wrong checksum there is more likely a damaged payload, which the
+	// decoder copes with.) The others teach what the capture's checksums
+	// are like.
+	if nextSeq >= 0 && (tcp.RST || tcp.FIN || tcp.SYN || n > 0 && h.maxEnd.Difference(seq) > farAhead) {
+		if h.sums.damaged(&s.a.dec) {
+			s.a.st.DamagedPackets++
+			return false
+		}
+	} else {
+		h.sums.learn(&s.a.dec)
+	}
+	if end := seq.Add(n); n > 0 && (nextSeq < 0 || h.maxEnd.Difference(end) > 0) {
+		h.maxEnd = end
+	}
 	if nextSeq < 0 {
 		// First packet of this direction. Without a SYN the reassembly
 		// package would wait for one forever: start the stream here, so
@@ -180,6 +199,7 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 		if tcp.SYN {
 			h.pos = seq.Add(1)
 		}
+		h.maxEnd = h.pos
 	} else if n > 0 {
 		switch d := nextSeq.Difference(seq); {
 		case d < 0:

@@ -1,0 +1,59 @@
+package capture
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/gopacket/gopacket/layers"
+)
+
+// TestDamagedPackets: in a damaged capture file, a packet whose flipped
+// byte turned a data segment into a RST, or moved its sequence number far
+// ahead, is dropped when its checksum is wrong on a direction whose other
+// checksums are right: only its own bytes are lost, as a gap, and the
+// connection goes on. Where the capture's checksums are all wrong (the NIC
+// was to fill them in), packets are taken as they are.
+func TestDamagedPackets(t *testing.T) {
+	segs := cat(handshake(0, 0), []seg{
+		{at: 1, seq: 1, flags: "PA", data: "aaa"},
+		{at: 2, seq: 4, flags: "PA", data: "bbb"},
+		{at: 3, seq: 7, flags: "PA", data: "ccc"},
+	})
+	// tcpAt returns the offset of the TCP header of the segment carrying
+	// payload (the synthetic segments have no options).
+	tcpAt := func(file []byte, payload string) int { return bytes.Index(file, []byte(payload)) - 20 }
+	tests := []struct {
+		name    string
+		damage  func(file []byte)
+		want    []string
+		damaged uint64
+	}{
+		{"a RST flag on a data segment", func(f []byte) { f[tcpAt(f, "bbb")+13] |= 0x04 },
+			[]string{"c1 to_server data aaa", "c1 to_server gap 3", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}, 1},
+		{"a sequence number far ahead", func(f []byte) { f[tcpAt(f, "bbb")+5] ^= 0x40 },
+			[]string{"c1 to_server data aaa", "c1 to_server gap 3", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}, 1},
+		{"checksums wrong on the direction: taken as they are", func(f []byte) {
+			for _, p := range []string{"aaa", "bbb", "ccc"} {
+				f[tcpAt(f, p)+16] ^= 0xff // the checksum field, as a NIC would fill it in
+			}
+			f[tcpAt(f, "bbb")+13] |= 0x04
+		}, []string{"c1 to_server data aaa", "c1 to_server data bbb", "c1 to_server close rst", "c1 to_client close rst"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := pcapFile(t, layers.LinkTypeEthernet, 0, segs...)
+			tt.damage(file)
+			rec := &recorder{}
+			st, err := runFiles(t, nil, rec, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := diffLines(tt.want, rec.lines(false)); d != "" {
+				t.Errorf("chunks (-want +got):\n%s", d)
+			}
+			if st.DamagedPackets != tt.damaged {
+				t.Errorf("damaged_packets = %d, want %d", st.DamagedPackets, tt.damaged)
+			}
+		})
+	}
+}
