@@ -20,6 +20,11 @@ type stream struct {
 	cands   []int     // resync: offsets in buf of plausible frame starts
 	scan    int       // resync: next offset in buf to judge
 	holes   []hole    // zero-filled NotCopied runs in buf's frame (holes.go)
+	largest int64     // the largest frame decoded (lookahead.go)
+	looked  int       // lookahead: next offset to search after a suspect frame
+	look    look      // lookahead: the frame that follows a suspect one
+	claimed int64     // lookahead: the suspect frame's length
+	skipAt  int64     // lookahead: bytes of the suspect frame skipped so far
 }
 
 // scan is the result of looking for a frame at an offset.
@@ -135,7 +140,17 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 	for off < len(p) {
 		if s.skip > 0 {
 			n := min(int64(len(p)-off), s.skip)
-			s.skip -= n
+			if s.look.on { // skipping a suspect frame above --max-frame
+				if i, ok := d.lookSkipped(s, p[off:off+int(n)]); ok {
+					d.damagedLength(cs, dir, s.skipAt+int64(i), s.claimed, t)
+					off += i
+					continue
+				}
+				s.skipAt += n
+			}
+			if s.skip -= n; s.skip == 0 {
+				s.look.on = false
+			}
 			off += int(n)
 			continue
 		}
@@ -166,9 +181,27 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 				continue
 			}
 		}
+		if int64(len(rem)) < 4+l && dir == capture.ToServer && !cs.rawSASL(dir) && junkRequest(rem, l) {
+			d.desync(cs, dir, t) // not a frame start: the one before was cut wrong
+			continue
+		}
+		// Far larger than anything before: a damaged length? (lookahead.go)
+		if int64(len(rem)) < 4+l && (s.look.on || d.suspect(cs, dir, rem, l)) {
+			if i, ok := d.lookBuffered(s, rem); ok {
+				d.damagedLength(cs, dir, int64(i), l, t)
+				off += i
+				continue
+			}
+		}
 		if l > int64(d.opts.MaxFrame) {
 			if !d.oversize(cs, dir, rem, l, t) {
 				return rem, dir // need the header first
+			}
+			if s.look.on { // search the bytes skipped after what is here
+				s.claimed, s.skipAt = l, int64(min(len(rem), lookLimit))
+				s.skip -= s.skipAt
+				off += int(s.skipAt)
+				s.look.left -= s.skipAt
 			}
 			continue // s.skip now covers the frame
 		}
@@ -194,6 +227,7 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 		}
 		d.holes = d.holes[:0]
 		off += int(4 + l)
+		s.largest, s.looked, s.look.on = max(s.largest, l), 0, false
 	}
 	return nil, dir
 }
@@ -383,6 +417,7 @@ func (d *Decoder) desync(cs *connState, dir capture.Dir, t time.Time) {
 		s.cands, s.scan = s.cands[:0], 0
 		s.holes = s.holes[:0]
 	}
+	s.looked, s.look.on = 0, false
 }
 
 // synced records that a direction found a frame boundary again.

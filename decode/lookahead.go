@@ -1,0 +1,149 @@
+package decode
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/kwire/kwire/capture"
+)
+
+// A damaged length prefix (a flipped byte in a transferred capture file)
+// makes a frame claim far more bytes than it has: the decoder would wait
+// for them, and take every frame after it on the connection as that
+// frame's body, or skip them all as one oversize frame. When a frame with
+// a plausible header claims much more than the largest frame of its
+// direction so far, the bytes after its header are searched for the frame
+// that must follow it: a request with the same client id and one of the
+// next correlation ids, or the response to the request after the one
+// being answered. Once found, the frame is given up as damaged (counted
+// as a resync of its bytes) and decoding goes on there. A frame that
+// really is that large has no such frame inside it, and is decoded (or
+// skipped, above --max-frame) as before.
+
+const (
+	// suspectMin and suspectRatio: a frame is suspect when it claims more
+	// than suspectMin bytes and suspectRatio times the largest frame of
+	// its direction so far.
+	suspectMin   = 64 << 10
+	suspectRatio = 16
+	// lookLimit bounds the bytes searched after a suspect frame's header.
+	lookLimit = 1 << 20
+	// nextCorrs is how far past a request's correlation id the next one
+	// may be (clients number each request; some skip a few).
+	nextCorrs = 16
+)
+
+// look is what identifies the frame that follows a suspect one.
+type look struct {
+	on     bool
+	resp   bool   // a response: the follower answers corr
+	corr   int32  // request: the suspect's correlation id
+	client []byte // request: the suspect's client id
+	left   int64  // bytes still to search
+}
+
+// suspect starts looking after the frame at the start of rem, of claimed
+// length l, if it is suspect on dir and its header is plausible. It
+// reports whether it did.
+func (d *Decoder) suspect(cs *connState, dir capture.Dir, rem []byte, l int64) bool {
+	s := &cs.dir[dir]
+	if s.largest == 0 || l <= suspectMin || l <= suspectRatio*s.largest || len(rem) < 8 {
+		return false
+	}
+	lk := look{on: true, left: lookLimit}
+	if dir == capture.ToServer {
+		h, ok := parseRequestHeader(&d.protos, &d.tags, rem[4:])
+		if !ok || !h.plausible() {
+			return false
+		}
+		lk.corr, lk.client = h.corr, append(s.look.client[:0], h.clientID...)
+	} else {
+		// The suspect answers the oldest request: its follower, the next.
+		if len(cs.pending) < 2 || int32(binary.BigEndian.Uint32(rem[4:])) != cs.pending[0].corr {
+			return false
+		}
+		lk.resp, lk.corr = true, cs.pending[1].corr
+	}
+	s.look = lk
+	return true
+}
+
+// follower searches p, bytes after a suspect frame's header, from offset
+// from, for the frame that follows it: its offset, or false.
+func (d *Decoder) follower(lk *look, p []byte, from int) (int, bool) {
+	for i := from; i+8 <= len(p); i++ {
+		l := int64(int32(binary.BigEndian.Uint32(p[i:])))
+		if l < 4 || l > int64(d.opts.MaxFrame) {
+			continue
+		}
+		if lk.resp {
+			if int32(binary.BigEndian.Uint32(p[i+4:])) == lk.corr {
+				return i, true
+			}
+			continue
+		}
+		if i+12 > len(p) {
+			break
+		}
+		if corr := int32(binary.BigEndian.Uint32(p[i+8:])); l < 8 || corr <= lk.corr || corr > lk.corr+nextCorrs {
+			continue
+		}
+		if h, ok := parseRequestHeader(&d.protos, &d.tags, p[i+4:]); ok && h.plausible() && bytes.Equal(h.clientID, lk.client) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// lookBuffered searches rem, the buffered suspect frame (less than it
+// claims), for its follower; it remembers how far it searched.
+func (d *Decoder) lookBuffered(s *stream, rem []byte) (int, bool) {
+	end := min(len(rem), lookLimit)
+	if i, ok := d.follower(&s.look, rem[:end], max(s.looked, 8)); ok {
+		return i, true
+	}
+	s.looked = max(8, end-4-maxHeaderProbe)
+	return 0, false
+}
+
+// lookSkipped searches p, bytes of a suspect frame being skipped (above
+// --max-frame), for its follower.
+func (d *Decoder) lookSkipped(s *stream, p []byte) (int, bool) {
+	i, ok := d.follower(&s.look, p, 0)
+	if s.look.left -= int64(len(p)); s.look.left <= 0 {
+		s.look.on = false
+	}
+	return i, ok
+}
+
+// damagedLength gives up the frame of claimed length l whose length cannot
+// be right: the frame after it starts n bytes after its start.
+func (d *Decoder) damagedLength(cs *connState, dir capture.Dir, n int64, l int64, t time.Time) {
+	s := &cs.dir[dir]
+	s.look.on, s.looked, s.skip = false, 0, 0
+	d.stats.Resyncs++
+	d.stats.SkippedBytes += n
+	d.anomaly(cs, dir, t, AnomalyResync, n, -1, fmt.Sprintf(
+		"a frame claims %d bytes, but the frame after it starts %d bytes on: its length is damaged; skipped", l, n))
+}
+
+// junkRequest reports whether p, the start of an incomplete request frame
+// of length l, cannot be a request header, whatever API it would be for:
+// a key or version out of any range Kafka uses, a negative correlation id,
+// a client id that does not fit or is not text. Such bytes are not a frame
+// start (the frame before had a damaged length): waiting for l bytes
+// would swallow the frames after them. Keys kmsg does not know are not
+// junk: they are reported as unknown APIs.
+func junkRequest(p []byte, l int64) bool {
+	if len(p) < 14 {
+		return false
+	}
+	key, version := int16(binary.BigEndian.Uint16(p[4:])), int16(binary.BigEndian.Uint16(p[6:]))
+	n := int64(int16(binary.BigEndian.Uint16(p[12:])))
+	if key < 0 || key >= 1024 || version < 0 || version >= 128 || p[8]&0x80 != 0 || n < -1 || 10+n > l {
+		return true
+	}
+	return !printable(p[14:min(int64(len(p)), 14+max(n, 0))])
+}

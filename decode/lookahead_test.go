@@ -1,0 +1,61 @@
+package decode
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/kwire/kwire/capture"
+)
+
+// TestDamagedLength: a request whose length prefix was damaged (a flipped
+// high byte: it claims 16 MiB, or 1.5 GB, above --max-frame) does not
+// swallow the requests after it: the next request of the same client is
+// found inside what it claims, the damaged one is skipped as a resync, and
+// decoding goes on. A response claiming too much is cut at the response to
+// the next request. Undamaged, a frame far larger than the ones before is
+// decoded whole.
+func TestDamagedLength(t *testing.T) {
+	hb := func(corr int32) []byte { return reqFrame(heartbeatReq(1), 4, corr, "c") }
+	hbResp := func(corr int32) []byte { return respFrame(heartbeatResp(0), 4, corr) }
+	damage := func(f []byte, l uint32) []byte {
+		f = append([]byte(nil), f...)
+		binary.BigEndian.PutUint32(f, l)
+		return f
+	}
+	tests := []struct {
+		name  string
+		steps []step
+		want  []string
+		an    []AnomalyKind
+	}{
+		{"request claiming 16 MiB", []step{
+			req(hb(1)), resp(hbResp(1)),
+			req(damage(hb(2), 1<<24|uint32(len(hb(2))-4))), req(hb(3)), req(hb(4)),
+			resp(hbResp(2)), resp(hbResp(3)), resp(hbResp(4)),
+		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 seen", "Heartbeat v4 #4 seen"},
+			[]AnomalyKind{AnomalyResync, AnomalyUnmatchedResponse}},
+		{"request claiming 1.5 GB", []step{
+			req(hb(1)), resp(hbResp(1)),
+			req(damage(hb(2), 0x5c000000|uint32(len(hb(2))-4))), req(hb(3)), req(hb(4)),
+			resp(hbResp(3)), resp(hbResp(4)),
+		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 seen", "Heartbeat v4 #4 seen"},
+			[]AnomalyKind{AnomalyResync}},
+		{"response claiming 16 MiB", []step{
+			req(hb(1)), resp(hbResp(1)), req(hb(2)), req(hb(3)),
+			resp(damage(hbResp(2), 1<<24|uint32(len(hbResp(2))-4))), resp(hbResp(3)),
+		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #2 lost", "Heartbeat v4 #3 seen"},
+			[]AnomalyKind{AnomalyResync}},
+		{"a large frame, undamaged", []step{
+			req(hb(1)), resp(hbResp(1)),
+			req(reqFrame(produceReq(1, 200<<10), 9, 2, "c")), req(hb(3)),
+			resp(respFrame(produceResp(), 9, 2)), resp(hbResp(3)),
+		}, []string{"Heartbeat v4 #1 seen", "Produce v9 #2 seen", "Heartbeat v4 #3 seen"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _, _ := feed(nil, newConn(capture.RolePort, true), 0, tt.steps...)
+			diff(t, "exchanges", tt.want, summary(r))
+			diff(t, "anomalies", tt.an, r.kinds())
+		})
+	}
+}
