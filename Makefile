@@ -60,7 +60,7 @@ goldens:
 # and run with every `go test` from then on.
 FUZZMINIMIZE ?= 200x
 FUZZ_TARGETS := ./decode:FuzzFramer ./decode:FuzzRequest ./decode:FuzzResponse \
-                ./correlate:FuzzCorrelator ./capture:FuzzReader
+                ./correlate:FuzzCorrelator ./capture:FuzzReader ./capture:FuzzResync
 .PHONY: fuzz-short
 
 fuzz:

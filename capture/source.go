@@ -71,6 +71,10 @@ type Stats struct {
 	// data starts before it (wholly or partly seen already).
 	OutOfOrder    uint64 `json:"out_of_order"`
 	Retransmitted uint64 `json:"retransmitted"`
+	// DamagedPackets counts packets dropped because their TCP checksum is
+	// wrong on a connection direction whose checksums are otherwise right,
+	// where their flags or sequence number would have cut the stream short
+	// (a damaged file): only their own bytes are lost, as a gap.
 	DamagedPackets uint64 `json:"damaged_packets"`
 	// DeliveredBytes counts bytes delivered in Data chunks.
 	DeliveredBytes uint64 `json:"delivered_bytes"`
