@@ -48,9 +48,13 @@ func countExchanges(t *testing.T, file []byte) (*exchangeCounter, capture.Stats,
 // with 0.2% of their bytes flipped (issue 15): reading goes on past every
 // damaged record, and the exchanges decoded are at least 90% of those
 // decoded when the same flips spare the file's framing (damage inside
-// packets, which the decoder deals with, costs what it costs either way).
-// Today's reader stopped at the first damaged record, a few kB in.
+// packets, which the decoder deals with, costs what it costs either way),
+// and, over the four seeds, at least 80% of the undamaged file's (a floor
+// against regressions: the issue asks 90% of every seed, which damage
+// inside packets still keeps out of reach on some; see the log). The
+// reader before stopped at the first damaged record, a few kB in.
 func TestResyncExchanges(t *testing.T) {
+	const seeds = 4
 	for _, name := range []string{"group.pcapng", "g_xbroker.b0.pcapng", "lossy.pcapng"} {
 		orig := readFile(t, filepath.Join(testdataDir(), name))
 		for _, format := range []string{"pcapng", "pcap"} {
@@ -65,7 +69,8 @@ func TestResyncExchanges(t *testing.T) {
 			if st.FilesResynced != 0 || st.FileBytesSkipped != 0 {
 				t.Fatalf("%s as %s, undamaged: files_resynced %d, file_bytes_skipped %d", name, format, st.FilesResynced, st.FileBytesSkipped)
 			}
-			for seed := uint64(1); seed <= 4; seed++ {
+			total := 0
+			for seed := uint64(1); seed <= seeds; seed++ {
 				t.Run(fmt.Sprintf("%s/%s/seed=%d", name, format, seed), func(t *testing.T) {
 					damaged := captest.FlipBytes(src, 0.002, seed)
 					spared, err := captest.SpareFraming(src, damaged)
@@ -80,9 +85,14 @@ func TestResyncExchanges(t *testing.T) {
 					if got.all*10 < base.all*9 {
 						t.Errorf("%d exchanges decoded, %d with the framing spared: want at least 90%%", got.all, base.all)
 					}
-					t.Logf("exchanges %d (%d whole), framing spared %d (%d), undamaged %d (%d); %d bytes skipped at %d places",
-						got.all, got.whole, base.all, base.whole, clean.all, clean.whole, st.FileBytesSkipped, dmg[0].Resyncs)
+					total += got.all
+					t.Logf("exchanges %d (%d%% of %d undamaged; %d whole), framing spared %d (%d); %d bytes skipped at %d places",
+						got.all, 100*got.all/clean.all, clean.all, got.whole, base.all, base.whole, st.FileBytesSkipped, dmg[0].Resyncs)
 				})
+			}
+			if total*100 < 80*seeds*clean.all {
+				t.Errorf("%s as %s: %d exchanges over %d seeds, %d%% of the undamaged %d each: want at least 80%%",
+					name, format, total, seeds, 100*total/(seeds*clean.all), clean.all)
 			}
 		}
 	}
