@@ -28,5 +28,8 @@
 // guess (Role). Offline runs are deterministic: time is capture time, and
 // chunks produced by timeouts are delivered in order of connection ID.
 //
+// DecryptTLS wraps a Sink: TLS connections whose secrets a key log has
+// (TLSKeys) go on as plaintext chunks, as if captured in the clear.
+//
 // Stats counts what was seen, skipped and repaired.
 package capture

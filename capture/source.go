@@ -93,6 +93,10 @@ type Stats struct {
 	FilesResynced    int    `json:"files_resynced"`
 	FileBytesSkipped uint64 `json:"file_bytes_skipped"`
 
+	// TLSStats are the counters of a TLSDecrypter (--tls-keylog), which
+	// the caller running one fills in; omitted while zero.
+	TLSStats
+
 	// Live holds the counters of a live capture (kernel drops...); nil
 	// for capture files.
 	Live *LiveStats `json:"live,omitempty"`

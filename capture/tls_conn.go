@@ -1,0 +1,161 @@
+package capture
+
+import "time"
+
+// handshake takes a handshake message read in the clear: the hellos.
+func (tc *tlsConn) handshake(side int, typ uint8, body []byte) {
+	switch {
+	case side == 0 && typ == hsClientHello:
+		// A second ClientHello (after a HelloRetryRequest) keeps the
+		// random (RFC 8446 §4.1.2).
+		r, ok := parseClientHello(body)
+		if !ok {
+			tc.giveUp(tlsGiveUpNoHello)
+		} else if tc.clientRandom == nil {
+			tc.clientRandom = append([]byte(nil), r...)
+			if tc.dirOf(0) == ToClient && tc.conn.Role == RoleGuess {
+				tc.conn.Swap() // the ClientHello's sender is the client
+			}
+		}
+	case side == 0 && tc.clientRandom == nil:
+		tc.giveUp(tlsGiveUpNoHello) // the capture began mid-handshake
+	case side == 1 && typ == hsServerHello && tc.hello.random == nil:
+		h, ok := parseServerHello(body)
+		switch {
+		case !ok || tc.clientRandom == nil:
+			tc.giveUp(tlsGiveUpNoHello)
+		case !h.retry:
+			h.random = append([]byte(nil), h.random...)
+			tc.serverHello(h)
+		}
+	}
+}
+
+// serverHello takes the negotiated version and suite: the keys are looked
+// up next (lookup), once the record being read is done.
+func (tc *tlsConn) serverHello(h serverHello) {
+	tc.hello = h
+	s, ok := tlsSuites[h.suite]
+	if !ok || (h.version != 0x0303 && h.version != 0x0304) || s.tls13 != (h.version == 0x0304) {
+		tc.giveUp(tlsGiveUpUnsupported)
+		return
+	}
+	tc.suite, tc.tls13 = s, s.tls13
+	if tc.tls13 {
+		// RFC 8446 §2: everything after the ServerHello is protected.
+		tc.dir[0].encrypted, tc.dir[1].encrypted = true, true
+	}
+	tc.state = tlsWaiting
+}
+
+// lookup looks the session up in the key log; with its secrets the
+// connection is decrypted from the record each direction stopped at.
+// Without, it is passed on encrypted, or, when the key log is followed,
+// waits for them (see advance).
+func (tc *tlsConn) lookup(t time.Time) {
+	if sec := tc.d.keys.lookup(tc.clientRandom); sec != nil && tc.install(sec) {
+		tc.state = tlsDecrypting
+		tc.d.decrypted.Add(1)
+		for i := range tc.dir {
+			tc.dir[i].resume(t)
+		}
+		return
+	}
+	if tc.d.keys == nil || !tc.d.keys.follow {
+		tc.giveUp(tlsGiveUpNoKeys)
+		return
+	}
+	if tc.waitSince.IsZero() {
+		tc.waitSince = t
+	}
+}
+
+// install makes both directions' ciphers, if sec has the secrets needed.
+func (tc *tlsConn) install(sec *tlsSecrets) bool {
+	cli, srv := &tc.dir[0], &tc.dir[1]
+	if !tc.tls13 {
+		if sec.master == nil {
+			return false
+		}
+		cli.ciph, srv.ciph = keys12(tc.suite, sec.master, tc.clientRandom, tc.hello.random)
+		return true
+	}
+	if sec.clientApp == nil || sec.serverApp == nil {
+		return false // a followed key log may have only the handshake secrets yet
+	}
+	cli.ciph, srv.ciph = keys13(tc.suite, sec.clientApp), keys13(tc.suite, sec.serverApp)
+	if sec.clientHS != nil && sec.serverHS != nil {
+		cli.hsCiph, srv.hsCiph = keys13(tc.suite, sec.clientHS), keys13(tc.suite, sec.serverHS)
+	} else {
+		tc.noHSKeys = true
+	}
+	return true
+}
+
+// giveUp passes a connection not yet decrypted on encrypted, counted; its
+// held chunks are replayed by advance.
+func (tc *tlsConn) giveUp(why tlsGiveUp) {
+	if tc.state == tlsPass || tc.state == tlsDecrypting {
+		return
+	}
+	tc.state = tlsPass
+	if why == tlsGiveUpUnsupported {
+		tc.d.unsupported.Add(1)
+	} else {
+		tc.d.noKeys.Add(1)
+	}
+}
+
+// replay passes the held chunks on as they came.
+func (tc *tlsConn) replay() {
+	held := tc.held
+	tc.held, tc.heldBytes, tc.fed, tc.fedOff = nil, 0, 0, 0
+	for i := range held {
+		h := &held[i]
+		if tc.conn.Ignore && h.kind != Close {
+			continue // the next Sink wants only the Close now
+		}
+		d := Dir(h.abs)
+		if tc.conn.swapped {
+			d ^= 1
+		}
+		tc.emit(&Chunk{Dir: d, Kind: h.kind, Time: h.t, Data: h.data, Len: h.n, Reason: h.reason, NotCopied: h.notCopied})
+	}
+}
+
+// decrypting handles a chunk of a connection being decrypted.
+func (tc *tlsConn) decrypting(c *Chunk, abs uint8) {
+	d := &tc.dir[abs^tc.cliAbs]
+	switch c.Kind {
+	case Data:
+		d.feed(c.Data, c.Time)
+	case Gap:
+		d.gap(c.Len)
+	case Close:
+		d.flushGap(c.Time)
+		tc.d.next.Chunk(c)
+	}
+}
+
+// data passes on plaintext of a side.
+func (tc *tlsConn) data(side int, p []byte, t time.Time) {
+	if !tc.conn.Ignore {
+		tc.emit(&Chunk{Dir: tc.dirOf(side), Kind: Data, Time: t, Data: p})
+	}
+}
+
+// gap passes on n bytes of plaintext lost on a side (-1: unknown).
+func (tc *tlsConn) gap(side, n int, t time.Time) {
+	if !tc.conn.Ignore {
+		tc.emit(&Chunk{Dir: tc.dirOf(side), Kind: Gap, Time: t, Len: n})
+	}
+}
+
+// emit passes c on for tc's connection, through a Chunk the decrypter
+// reuses.
+func (tc *tlsConn) emit(c *Chunk) {
+	o := &tc.d.out
+	*o = *c
+	o.Conn = tc.conn
+	tc.d.next.Chunk(o)
+}
