@@ -1,0 +1,209 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/decode"
+)
+
+// DefaultMaxExpand is Options.MaxExpand's default.
+const DefaultMaxExpand = 256 << 20
+
+// Options tune Decode. A nil *Options means the defaults.
+type Options struct {
+	// MaxExpand caps the record bytes one batch is rebuilt into (a Fetch
+	// response's batches come back at their size, zeros after each
+	// header). A batch claiming more is rejected as corrupt.
+	MaxExpand int
+}
+
+// Decode reads one batch. Its items, their connections and messages are
+// new, and may point into value: keep value unchanged while they are used.
+// Connections are new per batch; their ID is the agent's.
+func Decode(value []byte, opts *Options) (*Batch, error) {
+	if len(value) == 0 {
+		return nil, fmt.Errorf("%w: empty", ErrCorrupt)
+	}
+	if value[0] != Version {
+		return nil, fmt.Errorf("%w %d (this kwire reads %d)", ErrVersion, value[0], Version)
+	}
+	d := batchDecoder{r: reader{b: value[1:]}, budget: DefaultMaxExpand}
+	if opts != nil && opts.MaxExpand > 0 {
+		d.budget = opts.MaxExpand
+	}
+	b := &Batch{Agent: Agent{Host: d.r.string(), Run: d.r.uvarint()}, Seq: d.r.uvarint()}
+	for len(d.r.b) > 0 && d.r.err == nil {
+		switch k := Kind(d.r.byte()); k {
+		case kindConn:
+			d.conn()
+		case KindExchange:
+			at := d.r.time()
+			b.Items = append(b.Items, Item{Kind: k, At: at, Exchange: d.exchange()})
+		case KindAnomaly:
+			at := d.r.time()
+			b.Items = append(b.Items, Item{Kind: k, At: at, Anomaly: d.anomaly()})
+		case KindCounters:
+			at := d.r.time()
+			b.Items = append(b.Items, Item{Kind: k, At: at, Counters: d.counters()})
+		default:
+			d.r.fail(fmt.Sprintf("unknown item kind %d", k))
+		}
+	}
+	if d.r.err != nil {
+		return nil, d.r.err
+	}
+	return b, nil
+}
+
+type batchDecoder struct {
+	r      reader
+	conns  []*capture.Conn
+	budget int
+}
+
+func (d *batchDecoder) conn() {
+	r := &d.r
+	c := &capture.Conn{ID: r.uvarint()}
+	c.Client = d.addrPort()
+	c.Server = d.addrPort()
+	c.Role = capture.Role(r.byte())
+	c.Start = r.time()
+	flags := r.byte()
+	c.Handshake = flags&1 != 0
+	if flags&2 != 0 {
+		pid := r.uvarint()
+		c.Process = &capture.Process{PID: uint32(pid), Comm: r.string(), CgroupID: r.uvarint()}
+	}
+	if r.err == nil {
+		d.conns = append(d.conns, c)
+	}
+}
+
+func (d *batchDecoder) addrPort() netip.AddrPort {
+	s := d.r.string()
+	if s == "" || s == "invalid AddrPort" {
+		return netip.AddrPort{}
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		d.r.fail("bad address")
+	}
+	return ap
+}
+
+// connRef reads a connection reference: nil, or one declared before.
+func (d *batchDecoder) connRef() *capture.Conn {
+	ref := d.r.uvarint()
+	if ref == 0 {
+		return nil
+	}
+	if ref > uint64(len(d.conns)) {
+		d.r.fail("undeclared connection")
+		return nil
+	}
+	return d.conns[ref-1]
+}
+
+func (d *batchDecoder) exchange() *decode.Exchange {
+	r := &d.r
+	x := &decode.Exchange{Conn: d.connRef(), Key: r.int16(), Version: r.int16(), CorrelationID: r.int32(), ClientID: r.string()}
+	x.ReqTime, x.RespTime = r.time(), r.time()
+	x.ReqSize, x.RespSize = int(r.int32()), int(r.int32())
+	x.Response = decode.ResponseState(r.byte())
+	if x.Response > decode.ResponseLost {
+		r.fail("bad response state")
+	}
+	x.ReqErr, x.RespErr = r.errText(), r.errText()
+	if m := d.body(x.Key, x.Version, true); m != nil {
+		x.Req = m.(kmsg.Request)
+	}
+	if m := d.body(x.Key, x.Version, false); m != nil {
+		x.Resp = m.(kmsg.Response)
+	}
+	if n := r.count(2); n > 0 {
+		x.RecordsNotCopied = make([]decode.PartitionIndex, n)
+		for i := range x.RecordsNotCopied {
+			x.RecordsNotCopied[i] = decode.PartitionIndex{Topic: r.index(), Partition: r.index()}
+		}
+	}
+	d.fetchRecords(x.Resp)
+	return x
+}
+
+// body reads a request's or a response's body marker and message.
+func (d *batchDecoder) body(key, version int16, req bool) message {
+	r := &d.r
+	marker := r.byte()
+	if marker == bodyNone || r.err != nil {
+		return nil
+	}
+	var m message
+	if req {
+		if q := kmsg.RequestForKey(key); q != nil {
+			m = q
+		}
+	} else if p := kmsg.ResponseForKey(key); p != nil {
+		m = p
+	}
+	if m == nil || version < 0 || version > m.MaxVersion() {
+		r.fail("unknown key or version")
+		return nil
+	}
+	m.SetVersion(version)
+	switch marker {
+	case bodyWithheld:
+		return m
+	case bodyKmsg:
+		if err := m.ReadFrom(r.bytes()); err != nil {
+			r.fail("kmsg: " + err.Error())
+			return nil
+		}
+		return m
+	}
+	r.fail("bad body marker")
+	return nil
+}
+
+// fetchRecords puts a Fetch response's record batches back.
+func (d *batchDecoder) fetchRecords(m kmsg.Response) {
+	r := &d.r
+	n := r.count(3)
+	if n == 0 {
+		return
+	}
+	f, ok := m.(*kmsg.FetchResponse)
+	if !ok {
+		r.fail("record segments without a fetch response")
+		return
+	}
+	for range n {
+		ti, pi := r.uvarint(), r.uvarint()
+		if ti >= uint64(len(f.Topics)) || pi >= uint64(len(f.Topics[ti].Partitions)) {
+			r.fail("record segments of no partition")
+			return
+		}
+		f.Topics[ti].Partitions[pi].RecordBatches = readSegments(r, &d.budget)
+	}
+}
+
+func (d *batchDecoder) anomaly() *decode.Anomaly {
+	r := &d.r
+	a := &decode.Anomaly{Conn: d.connRef(), Kind: decode.AnomalyKind(r.string()), Dir: capture.Dir(r.byte()), Time: r.time(), Bytes: r.varint()}
+	a.Key, a.Version, a.CorrelationID, a.Detail = r.int16(), r.int16(), r.int32(), r.string()
+	return a
+}
+
+func (d *batchDecoder) counters() *Counters {
+	c := new(Counters)
+	if err := json.Unmarshal(d.r.bytes(), c); err != nil && d.r.err == nil {
+		d.r.fail("counters: " + err.Error())
+		return nil
+	}
+	copy(c.Decode.ByKey[:], c.ByKey)
+	return c
+}

@@ -1,0 +1,206 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/decode"
+)
+
+// Body markers.
+const (
+	bodyNone     = 0
+	bodyWithheld = 1
+	bodyKmsg     = 2
+)
+
+// Encoder builds one batch at a time. It is not safe for concurrent use.
+type Encoder struct {
+	agent Agent
+	w     writer
+	items int
+	// conns is the batch's connection table: each connection's index and
+	// the endpoints it was declared with (a Swap redeclares it).
+	conns map[*capture.Conn]connDecl
+	next  int
+	tmp   []byte
+}
+
+type connDecl struct {
+	index          int
+	client, server string
+}
+
+// NewEncoder returns an Encoder for agent's batches.
+func NewEncoder(agent Agent) *Encoder {
+	return &Encoder{agent: agent, conns: make(map[*capture.Conn]connDecl)}
+}
+
+// Reset starts batch number seq, dropping what the previous one held.
+func (e *Encoder) Reset(seq uint64) {
+	e.w.b = e.w.b[:0]
+	e.w.byte(Version)
+	e.w.string(e.agent.Host)
+	e.w.uvarint(e.agent.Run)
+	e.w.uvarint(seq)
+	e.items, e.next = 0, 0
+	clear(e.conns)
+}
+
+// Len is the size of the batch so far, in bytes.
+func (e *Encoder) Len() int { return len(e.w.b) }
+
+// Items is the number of items in the batch so far.
+func (e *Encoder) Items() int { return e.items }
+
+// Bytes returns the batch, valid until the next Reset.
+func (e *Encoder) Bytes() []byte { return e.w.b }
+
+// conn returns c's reference in the batch, declaring it first if needed.
+func (e *Encoder) conn(c *capture.Conn) uint64 {
+	if c == nil {
+		return 0
+	}
+	cl, sv := c.Client.String(), c.Server.String()
+	if d, ok := e.conns[c]; ok && d.client == cl && d.server == sv {
+		return uint64(d.index) + 1
+	}
+	w := &e.w
+	w.byte(byte(kindConn))
+	w.uvarint(c.ID)
+	w.string(cl)
+	w.string(sv)
+	w.byte(byte(c.Role))
+	w.time(c.Start)
+	var flags byte
+	if c.Handshake {
+		flags |= 1
+	}
+	if c.Process != nil {
+		flags |= 2
+	}
+	w.byte(flags)
+	if p := c.Process; p != nil {
+		w.uvarint(uint64(p.PID))
+		w.string(p.Comm)
+		w.uvarint(p.CgroupID)
+	}
+	e.conns[c] = connDecl{index: e.next, client: cl, server: sv}
+	e.next++
+	return uint64(e.next)
+}
+
+// Exchange adds x, given by a decoder at agent clock at. x is only read:
+// what must not be published (records, SASL bytes, APIs the correlator
+// does not read) is left out of the encoding, not out of x.
+func (e *Encoder) Exchange(at time.Time, x *decode.Exchange) {
+	ref := e.conn(x.Conn)
+	w := &e.w
+	w.byte(byte(KindExchange))
+	w.time(at)
+	w.uvarint(ref)
+	w.varint(int64(x.Key))
+	w.varint(int64(x.Version))
+	w.varint(int64(x.CorrelationID))
+	w.string(x.ClientID)
+	w.time(x.ReqTime)
+	w.time(x.RespTime)
+	w.varint(int64(x.ReqSize))
+	w.varint(int64(x.RespSize))
+	w.byte(byte(x.Response))
+	w.errText(x.ReqErr)
+	w.errText(x.RespErr)
+	var req, resp message
+	if x.Req != nil {
+		req = publishable(x.Req)
+	}
+	if x.Resp != nil {
+		resp = publishable(x.Resp)
+	}
+	e.body(x.Req != nil, req)
+	e.body(x.Resp != nil, resp)
+	w.uvarint(uint64(len(x.RecordsNotCopied)))
+	for _, p := range x.RecordsNotCopied {
+		w.uvarint(uint64(p.Topic))
+		w.uvarint(uint64(p.Partition))
+	}
+	e.fetchRecords(x.Resp)
+	e.items++
+}
+
+// body writes a message: none, withheld, or re-encoded at its version.
+func (e *Encoder) body(present bool, m message) {
+	switch {
+	case !present:
+		e.w.byte(bodyNone)
+	case m == nil:
+		e.w.byte(bodyWithheld)
+	default:
+		e.w.byte(bodyKmsg)
+		e.tmp = m.AppendTo(e.tmp[:0])
+		e.w.bytes(e.tmp)
+	}
+}
+
+// fetchRecords writes a Fetch response's record batches as segments
+// (records.go); publishable left them out of its body.
+func (e *Encoder) fetchRecords(m kmsg.Response) {
+	r, ok := m.(*kmsg.FetchResponse)
+	if !ok {
+		e.w.uvarint(0)
+		return
+	}
+	n := 0
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			if r.Topics[i].Partitions[j].RecordBatches != nil {
+				n++
+			}
+		}
+	}
+	e.w.uvarint(uint64(n))
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			if b := r.Topics[i].Partitions[j].RecordBatches; b != nil {
+				e.w.uvarint(uint64(i))
+				e.w.uvarint(uint64(j))
+				appendSegments(&e.w, b)
+			}
+		}
+	}
+}
+
+// Anomaly adds a, given by a decoder at agent clock at.
+func (e *Encoder) Anomaly(at time.Time, a *decode.Anomaly) {
+	ref := e.conn(a.Conn)
+	w := &e.w
+	w.byte(byte(KindAnomaly))
+	w.time(at)
+	w.uvarint(ref)
+	w.string(string(a.Kind))
+	w.byte(byte(a.Dir))
+	w.time(a.Time)
+	w.varint(a.Bytes)
+	w.varint(int64(a.Key))
+	w.varint(int64(a.Version))
+	w.varint(int64(a.CorrelationID))
+	w.string(a.Detail)
+	e.items++
+}
+
+// Counters adds c at agent clock at.
+func (e *Encoder) Counters(at time.Time, c *Counters) {
+	cc := *c
+	cc.ByKey = c.Decode.ByKey[:]
+	for len(cc.ByKey) > 0 && cc.ByKey[len(cc.ByKey)-1] == 0 {
+		cc.ByKey = cc.ByKey[:len(cc.ByKey)-1]
+	}
+	js, _ := json.Marshal(&cc) // plain structs: cannot fail
+	e.w.byte(byte(KindCounters))
+	e.w.time(at)
+	e.w.bytes(js)
+	e.items++
+}

@@ -1,0 +1,56 @@
+package wire
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// read lists the API keys whose bodies the correlator reads: only those
+// are published. Any other body (SASL, delegation tokens, transactions,
+// broker-to-broker APIs...) is withheld: the aggregator sees the
+// exchange, its key, version, times and sizes, and kmsg's default message.
+var read = map[int16]bool{
+	0: true, 1: true, 2: true, 3: true, 8: true, 9: true, 10: true, 11: true,
+	12: true, 13: true, 14: true, 15: true, 16: true, 68: true,
+}
+
+// publishable returns what of m may be published: nil for a withheld
+// body, else m or a copy of it without record bytes (a Produce request's
+// records; a Fetch response's record batches, which go as segments) and
+// without SASL bytes. m itself is not changed.
+func publishable(m message) message {
+	if !read[m.Key()] {
+		return nil
+	}
+	switch r := m.(type) {
+	case *kmsg.ProduceRequest:
+		c := *r
+		c.Topics = make([]kmsg.ProduceRequestTopic, len(r.Topics))
+		for i, t := range r.Topics {
+			t.Partitions = append([]kmsg.ProduceRequestTopicPartition(nil), t.Partitions...)
+			for j := range t.Partitions {
+				t.Partitions[j].Records = nil
+			}
+			c.Topics[i] = t
+		}
+		return &c
+	case *kmsg.FetchResponse:
+		c := *r
+		c.Topics = make([]kmsg.FetchResponseTopic, len(r.Topics))
+		for i, t := range r.Topics {
+			t.Partitions = append([]kmsg.FetchResponseTopicPartition(nil), t.Partitions...)
+			for j := range t.Partitions {
+				t.Partitions[j].RecordBatches = nil
+			}
+			c.Topics[i] = t
+		}
+		return &c
+	}
+	return m
+}
+
+// message is what kmsg's requests and responses have in common.
+type message interface {
+	Key() int16
+	MaxVersion() int16
+	SetVersion(int16)
+	AppendTo([]byte) []byte
+	ReadFrom([]byte) error
+}

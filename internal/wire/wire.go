@@ -1,0 +1,225 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/decode"
+)
+
+// Version is the format version, the first byte of every batch.
+const Version = 1
+
+// Errors of Decode.
+var (
+	// ErrVersion: the batch is of a format version this build does not
+	// know (a newer agent): upgrade the aggregator.
+	ErrVersion = errors.New("wire: unknown format version")
+	// ErrCorrupt: the batch does not parse.
+	ErrCorrupt = errors.New("wire: corrupt batch")
+)
+
+// Agent identifies one run of one agent: its host name and a random
+// number drawn at start, so that a restarted agent is a new one.
+type Agent struct {
+	Host string
+	Run  uint64
+}
+
+func (a Agent) String() string { return a.Host + "/" + strconv.FormatUint(a.Run, 16) }
+
+// Kind is what an Item carries.
+type Kind uint8
+
+// Item kinds (their wire values).
+const (
+	KindExchange Kind = 1
+	KindAnomaly  Kind = 2
+	KindCounters Kind = 3
+	kindConn     Kind = 16
+)
+
+// Item is one exchange, anomaly or counters of a batch.
+type Item struct {
+	Kind Kind
+	// At is the agent's capture clock when its decoder gave the item.
+	At       time.Time
+	Exchange *decode.Exchange // KindExchange
+	Anomaly  *decode.Anomaly  // KindAnomaly
+	Counters *Counters        // KindCounters
+}
+
+// Batch is one record value: items of one agent, numbered per agent.
+type Batch struct {
+	Agent Agent
+	// Seq numbers an agent's batches from 1 without gaps: a missing
+	// number is a batch lost (dropped by the agent, or by the transport).
+	Seq   uint64
+	Items []Item
+}
+
+// Counters are an agent's totals so far, sent with its stats.
+type Counters struct {
+	Capture capture.Stats `json:"capture"`
+	Decode  decode.Stats  `json:"decode"`
+	// ByKey is Decode.ByKey (exchanges per API key), which encoding/json
+	// skips.
+	ByKey   []int64      `json:"by_key,omitempty"`
+	Publish PublishStats `json:"publish"`
+	// Final is set by an agent that is stopping (its last batch).
+	Final bool `json:"final,omitempty"`
+}
+
+// PublishStats count what an agent published and dropped.
+type PublishStats struct {
+	Batches uint64 `json:"publish_batches"`
+	Items   uint64 `json:"publish_items"`
+	Bytes   uint64 `json:"publish_bytes"`
+	// BatchesDropped are whole batches dropped because the transport was
+	// slower than the capture and --publish-buffer-mb was full, or failed.
+	BatchesDropped uint64 `json:"publish_batches_dropped"`
+	ItemsDropped   uint64 `json:"publish_items_dropped"`
+	ProduceErrors  uint64 `json:"publish_errors"`
+}
+
+// writer appends the format's primitives.
+type writer struct{ b []byte }
+
+func (w *writer) byte(v byte)       { w.b = append(w.b, v) }
+func (w *writer) uvarint(v uint64)  { w.b = binary.AppendUvarint(w.b, v) }
+func (w *writer) varint(v int64)    { w.b = binary.AppendVarint(w.b, v) }
+func (w *writer) string(s string)   { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
+func (w *writer) bytes(s []byte)    { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
+func (w *writer) time(t time.Time)  { w.varint(timeNanos(t)) }
+func (w *writer) errText(err error) { w.string(errString(err)) }
+
+func timeNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// reader reads the format's primitives; the first error sticks and every
+// later read returns zero values.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s", ErrCorrupt, what)
+	}
+	r.b = nil
+}
+
+func (r *reader) byte() byte {
+	if len(r.b) < 1 {
+		r.fail("short")
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("bad uvarint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// int16 and int32 read varints that must fit.
+func (r *reader) int16() int16 {
+	v := r.varint()
+	if v < math.MinInt16 || v > math.MaxInt16 {
+		r.fail("int16 out of range")
+		return 0
+	}
+	return int16(v)
+}
+
+func (r *reader) int32() int32 {
+	v := r.varint()
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		r.fail("int32 out of range")
+		return 0
+	}
+	return int32(v)
+}
+
+// index reads a uvarint that must fit an int32.
+func (r *reader) index() int {
+	v := r.uvarint()
+	if v > math.MaxInt32 {
+		r.fail("index out of range")
+		return 0
+	}
+	return int(v)
+}
+
+// bytes returns the next byte string, pointing into the batch.
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.fail("length past the end")
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) string() string { return string(r.bytes()) }
+
+func (r *reader) time() time.Time {
+	n := r.varint()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// count reads a uvarint count of things of at least min bytes each.
+func (r *reader) count(min int) int {
+	n := r.uvarint()
+	if n > uint64(len(r.b)/max(min, 1)) {
+		r.fail("count past the end")
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) errText() error {
+	if s := r.string(); s != "" {
+		return errors.New(s)
+	}
+	return nil
+}
