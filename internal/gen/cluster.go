@@ -56,6 +56,13 @@ type Options struct {
 	// large frames just take time, so requests and responses overlap.
 	BytesPerSecond int
 	Split          Split
+	// Encrypted says the brokers listen with TLS (kfake.TLS in Kfake:
+	// above the taps, which record ciphertext). The truth then has no
+	// frames (Frames lists the connections only).
+	Encrypted bool
+	// ClientOpts are added to every kgo client of Kgo (the truth
+	// clients' too): e.g. kgo.DialTLSConfig for Encrypted clusters.
+	ClientOpts []kgo.Opt
 }
 
 // Cluster is a kfake cluster whose every connection is tapped, plus the
@@ -75,6 +82,7 @@ type Cluster struct {
 	mu       sync.Mutex
 	clients  []*kgo.Client
 	cleanups []func()
+	extra    []extraFile
 	children []*Child
 	notes    []string
 	produced ClientCounts // recorded by hand (sarama)
@@ -99,7 +107,7 @@ func NewCluster(opts *Options) (*Cluster, error) {
 	}
 	c := &Cluster{
 		opts:     o,
-		rec:      &recorder{mss: o.MSS, chunk: o.Chunk, rate: o.BytesPerSecond},
+		rec:      &recorder{mss: o.MSS, chunk: o.Chunk, rate: o.BytesPerSecond, encrypted: o.Encrypted},
 		hooks:    newHooks(),
 		produced: newClientCounts(),
 		groups:   newGroupRecorder(),
@@ -160,7 +168,8 @@ func (c *Cluster) Hooks() kgo.Opt { return kgo.WithHooks(c.hooks) }
 // Kgo returns a kgo client seeded with the cluster and counted in the
 // truth. Clients still open when the cluster closes are closed then.
 func (c *Cluster) Kgo(opts ...kgo.Opt) (*kgo.Client, error) {
-	all := append([]kgo.Opt{kgo.SeedBrokers(c.addrs...), c.Hooks()}, opts...)
+	all := append([]kgo.Opt{kgo.SeedBrokers(c.addrs...), c.Hooks()}, c.opts.ClientOpts...)
+	all = append(all, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, err

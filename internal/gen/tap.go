@@ -18,6 +18,9 @@ type recorder struct {
 	mss   int
 	chunk int
 	rate  int // bytes per second per connection and direction; 0: no limit
+	// encrypted: the tapped bytes are TLS records (Options.Encrypted),
+	// not Kafka frames: nothing is framed.
+	encrypted bool
 
 	mu      sync.Mutex
 	last    time.Time
@@ -97,7 +100,7 @@ func (r *recorder) open(nc net.Conn, node int32) *Conn {
 		done:     make(chan struct{}),
 		isn:      [2]uint32{rand.Uint32(), rand.Uint32()},
 		ipID:     [2]uint16{uint16(rand.Uint32()), uint16(rand.Uint32())},
-		framers:  [2]*framer{{dir: ToServer}, {dir: ToClient}},
+		framers:  [2]*framer{{dir: ToServer, broken: r.encrypted}, {dir: ToClient, broken: r.encrypted}},
 		inflight: map[int32][]Frame{},
 	}
 	r.mu.Lock()

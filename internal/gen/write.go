@@ -124,7 +124,33 @@ func (c *Cluster) Write(dir, name, doc string, edit *Edit) (*Truth, error) {
 	if err := os.WriteFile(filepath.Join(dir, name+".truth.json"), append(b, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("write truth: %w", err)
 	}
-	return t, nil
+	return t, c.writeExtra(dir, name)
+}
+
+// extraFile is a file a scenario writes next to its capture (AddFile).
+type extraFile struct {
+	suffix string
+	data   func() []byte
+}
+
+// AddFile has Write also write <name><suffix> with what data returns
+// then (e.g. the clients' TLS key log).
+func (c *Cluster) AddFile(suffix string, data func() []byte) {
+	c.mu.Lock()
+	c.extra = append(c.extra, extraFile{suffix, data})
+	c.mu.Unlock()
+}
+
+func (c *Cluster) writeExtra(dir, name string) error {
+	c.mu.Lock()
+	extra := slices.Clone(c.extra)
+	c.mu.Unlock()
+	for _, e := range extra {
+		if err := os.WriteFile(filepath.Join(dir, name+e.suffix), e.data(), 0o644); err != nil {
+			return fmt.Errorf("write %s%s: %w", name, e.suffix, err)
+		}
+	}
+	return nil
 }
 
 // files lists the capture files the cluster's Split asks for.
