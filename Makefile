@@ -47,6 +47,7 @@ vet:
 # to a 3-broker kfake cluster, then the goldens from them.
 captures:
 	$(GO) run ./cmd/kwire-gen -out testdata
+	$(GO) run ./cmd/kwire-gen -out testdata/tls -only tls13,tls12
 	$(MAKE) goldens
 
 goldens:
@@ -60,7 +61,8 @@ goldens:
 # and run with every `go test` from then on.
 FUZZMINIMIZE ?= 200x
 FUZZ_TARGETS := ./decode:FuzzFramer ./decode:FuzzRequest ./decode:FuzzResponse \
-                ./correlate:FuzzCorrelator ./capture:FuzzReader ./capture:FuzzResync
+                ./correlate:FuzzCorrelator ./capture:FuzzReader ./capture:FuzzResync \
+                ./capture:FuzzTLSRecord
 .PHONY: fuzz-short
 
 fuzz:

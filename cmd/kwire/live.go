@@ -75,7 +75,8 @@ type liveFlags struct {
 	duration          time.Duration
 	exchanges         bool
 	tui               bool
-	probe             probeFlags // --ebpf (live_ebpf.go)
+	probe             probeFlags   // --ebpf (live_ebpf.go)
+	publish           publishFlags // --publish (publish.go)
 }
 
 func (f *liveFlags) register(fs *flag.FlagSet) {
@@ -97,6 +98,7 @@ func (f *liveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.exchanges, "exchanges", false, "also write a line per exchange, as kwire read does")
 	fs.BoolVar(&f.tui, "tui", false, "show the terminal UI (groups, group detail, hazards, traffic, loss counters; ? lists the keys) instead of writing events; q stops the capture and writes the summary")
 	f.probe.register(fs)
+	f.publish.register(fs)
 }
 
 // replacePorts is a --port flag whose first use replaces the default set;
@@ -227,6 +229,11 @@ func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error 
 // then the summary and final stats. ran is false when --metrics cannot
 // listen: then nothing ran, and the caller closes its source.
 func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run func(context.Context, capture.Sink) error) (ran bool, err error) {
+	entry, err := r.p.entry(&f.common, true, r.stderr)
+	if err != nil {
+		return false, err
+	}
+	r.clock.next = entry
 	if f.metricsAddr != "" {
 		r.metrics = metrics.New(&metrics.Options{NoPartitionLabels: f.noPartitionLabels})
 		r.p.tap = r.metrics
@@ -237,6 +244,11 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 		defer srv.Close()
 		status += fmt.Sprintf(", metrics on http://%s/metrics", addr)
 	}
+	if f.publish.kafka.url != "" {
+		if err := r.startPublish(f, &status); err != nil {
+			return false, err
+		}
+	}
 	if f.tui {
 		r.openTUI(f)
 	}
@@ -245,7 +257,6 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.cancel = cancel
-	r.clock.next = r.p.dec
 	start := time.Now()
 	r.nextStats, r.hintAt = start.Add(f.statsEvery), start.Add(hintAfter)
 	var runErr error
@@ -261,7 +272,7 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 	if r.err != nil {
 		outErr = nil // already reported
 	}
-	return true, errors.Join(runErr, r.err, outErr)
+	return true, errors.Join(runErr, r.err, outErr, r.stopPublish())
 }
 
 // serveMetrics listens on addr and serves x at /metrics in the
@@ -304,6 +315,8 @@ type liveRun struct {
 	nextSnap   time.Time
 	hintAt     time.Time
 	hinted     bool
+	pub        *publisher // --publish (publish.go)
+	nextPub    time.Time
 	drops      uint64    // kernel or ring drops given to the correlator
 	nextDrops  time.Time // when to look at them again
 	err        error
@@ -319,11 +332,16 @@ func (r *liveRun) Tick(now time.Time) {
 	}
 	if !now.Before(r.nextStats) {
 		r.nextStats = now.Add(r.statsEvery)
-		r.p.out.Stats(now, r.src.Stats(), r.p.dec.Stats())
+		r.p.out.Stats(now, r.p.captureStats(r.src.Stats()), r.p.dec.Stats())
+		r.publishStats()
 		if err := r.p.out.Flush(); err != nil && r.err == nil {
 			r.err = fmt.Errorf("write output: %w", err)
 			r.cancel()
 		}
+	}
+	if r.pub != nil && !now.Before(r.nextPub) {
+		r.nextPub = now.Add(publishEvery)
+		r.pub.tick(maxTime(r.clock.t, now), false)
 	}
 	if !now.Before(r.nextDrops) {
 		r.nextDrops = now.Add(time.Second)
@@ -367,7 +385,7 @@ func (r *liveRun) hint() {
 		fmt.Fprintf(r.stderr, "kwire: no TCP traffic on %s seen on %s in %s: is that the brokers' listener port (--port) and their interface (-i; any captures on all: %s)?\n",
 			ports, r.src.Interface(), hintAfter, strings.Join(capture.Interfaces(), ", "))
 	case ds.TLSConns > 0:
-		fmt.Fprintf(r.stderr, "kwire: the traffic on %s is TLS, which kwire cannot decode: capture a plaintext listener\n", ports)
+		fmt.Fprintf(r.stderr, "kwire: the traffic on %s is TLS, which kwire decodes only with the clients' key log (--tls-keylog FILE) or a plaintext listener\n", ports)
 	default:
 		fmt.Fprintf(r.stderr, "kwire: %d TCP packets on %s in %s but no Kafka request decoded yet: is it a Kafka listener (--port)? (connections opened before the capture are picked up at their next request)\n",
 			cs.TCPPackets, ports, hintAfter)

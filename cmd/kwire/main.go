@@ -20,14 +20,18 @@ Usage:
   kwire live -i IFACE [flags]     capture on a broker or client host (Linux,
                                   CAP_NET_RAW): group events as they happen,
                                   loss counters, Prometheus metrics
+  kwire aggregate --from kafka://HOST:PORT/TOPIC [flags]
+                                  analyse what kwire live agents on every
+                                  broker host publish (live --publish), as
+                                  one capture
   kwire help [COMMAND]            show help for a command
 
 Files captured per broker host are merged by packet time, so a consumer's
 traffic to several brokers is analysed together. Capture with, e.g.:
   tcpdump -i any -s 0 -w broker1.pcapng 'tcp port 9092'
 
-Run 'kwire help analyze', 'kwire help read' or 'kwire help live' for flags
-and output.
+Run 'kwire help analyze', 'kwire help read', 'kwire help live' or
+'kwire help aggregate' for flags and output.
 `
 
 // errUsage is returned for a bad command line; main prints usage and exits 2.
@@ -51,9 +55,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdAnalyze(args[1:], stdout, stderr)
 	case "live":
 		err = cmdLive(args[1:], stdout, stderr)
+	case "aggregate":
+		err = cmdAggregate(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
-			if cmd, ok := map[string]func([]string, io.Writer, io.Writer) error{"read": cmdRead, "analyze": cmdAnalyze, "live": cmdLive}[args[1]]; ok {
+			if cmd, ok := map[string]func([]string, io.Writer, io.Writer) error{"read": cmdRead, "analyze": cmdAnalyze, "live": cmdLive, "aggregate": cmdAggregate}[args[1]]; ok {
 				err = cmd([]string{"-h"}, stdout, stderr)
 				break
 			}

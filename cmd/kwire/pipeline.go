@@ -29,6 +29,12 @@ type pipeline struct {
 	// tap, when set, also gets every exchange and event (kwire live's
 	// metrics exporter).
 	tap tap
+	// agent, when set, publishes every exchange and anomaly (kwire live
+	// --publish; publish.go).
+	agent *publisher
+	// tls, when set, decrypts TLS connections before the decoder
+	// (--tls-keylog, tls.go).
+	tls *capture.TLSDecrypter
 	// ho, when set, runs correlate and output on a goroutine of their own.
 	ho *handoff
 	// deferredErrors are the decode errors of responses ho decoded.
@@ -71,6 +77,9 @@ func (p *pipeline) Anomaly(a *decode.Anomaly) {
 }
 
 func (p *pipeline) exchange(e *decode.Exchange) {
+	if p.agent != nil {
+		p.agent.Exchange(e)
+	}
 	if p.tap != nil {
 		p.tap.Exchange(e)
 	}
@@ -81,6 +90,9 @@ func (p *pipeline) exchange(e *decode.Exchange) {
 }
 
 func (p *pipeline) anomaly(a *decode.Anomaly) {
+	if p.agent != nil {
+		p.agent.Anomaly(a)
+	}
 	p.out.Anomaly(a)
 	p.corr.Anomaly(a) // loss the absence-based hazards check
 }
@@ -107,7 +119,11 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 		return err
 	}
 	defer src.Close()
-	clock := &lastTime{next: p.dec}
+	entry, err := p.entry(cf, false, os.Stderr)
+	if err != nil {
+		return err
+	}
+	clock := &lastTime{next: entry}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if !p.exchanges && p.tap == nil {
@@ -159,6 +175,7 @@ func (p *pipeline) atOrAbove(r int) int {
 // due by then, generations not yet emitted), then the summary (if asked),
 // the final stats line stamped statsAt, and a flush.
 func (p *pipeline) finish(end, statsAt time.Time, cs capture.Stats, summary bool) error {
+	cs = p.captureStats(cs)
 	p.corr.Close(end)
 	if summary {
 		p.out.Summary(p.corr.Snapshot())

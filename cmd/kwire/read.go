@@ -47,6 +47,8 @@ type commonFlags struct {
 	// consumerSession is the KIP-848 session timeout assumed: the
 	// broker's group.consumer.session.timeout.ms is not on the wire.
 	consumerSession time.Duration
+	// tlsKeylog are the NSS key logs of --tls-keylog (tls.go).
+	tlsKeylog fileList
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -59,6 +61,7 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.consumerSession, "consumer-session-timeout", 45*time.Second, "session timeout of KIP-848 consumer groups: "+
 		"the brokers' group.consumer.session.timeout.ms, which is not on the wire; a member silent longer is expired, "+
 		"and heartbeat_late is measured against it and the heartbeat interval the broker gives")
+	fs.Var(&c.tlsKeylog, "tls-keylog", tlsKeylogUsage)
 	c.limits.register(fs)
 }
 

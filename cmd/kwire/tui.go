@@ -75,7 +75,11 @@ func (p *pipeline) replayTUI(files []string, cf *commonFlags, tf *tuiFlags, scre
 		return err
 	}
 	defer src.Close()
-	clock := &lastTime{next: p.dec}
+	entry, err := p.entry(cf, false, io.Discard)
+	if err != nil {
+		return err
+	}
+	clock := &lastTime{next: entry}
 	var s *tuiSession
 	ro.Poll = func(pausing bool) { s.poll(pausing) }
 	replay := tui.NewReplay(clock, ro)

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kwire/kwire/internal/wire"
+	"github.com/kwire/kwire/jsonout"
+)
+
+const aggregateHelp = `Usage: kwire aggregate --from kafka://HOST:PORT[,HOST:PORT...]/TOPIC [flags]
+
+Analyse what several kwire live agents publish (kwire live --publish, one
+agent per broker host) as one capture: a consumer's JoinGroup and
+Heartbeat reach the coordinator, its Fetches each partition leader, its
+FindCoordinator any broker, and only together do they tell its story.
+The agents' items are merged by capture time behind a watermark
+(--max-lateness) and go through the same correlator as kwire analyze:
+the same events, and on SIGINT/SIGTERM or after --duration the summary
+and stats (exit status 0). Design, format and limits: docs/aggregate.md.
+
+Duplicate batches (producer retries) are dropped; missing ones are
+counted per agent (agent_records_missing), with items that came later
+than the watermark (late_exchanges) and the batches agents dropped
+(publish_batches_dropped), in a final "aggregate" line.
+
+Examples:
+  kwire aggregate --from kafka://k1:9092,k2:9092/kwire --json
+  kwire aggregate --from kafka://k1:9093/kwire --tls --sasl-mechanism SCRAM-SHA-512 --user kwire --password-file pw
+
+Flags:
+`
+
+// aggregateFlags are kwire aggregate's flags.
+type aggregateFlags struct {
+	common      commonFlags
+	from        kafkaFlags
+	group       string
+	duration    time.Duration
+	idleExit    time.Duration
+	maxLateness time.Duration
+	quietAfter  time.Duration
+}
+
+func (f *aggregateFlags) register(fs *flag.FlagSet) {
+	f.common.register(fs)
+	f.from = kafkaFlags{envPass: "KWIRE_AGGREGATE_PASSWORD"}
+	f.from.register(fs, "from", "read the agents' items from `kafka://HOST:PORT[,HOST:PORT...]/TOPIC`")
+	fs.StringVar(&f.group, "group", "", "consume as Kafka consumer group `NAME` (several aggregators split the topic; docs/aggregate.md) instead of the whole topic from its start")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long, as on SIGINT (0: run until interrupted)")
+	fs.DurationVar(&f.idleExit, "exit-idle", 0, "stop once caught up and nothing new came for this long (0: never; for batch use)")
+	fs.DurationVar(&f.maxLateness, "max-lateness", 5*time.Second, "how long (capture time) items wait for the other agents' before they are correlated; later ones are still used and counted")
+	fs.DurationVar(&f.quietAfter, "quiet-after", 30*time.Second, "an agent silent this long (wall clock) stops holding the others back; it is shown as quiet")
+}
+
+func cmdAggregate(args []string, stdout, stderr io.Writer) error {
+	var f aggregateFlags
+	fs := newFlagSet("aggregate", aggregateHelp, stderr)
+	f.register(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "kwire aggregate: unexpected argument %q\n\n", fs.Arg(0))
+	case f.from.url == "":
+		fmt.Fprint(stderr, "kwire aggregate: --from kafka://HOST:PORT/TOPIC is required\n\n")
+	case f.maxLateness < 0, f.quietAfter <= 0:
+		fmt.Fprint(stderr, "kwire aggregate: --max-lateness must not be negative, --quiet-after must be positive\n\n")
+	default:
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if f.duration > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, f.duration)
+			defer cancel()
+		}
+		return runAggregate(ctx, &f, stdout, stderr)
+	}
+	fs.Usage()
+	return errUsage
+}
+
+// aggregator feeds the merged items to a pipeline's correlator and output.
+type aggregator struct {
+	p *pipeline
+	m *merger
+}
+
+func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writer) error {
+	opts, topic, err := f.from.options()
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	opts = append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if f.group != "" {
+		opts = append(opts, kgo.ConsumerGroup(f.group))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	defer cl.Close()
+	p := newPipeline(&f.common, stdout, false)
+	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
+	ag := &aggregator{p: p}
+	ag.m = newMerger(f.maxLateness, f.quietAfter, ag.item)
+	fmt.Fprintf(stderr, "kwire: aggregating %s\n", f.from.url)
+	runErr := ag.consume(ctx, cl, f.idleExit)
+	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
+		runErr = nil
+	}
+	ag.m.release(time.Now(), true)
+	return errors.Join(runErr, ag.finish(stdout))
+}
+
+// consume polls the topic until ctx is done (or idle for idleExit), and
+// merges what comes. A poll that finds nothing new means the aggregator
+// is caught up: everything waiting is correlated.
+func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time.Duration) error {
+	lastNew := time.Now()
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fetches := cl.PollFetches(pctx)
+		cancel()
+		if fetches.IsClientClosed() {
+			return nil
+		}
+		now := time.Now()
+		n := 0
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				fmt.Fprintf(os.Stderr, "kwire: consuming %s[%d]: %v\n", t, p, err)
+			}
+		})
+		fetches.EachRecord(func(r *kgo.Record) {
+			n++
+			b, err := wire.Decode(r.Value, nil)
+			if err != nil {
+				ag.m.corrupt++
+				return
+			}
+			ag.m.add(b, now)
+		})
+		ag.m.release(now, n == 0)
+		if n > 0 {
+			lastNew = now
+		} else if idleExit > 0 && now.Sub(lastNew) >= idleExit {
+			return nil
+		}
+		if err := ag.p.out.Flush(); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	return ctx.Err()
+}
+
+// item passes one merged item on.
+func (ag *aggregator) item(it *wire.Item, a *agentState) {
+	switch it.Kind {
+	case wire.KindExchange:
+		ag.p.exchange(it.Exchange)
+	case wire.KindAnomaly:
+		ag.p.anomaly(it.Anomaly)
+	case wire.KindCounters:
+		c := it.Counters
+		if c == nil {
+			return
+		}
+		if l := c.Capture.Live; l != nil && l.KernelDrops > a.drops {
+			ag.p.corr.SourceLoss(it.At, int64(l.KernelDrops-a.drops))
+			a.drops = l.KernelDrops
+		}
+		a.counter = c
+	}
+}
+
+// finish closes the correlator at the latest capture time seen and writes
+// the summary, the agents' summed stats and the aggregate line.
+func (ag *aggregator) finish(stdout io.Writer) error {
+	end := ag.m.end
+	p := ag.p
+	p.corr.Close(end)
+	p.out.Summary(p.corr.Snapshot())
+	cs, ds, _ := ag.m.totals()
+	p.out.Stats(end, cs, ds)
+	if err := p.out.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	line := ag.line(end, time.Now())
+	if p.text {
+		_, err := fmt.Fprintf(stdout, "aggregate: %d agents, %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents\n",
+			len(line.Agents), line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped)
+		return err
+	}
+	b, _ := json.Marshal(line)
+	_, err := stdout.Write(append(b, '\n'))
+	return err
+}
+
+// aggregateLine is the final "aggregate" NDJSON line (docs/aggregate.md).
+type aggregateLine struct {
+	V          int              `json:"v"`
+	Type       string           `json:"type"`
+	TS         time.Time        `json:"ts"`
+	Agents     []aggregateAgent `json:"agents"`
+	Missing    uint64           `json:"agent_records_missing"`
+	Duplicates int64            `json:"duplicate_batches"`
+	Corrupt    int64            `json:"corrupt_batches"`
+	Late       int64            `json:"late_exchanges"`
+	Dropped    uint64           `json:"publish_batches_dropped"`
+}
+
+type aggregateAgent struct {
+	Agent   string            `json:"agent"`
+	State   string            `json:"state"`
+	Batches uint64            `json:"batches"`
+	Missing uint64            `json:"records_missing"`
+	Latest  time.Time         `json:"latest"`
+	Publish wire.PublishStats `json:"publish"`
+}
+
+func (ag *aggregator) line(end, now time.Time) *aggregateLine {
+	m := ag.m
+	l := &aggregateLine{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Late: m.late}
+	for _, a := range m.agents {
+		x := aggregateAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), Latest: a.latest.UTC()}
+		if a.counter != nil {
+			x.Publish = a.counter.Publish
+		}
+		l.Agents = append(l.Agents, x)
+		l.Missing += x.Missing
+		l.Dropped += x.Publish.BatchesDropped
+	}
+	slices.SortFunc(l.Agents, func(a, b aggregateAgent) int { return cmp.Compare(a.Agent, b.Agent) })
+	return l
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/internal/wire"
+)
+
+// publishFlags are kwire live's --publish flags.
+type publishFlags struct {
+	kafka    kafkaFlags
+	bufferMB int
+	create   bool
+}
+
+func (f *publishFlags) register(fs *flag.FlagSet) {
+	f.kafka = kafkaFlags{prefix: "publish-", envPass: "KWIRE_PUBLISH_PASSWORD"}
+	f.kafka.register(fs, "publish", "also publish what kwire aggregate needs (exchanges without record data, anomalies, counters) to "+
+		"`kafka://HOST:PORT[,HOST:PORT...]/TOPIC` (docs/aggregate.md)")
+	fs.IntVar(&f.bufferMB, "publish-buffer-mb", 64, "with --publish, most `MiB` waiting for the transport; beyond it whole batches are dropped and counted, the capture never waits")
+	fs.BoolVar(&f.create, "publish-create-topic", false, "with --publish, let the brokers create the topic if it does not exist (auto-creation must be enabled on them)")
+}
+
+// runAgent is the agent on any source: it runs src through p, publishing
+// through pub, until src ends or ctx is done; then it publishes the
+// final counters and writes p's final stats (no summary). Live capture
+// publishes through liveRun instead, which ticks.
+func runAgent(ctx context.Context, src capture.Source, p *pipeline, pub *publisher) error {
+	clock := &lastTime{next: p.dec}
+	pub.clock, p.agent = clock, pub
+	pub.stats = func() (capture.Stats, decode.Stats) { return src.Stats(), p.dec.Stats() }
+	runErr := src.Run(ctx, clock)
+	outErr := p.finish(clock.t, clock.t, src.Stats(), false)
+	return errors.Join(runErr, outErr, pub.close(clock.t, 30*time.Second))
+}
+
+// Batching: a batch goes when it holds publishBatchBytes, or when it is
+// publishBatchAge old (wall clock, checked on every item and tick); at
+// most publishOpenKeys batches are open at once (one per client).
+const (
+	publishBatchBytes = 64 << 10
+	publishBatchAge   = 100 * time.Millisecond
+	publishOpenKeys   = 256
+	publishConnKeys   = 4096
+)
+
+// publisher is the agent: it batches the exchanges and anomalies of a
+// pipeline (and its counters) per client and produces them to a Kafka
+// topic without ever blocking the capture: when the transport is slower
+// than the capture and the buffer is full, whole batches are dropped and
+// counted. Exchange, Anomaly, tick and close are called on the capture
+// goroutine; produce callbacks touch only the atomics.
+type publisher struct {
+	cl       *kgo.Client
+	topic    string
+	agent    wire.Agent
+	clock    *lastTime // the pipeline's capture clock: an item's At
+	stats    func() (capture.Stats, decode.Stats)
+	open     map[string]*openBatch
+	connKey  map[uint64]string // a connection's latest client key
+	seq      uint64
+	limit    int64
+	maxAge   time.Duration // publishBatchAge
+	inflight atomic.Int64
+	n        struct{ batches, items, bytes, dropped, droppedItems, errors atomic.Uint64 }
+}
+
+type openBatch struct {
+	enc     *wire.Encoder
+	started time.Time
+}
+
+// newAgent returns the agent's identity: the host name and a random run.
+func newAgent() wire.Agent {
+	host, _ := os.Hostname()
+	var b [8]byte
+	rand.Read(b[:])
+	return wire.Agent{Host: host, Run: binary.BigEndian.Uint64(b[:])}
+}
+
+// newPublisher connects to the cluster of f. stats gives the counters
+// published with every tick.
+func newPublisher(f *publishFlags, agent wire.Agent, stats func() (capture.Stats, decode.Stats)) (*publisher, error) {
+	opts, topic, err := f.kafka.options()
+	if err != nil {
+		return nil, fmt.Errorf("--publish: %w", err)
+	}
+	limit := int64(max(f.bufferMB, 1)) << 20
+	opts = append(opts, kgo.DefaultProduceTopic(topic), kgo.MaxBufferedBytes(int(limit)+publishBatchBytes),
+		kgo.MaxBufferedRecords(1<<20), kgo.RecordDeliveryTimeout(30*time.Second), kgo.ProducerBatchMaxBytes(1<<20))
+	if f.create {
+		opts = append(opts, kgo.AllowAutoTopicCreation())
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("--publish: %w", err)
+	}
+	return &publisher{cl: cl, topic: topic, agent: agent, stats: stats, open: make(map[string]*openBatch),
+		connKey: make(map[uint64]string), limit: limit, maxAge: publishBatchAge}, nil
+}
+
+func (p *publisher) now() time.Time {
+	if p.clock == nil {
+		return time.Time{}
+	}
+	return p.clock.t
+}
+
+// key is the record key of e: its client (host and client id), so that a
+// client's exchanges with every broker land in one partition.
+func (p *publisher) key(c *capture.Conn, clientID string) string {
+	if c == nil {
+		return clientID
+	}
+	k := c.Client.Addr().Unmap().String() + "\x00" + clientID
+	if len(p.connKey) >= publishConnKeys {
+		clear(p.connKey)
+	}
+	p.connKey[c.ID] = k
+	return k
+}
+
+// batch returns the open batch for key.
+func (p *publisher) batch(key string) *openBatch {
+	b := p.open[key]
+	if b == nil {
+		if len(p.open) >= publishOpenKeys {
+			p.flushAll()
+		}
+		b = &openBatch{enc: wire.NewEncoder(p.agent), started: time.Now()}
+		p.seq++
+		b.enc.Reset(p.seq)
+		p.open[key] = b
+	}
+	return b
+}
+
+// Exchange publishes e (only read during the call).
+func (p *publisher) Exchange(e *decode.Exchange) {
+	k := p.key(e.Conn, e.ClientID)
+	b := p.batch(k)
+	b.enc.Exchange(p.now(), e)
+	p.sent(k, b)
+}
+
+// Anomaly publishes a, keyed as its connection's latest exchange.
+func (p *publisher) Anomaly(a *decode.Anomaly) {
+	k := ""
+	if a.Conn != nil {
+		if k = p.connKey[a.Conn.ID]; k == "" {
+			k = p.key(a.Conn, "")
+		}
+	}
+	b := p.batch(k)
+	b.enc.Anomaly(p.now(), a)
+	p.sent(k, b)
+}
+
+func (p *publisher) sent(key string, b *openBatch) {
+	if b.enc.Len() >= publishBatchBytes || time.Since(b.started) >= p.maxAge {
+		p.flush(key, b)
+	}
+}
+
+// tick publishes the counters at clock at and sends batches that are old
+// enough. final marks the agent's last counters.
+func (p *publisher) tick(at time.Time, final bool) {
+	c := &wire.Counters{Publish: p.Stats(), Final: final}
+	if p.stats != nil {
+		c.Capture, c.Decode = p.stats()
+	}
+	b := p.batch("")
+	b.enc.Counters(at, c)
+	p.flush("", b)
+	for _, k := range sortedKeysOf(p.open) {
+		if b := p.open[k]; time.Since(b.started) >= p.maxAge {
+			p.flush(k, b)
+		}
+	}
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func (p *publisher) flushAll() {
+	for _, k := range sortedKeysOf(p.open) {
+		p.flush(k, p.open[k])
+	}
+}
+
+// flush produces b, or drops it when the buffer is full: never waits.
+func (p *publisher) flush(key string, b *openBatch) {
+	delete(p.open, key)
+	items := uint64(b.enc.Items())
+	size := int64(b.enc.Len())
+	if p.inflight.Load()+size > p.limit {
+		p.n.dropped.Add(1)
+		p.n.droppedItems.Add(items)
+		return
+	}
+	p.inflight.Add(size)
+	rec := &kgo.Record{Key: []byte(key), Value: slices.Clone(b.enc.Bytes())}
+	p.cl.TryProduce(context.Background(), rec, func(_ *kgo.Record, err error) {
+		p.inflight.Add(-size)
+		if err != nil {
+			p.n.errors.Add(1)
+			p.n.dropped.Add(1)
+			p.n.droppedItems.Add(items)
+			return
+		}
+		p.n.batches.Add(1)
+		p.n.items.Add(items)
+		p.n.bytes.Add(uint64(size))
+	})
+}
+
+// Stats returns the publishing counters; safe from any goroutine.
+func (p *publisher) Stats() wire.PublishStats {
+	return wire.PublishStats{Batches: p.n.batches.Load(), Items: p.n.items.Load(), Bytes: p.n.bytes.Load(),
+		BatchesDropped: p.n.dropped.Load(), ItemsDropped: p.n.droppedItems.Load(), ProduceErrors: p.n.errors.Load()}
+}
+
+// close publishes the final counters at at, sends what is open, waits up
+// to wait for the transport to take it, and disconnects.
+func (p *publisher) close(at time.Time, wait time.Duration) error {
+	p.flushAll()
+	p.tick(at, true)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	err := p.cl.Flush(ctx)
+	p.cl.Close()
+	if err != nil {
+		return fmt.Errorf("--publish: %d bytes not delivered: %w", p.inflight.Load(), err)
+	}
+	return nil
+}
+
+// publishEvery is how often a live agent publishes its counters: they
+// also tell the aggregator how far its clock has gone without traffic.
+const publishEvery = time.Second
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// startPublish connects kwire live's agent (--publish) and says so in
+// status.
+func (r *liveRun) startPublish(f *liveFlags, status *string) error {
+	pub, err := newPublisher(&f.publish, newAgent(), func() (capture.Stats, decode.Stats) { return r.src.Stats(), r.p.dec.Stats() })
+	if err != nil {
+		return err
+	}
+	pub.clock, r.p.agent, r.pub = &r.clock, pub, pub
+	*status += fmt.Sprintf(", publishing to %s as agent %s", f.publish.kafka.url, pub.agent)
+	return nil
+}
+
+// publishStats writes the agent's publishing counters next to a stats
+// line (on stderr: stdout keeps the NDJSON schema of docs/schema.md).
+func (r *liveRun) publishStats() {
+	if r.pub == nil {
+		return
+	}
+	s := r.pub.Stats()
+	fmt.Fprintf(r.stderr, "kwire: publish: %d batches (%d items, %d bytes) delivered, %d batches (%d items) dropped, %d transport errors, %d bytes waiting\n",
+		s.Batches, s.Items, s.Bytes, s.BatchesDropped, s.ItemsDropped, s.ProduceErrors, r.pub.inflight.Load())
+}
+
+// stopPublish sends the agent's last batches and final counters.
+func (r *liveRun) stopPublish() error {
+	if r.pub == nil {
+		return nil
+	}
+	err := r.pub.close(maxTime(r.clock.t, time.Now()), 10*time.Second)
+	r.publishStats()
+	return err
+}
