@@ -217,7 +217,7 @@ func tuiPaused(t *testing.T, bin string) {
 	s.waitFor(`PAUSED$`, `no consumer group seen yet`)
 	s.keys("n", "n")
 	s.waitFor(`PAUSED \d\d:\d\d:\d\d$`, `^gc-group +\w+ +\d+ `) // the capture's clock
-	s.keys("p", "f") // resume at capture pace, then as fast as possible
+	s.keys("p", "f")                                            // resume at capture pace, then as fast as possible
 	s.waitFor(`replay done \d\d:\d\d:\d\d$`, `^gc-group +empty +10 +0/4 `)
 	s.keys("q")
 	if st := s.exited(); st != "0" {
