@@ -56,7 +56,10 @@ func SeverityRank(s string) int {
 // the capture time of the exchange that revealed it; a hazard judged later
 // (a rejected commit not retried within RejectedGrace, a commit above what
 // was delivered after FetchGrace, an expiry) may follow events with later
-// times, and is reported at Close at the latest.
+// times, and is reported at Close at the latest. A hazard that rests on
+// something not seen is held for LossSettle after its window and judged
+// against the capture's loss there (loss.go): where evidence may have been
+// lost it is info, with EvidenceComplete false and Loss.
 //
 // Severity says what is at stake: critical, records never processed (data
 // loss); warn, records processed twice, or consumption stalled; info, a
@@ -75,18 +78,21 @@ func SeverityRank(s string) int {
 //	offset_reset                 critical  group/partition/from/to when records were skipped; warn replayed;
 //	                                       info neither, and (group/partition) a start without committed offset
 //	commit_on_receive            info      group/member (heuristic); warn once persistent and timer-paced
-//	member_expired               warn      group/member: silent for its whole session timeout, removed
-//	heartbeat_late               warn      group/member/generation: a silence of HeartbeatGap of the session;
-//	                                       info, group/member: heartbeats spaced above HeartbeatSpacing of it
+//	member_expired               warn      group/member: removed by the broker without a LeaveGroup, for its
+//	                                       session timeout (a KIP-848 member: fenced) or its rebalance timeout
+//	heartbeat_late               warn      group/member/generation: a silence of HeartbeatGap of the session
+//	                                       (KIP-848: of lateIntervals heartbeat intervals, or of the assumed
+//	                                       session); info, group/member: heartbeats spaced above
+//	                                       HeartbeatSpacing of it
 //	rebalance_storm              warn      group, until StormWindow passes without a disruptive generation
 //	rebalance_slow               warn      group/generation (folded into an open storm)
 //	inconsistent_group_protocol  warn      group/client, until the client's JoinGroup is accepted
 //	producer_acks_weak           info      client (host + client id)/topic/acks
 //	client_id_churn              warn      client host, until ChurnWindow passes without a new client id
 //
-// A member the broker removes before its session timeout ran out (it did
-// not rejoin within the rebalance timeout, or its LeaveGroup is not in the
-// capture) is no member_expired: it counts toward rebalance_storm.
+// Every member the broker removes also counts toward rebalance_storm.
+// Every accepted commit below the previous one is a commit_regression,
+// whatever moved it back; Cause names a hazard that explains it.
 //
 // Fields that do not apply are omitted. Numbers are typed fields; offsets
 // are Kafka's (a committed offset is the next record to read).
