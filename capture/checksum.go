@@ -28,21 +28,44 @@ const checksumProbes = 4
 // known is false when the capture cannot tell (a segment it cut short, an
 // IP header that does not give the length).
 func (d *decoder) tcpChecksum() (right, known bool) {
+	right, known, _ = d.tcpChecksumOffload()
+	return right, known
+}
+
+// tcpChecksumOffload is tcpChecksum, and offload says a wrong checksum is
+// what checksum offload leaves in a capture taken on the sending host:
+// zero, or the pseudo-header's sum alone, for the NIC to finish.
+func (d *decoder) tcpChecksumOffload() (right, known, offload bool) {
 	seg := len(d.tcp.Contents) + len(d.tcp.Payload)
 	if d.claimed < 0 || d.claimed != len(d.tcp.Payload) || len(d.tcp.Contents)%2 != 0 {
-		return false, false
+		return false, false, false
 	}
 	// RFC 793 (and RFC 8200 section 8.1): the pseudo-header, then the
 	// segment, checksum field included: a right one sums to all ones.
-	sum := sum16(0, d.src)
-	sum = sum16(sum, d.dst)
-	sum += 6 + uint64(seg>>16) + uint64(seg&0xffff)
-	sum = sum16(sum, d.tcp.Contents)
+	pseudo := sum16(0, d.src)
+	pseudo = sum16(pseudo, d.dst)
+	pseudo += 6 + uint64(seg>>16) + uint64(seg&0xffff)
+	sum := sum16(pseudo, d.tcp.Contents)
 	sum = sum16(sum, d.tcp.Payload)
+	partial, field := uint16(fold(pseudo)), d.tcp.Checksum
+	return fold(sum) == 0xffff, true, field == 0 || field == partial || field == ^partial
+}
+
+// fold folds a ones-complement sum into 16 bits.
+func fold(sum uint64) uint64 {
 	for sum>>16 != 0 {
 		sum = sum&0xffff + sum>>16
 	}
-	return sum == 0xffff, true
+	return sum
+}
+
+// damagedSYN reports whether the current packet, a SYN starting its
+// direction, is damaged: its checksum is wrong, and not as offload leaves
+// it. Nothing is known of the direction yet, but a damaged SYN would set
+// where its stream starts, and dropping one loses no data.
+func damagedSYN(d *decoder) bool {
+	right, known, offload := d.tcpChecksumOffload()
+	return known && !right && !offload
 }
 
 // sum16 adds b to sum as big-endian 16-bit words, an odd last byte padded

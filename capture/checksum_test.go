@@ -57,3 +57,31 @@ func TestDamagedPackets(t *testing.T) {
 		})
 	}
 }
+
+// TestDamagedSYN: a SYN whose sequence number was damaged would set where
+// its direction's stream starts, and every segment after it would look
+// like an old retransmission: the whole direction was lost. A SYN whose
+// checksum is wrong, and not as checksum offload leaves it, is dropped;
+// the direction starts at its next segment.
+func TestDamagedSYN(t *testing.T) {
+	segs := cat(handshake(0, 0), []seg{
+		{at: 1, seq: 1, flags: "PA", data: "aaa"},
+		{at: 2, seq: 4, flags: "PA", data: "bbb"},
+	})
+	file := pcapFile(t, layers.LinkTypeEthernet, 0, segs...)
+	// The client's SYN is the first TCP header: flip its sequence number.
+	syn := bytes.Index(file, []byte{0xc3, 0x50, 0x23, 0x84}) // ports 50000 > 9092
+	file[syn+5] ^= 0x81
+	rec := &recorder{}
+	st, err := runFiles(t, nil, rec, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"c1 to_server data aaa", "c1 to_server data bbb", "c1 to_server close eof", "c1 to_client close eof"}
+	if d := diffLines(want, rec.lines(false)); d != "" {
+		t.Errorf("chunks (-want +got):\n%s", d)
+	}
+	if st.DamagedPackets != 1 {
+		t.Errorf("damaged_packets = %d, want 1", st.DamagedPackets)
+	}
+}

@@ -179,6 +179,10 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 	// wrong checksum there is more likely a damaged payload, which the
 	// decoder copes with.) The others teach what the capture's checksums
 	// are like.
+	if nextSeq < 0 && tcp.SYN && n == 0 && damagedSYN(&s.a.dec) {
+		s.a.st.DamagedPackets++
+		return false
+	}
 	if nextSeq >= 0 && (tcp.RST || tcp.FIN || tcp.SYN || n > 0 && h.maxEnd.Difference(seq) > farAhead) {
 		if h.sums.damaged(&s.a.dec) {
 			s.a.st.DamagedPackets++
