@@ -43,9 +43,13 @@ type Assembler struct {
 	nextID    uint64
 
 	// Set around calls into the reassembly package, read by streams.
-	rst         bool        // the current packet has RST set
-	hole        hole        // bytes of the current packet missing from the capture
-	flushing    bool        // chunks are being produced by a flush: defer them
+	rst      bool // the current packet has RST set
+	hole     hole // bytes of the current packet missing from the capture
+	flushing bool // chunks are being produced by a flush: defer them
+	// keys, order and merged are interleave's scratch.
+	keys        []time.Time
+	order       []int
+	merged      []pendingChunk
 	flushReason CloseReason // reason for directions a flush closes
 	pending     []pendingChunk
 	scratch     []byte // payload padded over a snaplen cut
@@ -188,7 +192,9 @@ func (a *Assembler) Close() {
 
 // flush runs f with chunk delivery deferred, then delivers the chunks in
 // order of connection ID: the reassembly package walks its connections in
-// map order, which differs from run to run.
+// map order, which differs from run to run. A connection's two directions
+// are interleaved by capture time (interleave), as they would have come
+// without the flush.
 func (a *Assembler) flush(reason CloseReason, f func()) {
 	a.flushing, a.flushReason = true, reason
 	f()
@@ -196,6 +202,14 @@ func (a *Assembler) flush(reason CloseReason, f func()) {
 	slices.SortStableFunc(a.pending, func(x, y pendingChunk) int {
 		return cmpUint64(x.s.conn.ID, y.s.conn.ID)
 	})
+	for i := 0; i < len(a.pending); {
+		j := i + 1
+		for j < len(a.pending) && a.pending[j].s == a.pending[i].s {
+			j++
+		}
+		a.interleave(a.pending[i:j])
+		i = j
+	}
 	p := a.pending
 	a.pending = nil
 	for i := range p {
@@ -206,6 +220,52 @@ func (a *Assembler) flush(reason CloseReason, f func()) {
 	a.pending = p[:0]
 	a.publish()
 }
+
+// interleave puts one connection's flushed chunks in capture-time order
+// across its two directions, each direction's own order kept: a flush
+// that gives up on a missing segment delivers a whole direction at once,
+// and the responses held behind a hole would otherwise all come before
+// the requests held behind another. A chunk without data (a gap, a close)
+// sorts with the next data of its direction, a close after all of it.
+func (a *Assembler) interleave(p []pendingChunk) {
+	if len(p) < 2 {
+		return
+	}
+	keys := a.keys[:0]
+	for range p {
+		keys = append(keys, time.Time{})
+	}
+	for half := range 2 {
+		var next time.Time // the earliest data time from here on
+		for i := len(p) - 1; i >= 0; i-- {
+			if p[i].half != half {
+				continue
+			}
+			if p[i].kind == Data && (next.IsZero() || p[i].t.Before(next)) {
+				next = p[i].t
+			}
+			keys[i] = next
+			if next.IsZero() {
+				keys[i] = maxChunkTime // no data after it: at the end
+			}
+		}
+	}
+	idx := a.order[:0]
+	for i := range p {
+		idx = append(idx, i)
+	}
+	slices.SortStableFunc(idx, func(x, y int) int { return keys[x].Compare(keys[y]) })
+	out := a.merged[:0]
+	for _, i := range idx {
+		out = append(out, p[i])
+	}
+	copy(p, out)
+	clear(out)
+	a.keys, a.order, a.merged = keys, idx, out[:0]
+}
+
+// maxChunkTime sorts after every capture time.
+var maxChunkTime = time.Unix(1<<62, 0)
 
 func cmpUint64(x, y uint64) int {
 	switch {

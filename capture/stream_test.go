@@ -271,3 +271,38 @@ func TestPacketAllocatesNothing(t *testing.T) {
 		t.Errorf("Packet allocates %v times per in-order packet, want 0", n)
 	}
 }
+
+// TestFlushInterleaves: a flush that gives up on missing segments delivers
+// what both directions held behind them in capture-time order across the
+// two, each direction's own order kept: the decoder then meets each
+// response after its request (before, a whole direction came first).
+func TestFlushInterleaves(t *testing.T) {
+	segs := cat(handshake(0, 0), []seg{
+		{at: time.Second, seq: 1, flags: "PA", data: "q1"},
+		{at: 1100 * time.Millisecond, toCli: true, seq: 1, flags: "PA", data: "r1"},
+		// q2 (seq 3) and r2 (seq 3) are lost
+		{at: 3 * time.Second, seq: 5, flags: "PA", data: "q3"},
+		{at: 3100 * time.Millisecond, toCli: true, seq: 5, flags: "PA", data: "r3"},
+		{at: 4 * time.Second, seq: 7, flags: "PA", data: "q4"},
+		{at: 4100 * time.Millisecond, toCli: true, seq: 7, flags: "PA", data: "r4"},
+	})
+	rec := &recorder{}
+	if _, err := runFiles(t, nil, rec, pcapFile(t, layers.LinkTypeEthernet, 0, segs...)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"1s c1 to_server data q1",
+		"1.1s c1 to_client data r1",
+		"4.1s c1 to_server gap 2",
+		"3s c1 to_server data q3",
+		"4.1s c1 to_client gap 2",
+		"3.1s c1 to_client data r3",
+		"4s c1 to_server data q4",
+		"4.1s c1 to_client data r4",
+		"4.1s c1 to_server close eof",
+		"4.1s c1 to_client close eof",
+	}
+	if d := diffLines(want, rec.lines(true)); d != "" {
+		t.Errorf("chunks (-want +got):\n%s", d)
+	}
+}
