@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/internal/wire"
 	"github.com/kwire/kwire/jsonout"
 )
@@ -51,6 +52,7 @@ type aggregateFlags struct {
 	duration    time.Duration
 	idleExit    time.Duration
 	maxLateness time.Duration
+	maxSkew     time.Duration
 	quietAfter  time.Duration
 }
 
@@ -62,6 +64,7 @@ func (f *aggregateFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long, as on SIGINT (0: run until interrupted)")
 	fs.DurationVar(&f.idleExit, "exit-idle", 0, "stop once caught up and nothing new came for this long (0: never; for batch use)")
 	fs.DurationVar(&f.maxLateness, "max-lateness", 5*time.Second, "how long (capture time) items wait for the other agents' before they are correlated; later ones are still used and counted")
+	fs.DurationVar(&f.maxSkew, "max-skew", 50*time.Millisecond, "how far apart the agents' host clocks may be: cross-host orderings and graces the correlator relies on allow for it (docs/aggregate.md)")
 	fs.DurationVar(&f.quietAfter, "quiet-after", 30*time.Second, "an agent silent this long (wall clock) stops holding the others back; it is shown as quiet")
 }
 
@@ -77,8 +80,8 @@ func cmdAggregate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "kwire aggregate: unexpected argument %q\n\n", fs.Arg(0))
 	case f.from.url == "":
 		fmt.Fprint(stderr, "kwire aggregate: --from kafka://HOST:PORT/TOPIC is required\n\n")
-	case f.maxLateness < 0, f.quietAfter <= 0:
-		fmt.Fprint(stderr, "kwire aggregate: --max-lateness must not be negative, --quiet-after must be positive\n\n")
+	case f.maxLateness < 0, f.maxSkew < 0, f.quietAfter <= 0:
+		fmt.Fprint(stderr, "kwire aggregate: --max-lateness and --max-skew must not be negative, --quiet-after must be positive\n\n")
 	default:
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -117,12 +120,19 @@ func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writ
 	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
 	ag := &aggregator{p: p}
 	ag.m = newMerger(f.maxLateness, f.quietAfter, ag.item)
+	ag.m.maxSkew = f.maxSkew
+	// The correlator's events go through the coverage filter
+	// (aggregate_cover.go); its graces allow for the agents' skew.
+	co := f.common.limits.correlate()
+	co.ConsumerSessionTimeout = f.common.consumerSession
+	co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
+	p.corr = correlate.New(co, correlate.SinkFunc(ag.event))
 	fmt.Fprintf(stderr, "kwire: aggregating %s\n", f.from.url)
 	runErr := ag.consume(ctx, cl, f.idleExit)
 	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
 		runErr = nil
 	}
-	ag.m.release(time.Now(), true)
+	ag.m.release(time.Now(), releaseAll)
 	return errors.Join(runErr, ag.finish(stdout))
 }
 
@@ -154,7 +164,11 @@ func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time
 			}
 			ag.m.add(b, now)
 		})
-		ag.m.release(now, n == 0)
+		mode := releaseWatermark
+		if n == 0 {
+			mode = releaseCaughtUp
+		}
+		ag.m.release(now, mode)
 		if n > 0 {
 			lastNew = now
 		} else if idleExit > 0 && now.Sub(lastNew) >= idleExit {
@@ -171,6 +185,7 @@ func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time
 func (ag *aggregator) item(it *wire.Item, a *agentState) {
 	switch it.Kind {
 	case wire.KindExchange:
+		ag.m.cover.exchange(a.agent.Host, it.Exchange)
 		ag.p.exchange(it.Exchange)
 	case wire.KindAnomaly:
 		ag.p.anomaly(it.Anomaly)
@@ -187,22 +202,33 @@ func (ag *aggregator) item(it *wire.Item, a *agentState) {
 	}
 }
 
+// event passes the correlator's events on, but for the expiries the
+// coverage withholds.
+func (ag *aggregator) event(ev correlate.Event) {
+	if ag.m.cover.filter(ev, ag.p.event) {
+		ag.p.event(ev)
+	}
+}
+
 // finish closes the correlator at the latest capture time seen and writes
 // the summary, the agents' summed stats and the aggregate line.
 func (ag *aggregator) finish(stdout io.Writer) error {
 	end := ag.m.end
 	p := ag.p
 	p.corr.Close(end)
-	p.out.Summary(p.corr.Snapshot())
+	snap := p.corr.Snapshot()
+	unobs := ag.m.cover.patch(snap)
+	p.out.Summary(snap)
 	cs, ds, _ := ag.m.totals()
 	p.out.Stats(end, cs, ds)
 	if err := p.out.Flush(); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
 	line := ag.line(end, time.Now())
+	line.Unobserved = unobs
 	if p.text {
-		_, err := fmt.Fprintf(stdout, "aggregate: %d agents, %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents\n",
-			len(line.Agents), line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped)
+		_, err := fmt.Fprintf(stdout, "aggregate: %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members)\n",
+			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(unobs))
 		return err
 	}
 	b, _ := json.Marshal(line)
@@ -221,6 +247,14 @@ type aggregateLine struct {
 	Corrupt    int64            `json:"corrupt_batches"`
 	Late       int64            `json:"late_exchanges"`
 	Dropped    uint64           `json:"publish_batches_dropped"`
+	// Restarts counts agent runs that ended without saying so, a later
+	// run of their host being heard.
+	Restarts int `json:"agent_restarts"`
+	// Withheld counts expiries concluded from a silence the coordinator's
+	// host's agents did not capture (confirmed ones included); Unobserved
+	// lists the members still withheld at the end.
+	Withheld   int64        `json:"expiries_withheld"`
+	Unobserved []unobserved `json:"unobserved,omitempty"`
 }
 
 type aggregateAgent struct {
@@ -228,15 +262,20 @@ type aggregateAgent struct {
 	State   string            `json:"state"`
 	Batches uint64            `json:"batches"`
 	Missing uint64            `json:"records_missing"`
+	First   time.Time         `json:"first"`
 	Latest  time.Time         `json:"latest"`
 	Publish wire.PublishStats `json:"publish"`
 }
 
 func (ag *aggregator) line(end, now time.Time) *aggregateLine {
 	m := ag.m
-	l := &aggregateLine{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Late: m.late}
+	l := &aggregateLine{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Late: m.late,
+		Withheld: m.cover.expiries}
 	for _, a := range m.agents {
-		x := aggregateAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), Latest: a.latest.UTC()}
+		x := aggregateAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
+		if a.restarted {
+			l.Restarts++
+		}
 		if a.counter != nil {
 			x.Publish = a.counter.Publish
 		}

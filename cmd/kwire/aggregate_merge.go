@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
 	"github.com/kwire/kwire/internal/wire"
@@ -18,8 +20,10 @@ import (
 // agent. It runs on one goroutine, the aggregator's.
 type merger struct {
 	agents      map[wire.Agent]*agentState
+	cover       *coverage
 	pending     itemHeap
 	maxLateness time.Duration
+	maxSkew     time.Duration // agents' clocks may be this far apart
 	quietAfter  time.Duration // wall time without a batch: quiet
 	conns       map[connRef]uint64
 	released    time.Time // At of the latest item released
@@ -37,17 +41,21 @@ type connRef struct {
 
 // agentState is what the aggregator knows of one agent run.
 type agentState struct {
-	agent   wire.Agent
-	name    string
-	next    uint64              // every seq below it was received
-	above   map[uint64]struct{} // received seqs at or above next
-	maxSeq  uint64
-	got     uint64    // distinct batches received
-	latest  time.Time // the latest At of its items
-	heard   time.Time // wall time of its latest batch
-	final   bool      // it said it stopped
-	counter *wire.Counters
-	drops   uint64 // source drops already given to the correlator
+	agent  wire.Agent
+	name   string
+	next   uint64              // every seq below it was received
+	above  map[uint64]struct{} // received seqs at or above next
+	maxSeq uint64
+	got    uint64    // distinct batches received
+	first  time.Time // the earliest At of its items
+	latest time.Time // the latest At of its items
+	heard  time.Time // wall time of its latest batch
+	final  bool      // it said it stopped
+	// restarted: a later run of the same host was heard: this one ended
+	// without saying so (killed, crashed).
+	restarted bool
+	counter   *wire.Counters
+	drops     uint64 // source drops already given to the correlator
 }
 
 // missing is how many of its batches never arrived (so far).
@@ -59,6 +67,7 @@ const maxAbove = 1 << 16
 
 type pendingItem struct {
 	it    wire.Item
+	key   time.Time // At, earlier by maxSkew for what only teaches (mergeKey)
 	agent *agentState
 	seq   uint64
 	index int
@@ -69,7 +78,7 @@ type itemHeap []pendingItem
 func (h itemHeap) Len() int { return len(h) }
 func (h itemHeap) Less(i, j int) bool {
 	a, b := &h[i], &h[j]
-	if c := a.it.At.Compare(b.it.At); c != 0 {
+	if c := a.key.Compare(b.key); c != 0 {
 		return c < 0
 	}
 	if c := cmp.Compare(a.agent.name, b.agent.name); c != 0 {
@@ -90,7 +99,7 @@ func (h *itemHeap) Pop() any {
 }
 
 func newMerger(maxLateness, quietAfter time.Duration, next func(*wire.Item, *agentState)) *merger {
-	return &merger{agents: make(map[wire.Agent]*agentState), conns: make(map[connRef]uint64),
+	return &merger{agents: make(map[wire.Agent]*agentState), conns: make(map[connRef]uint64), cover: newCoverage(),
 		maxLateness: maxLateness, quietAfter: quietAfter, next: next}
 }
 
@@ -101,6 +110,7 @@ func (m *merger) add(b *wire.Batch, now time.Time) {
 	if a == nil {
 		a = &agentState{agent: b.Agent, name: b.Agent.String(), next: 1, above: make(map[uint64]struct{})}
 		m.agents[b.Agent] = a
+		m.cover.hosts[b.Agent.Host] = append(m.cover.hosts[b.Agent.Host], a)
 	}
 	if _, dup := a.above[b.Seq]; dup || b.Seq < a.next {
 		m.duplicates++
@@ -127,10 +137,44 @@ func (m *merger) add(b *wire.Batch, now time.Time) {
 		if it.At.After(a.latest) {
 			a.latest = it.At
 		}
+		if a.first.IsZero() || it.At.Before(a.first) {
+			a.first = it.At
+		}
 		if it.Kind == wire.KindCounters && it.Counters != nil && it.Counters.Final {
 			a.final = true
 		}
-		heap.Push(&m.pending, pendingItem{it: it, agent: a, seq: b.Seq, index: i})
+		heap.Push(&m.pending, pendingItem{it: it, key: m.mergeKey(&it), agent: a, seq: b.Seq, index: i})
+	}
+	m.restarts(a)
+}
+
+// mergeKey is when an item is merged: its At, but maxSkew earlier for
+// a Metadata exchange, which only teaches (topic ids' names, brokers):
+// another host's request that used what it taught (a KIP-848
+// OffsetCommit or a Fetch naming topics by id) may have a capture time
+// before it by up to the skew between the two hosts' clocks.
+func (m *merger) mergeKey(it *wire.Item) time.Time {
+	if it.Kind == wire.KindExchange && it.Exchange != nil && it.Exchange.Key == int16(kmsg.Metadata) {
+		return it.At.Add(-m.maxSkew)
+	}
+	return it.At
+}
+
+// restarts marks the runs of a's host that began before another one as
+// restarted: they no longer hold the watermark.
+func (m *merger) restarts(a *agentState) {
+	runs := m.cover.hosts[a.agent.Host]
+	if len(runs) < 2 {
+		return
+	}
+	var newest *agentState
+	for _, r := range runs {
+		if newest == nil || r.first.After(newest.first) {
+			newest = r
+		}
+	}
+	for _, r := range runs {
+		r.restarted = r != newest && !r.final
 	}
 }
 
@@ -162,7 +206,7 @@ func (m *merger) renumber(a *agentState, it wire.Item, seen map[*capture.Conn]bo
 // agent is sending.
 func (m *merger) watermark(now time.Time) (w time.Time, ok bool) {
 	for _, a := range m.agents {
-		if a.final || now.Sub(a.heard) > m.quietAfter {
+		if !m.holds(a, now) {
 			continue
 		}
 		if t := a.latest.Add(-m.maxLateness); !ok || t.Before(w) {
@@ -172,22 +216,42 @@ func (m *merger) watermark(now time.Time) (w time.Time, ok bool) {
 	return w, ok
 }
 
-// release passes on the items the watermark has passed; all passes on
-// everything waiting (the input is caught up or ended).
-func (m *merger) release(now time.Time, all bool) {
+// holds reports whether agent a holds the watermark back: it is still
+// sending (not stopped, restarted, or quiet).
+func (m *merger) holds(a *agentState, now time.Time) bool {
+	return !a.final && !a.restarted && now.Sub(a.heard) <= m.quietAfter
+}
+
+// Release modes: up to the watermark; caught up (the input had nothing
+// new: up to the least latest clock of the agents still sending, since
+// what they sent is all there); everything (the input ended).
+const (
+	releaseWatermark = iota
+	releaseCaughtUp
+	releaseAll
+)
+
+// release passes on the items the watermark (per mode) has passed.
+func (m *merger) release(now time.Time, mode int) {
 	w, ok := m.watermark(now)
+	if mode == releaseCaughtUp && ok {
+		w = w.Add(m.maxLateness)
+	}
 	for m.pending.Len() > 0 {
 		top := &m.pending[0]
-		if !all && (!ok || top.it.At.After(w)) {
+		if mode == releaseWatermark && !ok {
+			return
+		}
+		if mode != releaseAll && ok && top.key.After(w) {
 			return
 		}
 		p := heap.Pop(&m.pending).(pendingItem)
-		if p.it.At.Before(m.released) {
+		if p.key.Before(m.released) {
 			if p.it.Kind == wire.KindExchange {
 				m.late++
 			}
 		} else {
-			m.released = p.it.At
+			m.released = p.key
 		}
 		if p.it.At.After(m.end) {
 			m.end = p.it.At
@@ -201,6 +265,8 @@ func (m *merger) state(a *agentState, now time.Time) string {
 	switch {
 	case a.final:
 		return "stopped"
+	case a.restarted:
+		return "restarted"
 	case now.Sub(a.heard) > m.quietAfter:
 		return "quiet"
 	}

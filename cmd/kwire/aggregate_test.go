@@ -22,30 +22,77 @@ import (
 
 // publishFiles runs one agent per capture file (agent host bN, run 1),
 // through the agent's own code fed by capture.OpenFiles, to url.
-func publishFiles(t *testing.T, url string, files []string) {
+func publishFiles(t *testing.T, url string, files []string) (batches int) {
 	t.Helper()
+	var specs []agentSpec
 	for i, f := range files {
+		specs = append(specs, agentSpec{host: fmt.Sprintf("b%d", i), files: []string{f}})
+	}
+	return publishAgents(t, url, specs)
+}
+
+// agentSpec is one file-fed agent: its host and run (0: 1), its capture
+// files, a clock skew added to every time it publishes (a host whose
+// clock is off), and the capture times before and after which it sees
+// nothing (zero: none).
+type agentSpec struct {
+	host       string
+	run        uint64
+	files      []string
+	skew       time.Duration
+	since, cut time.Time
+}
+
+// publishAgents runs each agent (run 1) through the agent's own code, fed
+// by capture.OpenFiles, to url, and returns how many batches they
+// published.
+func publishAgents(t *testing.T, url string, specs []agentSpec) (batches int) {
+	t.Helper()
+	for _, a := range specs {
 		var cf commonFlags
 		cf.register(flag.NewFlagSet("agent", flag.ContinueOnError))
 		p := newPipeline(&cf, io.Discard, false)
-		src, err := capture.OpenFiles([]string{f}, &capture.Options{Ports: cf.ports, MaxConns: cf.limits.conns})
+		files, err := capture.OpenFiles(a.files, &capture.Options{Ports: cf.ports, MaxConns: cf.limits.conns})
 		if err != nil {
 			t.Fatal(err)
 		}
+		src := capture.Source(files)
+		if !a.cut.IsZero() || !a.since.IsZero() {
+			src = cutSource{files, a.since, a.cut}
+		}
 		pf := &publishFlags{kafka: kafkaFlags{url: url}, bufferMB: 64}
-		pub, err := newPublisher(pf, wire.Agent{Host: fmt.Sprintf("b%d", i), Run: 1}, nil)
+		pub, err := newPublisher(pf, wire.Agent{Host: a.host, Run: max(a.run, 1)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pub.maxAge = time.Hour // batches by size only: the same batches every run
+		pub.skew = a.skew
 		if err := runAgent(context.Background(), src, p, pub); err != nil {
 			t.Fatal(err)
 		}
-		src.Close()
-		if s := pub.Stats(); s.BatchesDropped > 0 || s.Batches == 0 {
-			t.Fatalf("agent %d: %+v", i, s)
+		files.Close()
+		s := pub.Stats()
+		if s.BatchesDropped > 0 || s.Batches == 0 {
+			t.Fatalf("agent %s: %+v", a.host, s)
 		}
+		batches += int(s.Batches)
 	}
+	return batches
+}
+
+// cutSource is a source that sees nothing before since and after cut, as
+// an agent started or stopped (or cut off) then would.
+type cutSource struct {
+	capture.Source
+	since, cut time.Time
+}
+
+func (s cutSource) Run(ctx context.Context, sink capture.Sink) error {
+	return s.Source.Run(ctx, capture.SinkFunc(func(c *capture.Chunk) {
+		if !c.Time.Before(s.since) && (s.cut.IsZero() || !c.Time.After(s.cut)) {
+			sink.Chunk(c)
+		}
+	}))
 }
 
 // compared are the output lines the aggregator must give as analyze does.

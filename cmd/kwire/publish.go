@@ -74,6 +74,7 @@ type publisher struct {
 	seq      uint64
 	limit    int64
 	maxAge   time.Duration // publishBatchAge
+	skew     time.Duration // added to every published time: tests of --max-skew only
 	inflight atomic.Int64
 	n        struct{ batches, items, bytes, dropped, droppedItems, errors atomic.Uint64 }
 }
@@ -141,6 +142,7 @@ func (p *publisher) batch(key string) *openBatch {
 			p.flushAll()
 		}
 		b = &openBatch{enc: wire.NewEncoder(p.agent), started: time.Now()}
+		b.enc.SetSkew(p.skew)
 		p.seq++
 		b.enc.Reset(p.seq)
 		p.open[key] = b

@@ -50,6 +50,12 @@ func (e *Encoder) Reset(seq uint64) {
 	clear(e.conns)
 }
 
+// SetSkew adds d to every time the Encoder writes from now on: a test
+// shifts one agent's clock by it, as a host whose clock is off by d would,
+// to check that the aggregator tolerates skew (--max-skew). Agents
+// publish their host's clock as it is: d is 0 outside tests.
+func (e *Encoder) SetSkew(d time.Duration) { e.w.skew = d }
+
 // Len is the size of the batch so far, in bytes.
 func (e *Encoder) Len() int { return len(e.w.b) }
 

@@ -87,15 +87,24 @@ type PublishStats struct {
 	ProduceErrors  uint64 `json:"publish_errors"`
 }
 
-// writer appends the format's primitives.
-type writer struct{ b []byte }
+// writer appends the format's primitives. skew is added to every
+// non-zero time (Encoder.SetSkew).
+type writer struct {
+	b    []byte
+	skew time.Duration
+}
 
-func (w *writer) byte(v byte)       { w.b = append(w.b, v) }
-func (w *writer) uvarint(v uint64)  { w.b = binary.AppendUvarint(w.b, v) }
-func (w *writer) varint(v int64)    { w.b = binary.AppendVarint(w.b, v) }
-func (w *writer) string(s string)   { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
-func (w *writer) bytes(s []byte)    { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
-func (w *writer) time(t time.Time)  { w.varint(timeNanos(t)) }
+func (w *writer) byte(v byte)      { w.b = append(w.b, v) }
+func (w *writer) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+func (w *writer) varint(v int64)   { w.b = binary.AppendVarint(w.b, v) }
+func (w *writer) string(s string)  { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
+func (w *writer) bytes(s []byte)   { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
+func (w *writer) time(t time.Time) {
+	if !t.IsZero() {
+		t = t.Add(w.skew)
+	}
+	w.varint(timeNanos(t))
+}
 func (w *writer) errText(err error) { w.string(errString(err)) }
 
 func timeNanos(t time.Time) int64 {
