@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -83,13 +81,8 @@ func cmdAggregate(args []string, stdout, stderr io.Writer) error {
 	case f.maxLateness < 0, f.maxSkew < 0, f.quietAfter <= 0:
 		fmt.Fprint(stderr, "kwire aggregate: --max-lateness and --max-skew must not be negative, --quiet-after must be positive\n\n")
 	default:
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := runContext(f.duration)
 		defer stop()
-		if f.duration > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, f.duration)
-			defer cancel()
-		}
 		return runAggregate(ctx, &f, stdout, stderr)
 	}
 	fs.Usage()

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -146,13 +145,8 @@ func cmdLive(args []string, stdout, stderr io.Writer) error {
 	case f.ringMB < 1, f.rotateMB < 0, f.statsEvery <= 0, f.idleTimeout <= 0, f.maxConns < 1, f.maxBufferMB < 1:
 		fmt.Fprint(stderr, "kwire live: --ring-mb, --stats-every, --idle-timeout, --max-conns and --max-reorder-mb must be positive\n\n")
 	default:
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := runContext(f.duration)
 		defer stop()
-		if f.duration > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, f.duration)
-			defer cancel()
-		}
 		return runLive(ctx, &f, stdout, stderr)
 	}
 	fs.Usage()
