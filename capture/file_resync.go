@@ -183,8 +183,60 @@ func (r *resync) beforePcap() {
 				}
 			}
 		}
+		if r.repairPcapLen() {
+			continue // check it again, repaired
+		}
 		r.skip(r.pcapCandidate)
 	}
+}
+
+// repairPcapLen repairs the record pcapgo reads next when one of its two
+// lengths (captured, original) was damaged and the other is right: the
+// frame that length gives decodes, and a plausible record (or the end of
+// the file) follows it. Both lengths are set to it, in pcapgo's buffer, and
+// the packet is kept: counted as damage, with no byte skipped. It reports
+// whether it repaired the record.
+func (r *resync) repairPcapLen() bool {
+	b, _ := r.br.Peek(pcapRecHdr)
+	if len(b) < pcapRecHdr {
+		return false
+	}
+	capLen, wire := r.u32(b[8:]), r.u32(b[12:])
+	for _, l := range [2]uint32{wire, capLen} {
+		if l == 0 || l > r.maxCap || capLen == wire {
+			continue
+		}
+		n := pcapRecHdr + int(l)
+		rec, err := r.br.Peek(n + pcapRecHdr)
+		if len(rec) < n || !r.frameOK(r.link, rec[pcapRecHdr:n]) {
+			continue
+		}
+		if len(rec) == n && err == io.EOF || len(rec) >= n+pcapRecHdr && r.plausibleAt(rec[n:]) {
+			r.put32(b[8:], l)
+			r.put32(b[12:], l)
+			if r.dmg.resyncs == 0 {
+				r.dmg.at = r.pos
+			}
+			r.dmg.resyncs++
+			return true
+		}
+	}
+	return false
+}
+
+// plausibleAt reports whether b starts with a record header whose lengths
+// are possible and whose time is near the last good one.
+func (r *resync) plausibleAt(b []byte) bool {
+	sec, _, ok, secOK := r.pcapHeader(b)
+	return ok && secOK && r.nearRef(sec)
+}
+
+func (r *resync) put32(b []byte, v uint32) {
+	if r.big {
+		binary.BigEndian.PutUint32(b, v)
+		return
+	}
+	binary.LittleEndian.PutUint32(b, v)
 }
 
 // pcapHeader reads a pcap record header: its time (secOK if the fraction
