@@ -94,6 +94,9 @@ func (r *resync) beforeNg() {
 			switch {
 			case len(b) >= p+blk.n:
 				ok = r.ngCheck(&blk, b[p:p+blk.n])
+				if !ok && r.repairEPB(&blk, b[p:p+blk.n]) {
+					ok = r.ngCheck(&blk, b[p:p+blk.n])
+				}
 			case err == bufio.ErrBufferFull && p > 0: // does not fit behind the headers
 				p = r.hold(p)
 				continue
@@ -425,4 +428,37 @@ func (r *resync) synthIDB(blk *ngBlock) []byte {
 	order.PutUint32(b[28:], 32)
 	r.ifaces = append(r.ifaces, in)
 	return b
+}
+
+// repairEPB repairs an enhanced packet block b whose captured length was
+// damaged while its framing is intact (its total length, given twice,
+// agrees): the captured length that fills the block exactly (no options),
+// and whose frame decodes, the original length first, is written back in
+// pcapgo's buffer, and the packet is kept: counted as damage, with no byte
+// skipped. It reports whether it repaired b.
+func (r *resync) repairEPB(blk *ngBlock, b []byte) bool {
+	n := len(b)
+	if blk.typ != ngEPB || n < 32 || r.u32(b[4:]) != r.u32(b[n-4:]) {
+		return false
+	}
+	iface := int(r.u32(b[8:]))
+	if iface >= len(r.ifaces) {
+		return false
+	}
+	wire := int(r.u32(b[24:]))
+	for _, c := range [5]int{wire, n - 32, n - 33, n - 34, n - 35} {
+		if c <= 0 || 32+c+(4-c&3)&3 != n || !r.frameOK(r.ifaces[iface].link, b[28:28+c]) {
+			continue
+		}
+		r.put32(b[20:], uint32(c))
+		if wire < c || wire > maxWireLen {
+			r.put32(b[24:], uint32(c))
+		}
+		if r.dmg.resyncs == 0 {
+			r.dmg.at = r.pos
+		}
+		r.dmg.resyncs++
+		return true
+	}
+	return false
 }
