@@ -107,6 +107,11 @@ func (a *Assembler) Packet(lt layers.LinkType, data []byte, ci gopacket.CaptureI
 
 	d := &a.dec
 	v := d.decode(lt, data)
+	if v != pktTCP && repair(lt, data) { // a damaged header? (checksum.go)
+		if v = d.decode(lt, data); v == pktTCP {
+			a.st.RepairedPackets++
+		}
+	}
 	cut := ci.CaptureLength < ci.Length
 	if cut {
 		a.st.SnaplenTruncated++

@@ -1,6 +1,11 @@
 package capture
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/gopacket/gopacket/layers"
+)
 
 // A damaged capture file (a flipped byte in a transferred file) holds
 // packets whose TCP headers lie: a sequence number far ahead makes the
@@ -113,4 +118,90 @@ func (c *checksums) damaged(d *decoder) bool {
 	}
 	right, known := d.tcpChecksum()
 	return known && !right
+}
+
+// repair tries to make a frame of link type lt that does not decode as
+// TCP over IP decode again, when the damage is one field of its IPv4 or
+// link header (a flipped byte in a damaged file): the version and header
+// length, the protocol, the fragment bits, the total length, or the
+// EtherType / loopback family. A change is kept only when it leaves the
+// IPv4 header checksum right, which the damage broke (or, for a link
+// header, which was right all along): the packet is then decoded as it
+// was sent instead of being lost. data is changed in place.
+func repair(lt layers.LinkType, data []byte) bool {
+	off, ok := ipv4Offset(lt)
+	if !ok || len(data) < off+20 {
+		return false
+	}
+	ip := data[off : off+20]
+	if ipv4HeaderRight(ip) {
+		return repairLink(lt, data)
+	}
+	try := func(i int, v ...byte) bool {
+		old := slices.Clone(ip[i : i+len(v)])
+		copy(ip[i:], v)
+		if ipv4HeaderRight(ip) {
+			return true
+		}
+		copy(ip[i:], old)
+		return false
+	}
+	n := len(data) - off
+	return try(0, 0x45) || try(9, 6) || try(6, 0x40, 0) || try(6, 0, 0) ||
+		n <= 0xffff && try(2, byte(n>>8), byte(n))
+}
+
+// ipv4Offset returns where the IPv4 header starts in a frame of link
+// type lt (no VLAN tags).
+func ipv4Offset(lt layers.LinkType) (int, bool) {
+	switch lt {
+	case layers.LinkTypeEthernet:
+		return 14, true
+	case layers.LinkTypeNull, layers.LinkTypeLoop:
+		return 4, true
+	case layers.LinkTypeLinuxSLL:
+		return 16, true
+	case layers.LinkTypeLinuxSLL2:
+		return 20, true
+	case layers.LinkTypeRaw, linkTypeRawDLT12, linkTypeRawDLT14, layers.LinkTypeIPv4:
+		return 0, true
+	}
+	return 0, false
+}
+
+// repairLink sets the link header's protocol field to IPv4 in front of a
+// right IPv4 header (checked by the caller).
+func repairLink(lt layers.LinkType, data []byte) bool {
+	switch lt {
+	case layers.LinkTypeEthernet:
+		if binary.BigEndian.Uint16(data[12:]) == 0x0800 {
+			return false
+		}
+		binary.BigEndian.PutUint16(data[12:], 0x0800)
+	case layers.LinkTypeLinuxSLL:
+		if binary.BigEndian.Uint16(data[14:]) == 0x0800 {
+			return false
+		}
+		binary.BigEndian.PutUint16(data[14:], 0x0800)
+	case layers.LinkTypeNull, layers.LinkTypeLoop:
+		// The family is in the capturing host's byte order (Null) or
+		// big-endian (Loop): 2 either way for IPv4.
+		if f := binary.LittleEndian.Uint32(data); f == 2 || f == 2<<24 {
+			return false
+		}
+		if lt == layers.LinkTypeLoop {
+			binary.BigEndian.PutUint32(data, 2)
+		} else {
+			binary.LittleEndian.PutUint32(data, 2)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// ipv4HeaderRight reports whether a 20-byte IPv4 header (no options)
+// reads as one: version 4, length 5 words, a right checksum.
+func ipv4HeaderRight(h []byte) bool {
+	return h[0] == 0x45 && fold(sum16(0, h)) == 0xffff
 }

@@ -85,3 +85,50 @@ func TestDamagedSYN(t *testing.T) {
 		t.Errorf("damaged_packets = %d, want 1", st.DamagedPackets)
 	}
 }
+
+// TestRepairedHeaders: a packet whose IPv4 header lost one field to
+// damage (version, protocol, fragment bits, total length) or whose link
+// header lost its protocol is decoded again when setting the field back
+// leaves the IPv4 header checksum right; otherwise it is skipped as before.
+func TestRepairedHeaders(t *testing.T) {
+	segs := cat(handshake(0, 0), []seg{
+		{at: 1, seq: 1, flags: "PA", data: "aaa"},
+		{at: 2, seq: 4, flags: "PA", data: "bbb"},
+		{at: 3, seq: 7, flags: "PA", data: "ccc"},
+	})
+	ipAt := func(file []byte, payload string) int { return bytes.Index(file, []byte(payload)) - 20 - 20 }
+	tests := []struct {
+		name     string
+		damage   func(f []byte)
+		repaired uint64
+		want     []string
+	}{
+		{"protocol", func(f []byte) { f[ipAt(f, "bbb")+9] = 17 }, 1, nil},
+		{"version", func(f []byte) { f[ipAt(f, "bbb")] = 0x65 }, 1, nil},
+		{"fragment bits", func(f []byte) { f[ipAt(f, "bbb")+6] |= 0x20 }, 1, nil},
+		{"EtherType", func(f []byte) { f[ipAt(f, "bbb")-2] = 0x86 }, 1, nil},
+		{"two fields: skipped", func(f []byte) { f[ipAt(f, "bbb")+9], f[ipAt(f, "bbb")] = 17, 0x65 }, 0,
+			[]string{"c1 to_server data aaa", "c1 to_server gap 3", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := pcapFile(t, layers.LinkTypeEthernet, 0, segs...)
+			tt.damage(file)
+			rec := &recorder{}
+			st, err := runFiles(t, nil, rec, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.want
+			if want == nil {
+				want = []string{"c1 to_server data aaa", "c1 to_server data bbb", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}
+			}
+			if d := diffLines(want, rec.lines(false)); d != "" {
+				t.Errorf("chunks (-want +got):\n%s", d)
+			}
+			if st.RepairedPackets != tt.repaired {
+				t.Errorf("repaired_packets = %d, want %d", st.RepairedPackets, tt.repaired)
+			}
+		})
+	}
+}
