@@ -46,6 +46,9 @@ type Assembler struct {
 	rst      bool // the current packet has RST set
 	hole     hole // bytes of the current packet missing from the capture
 	flushing bool // chunks are being produced by a flush: defer them
+	// repair: packets that do not decode may have a damaged header
+	// (checksum.go repair): capture files only.
+	repair bool
 	// keys, order and merged are interleave's scratch.
 	keys        []time.Time
 	order       []int
@@ -107,7 +110,7 @@ func (a *Assembler) Packet(lt layers.LinkType, data []byte, ci gopacket.CaptureI
 
 	d := &a.dec
 	v := d.decode(lt, data)
-	if v != pktTCP && repair(lt, data) { // a damaged header? (checksum.go)
+	if v != pktTCP && a.repair && repair(lt, data) { // a damaged header? (checksum.go)
 		if v = d.decode(lt, data); v == pktTCP {
 			a.st.RepairedPackets++
 		}
