@@ -130,7 +130,7 @@ func (c *checksums) damaged(d *decoder) bool {
 // was sent instead of being lost. data is changed in place.
 func repair(lt layers.LinkType, data []byte) bool {
 	off, ok := ipv4Offset(lt)
-	if !ok || len(data) < off+20 {
+	if !ok || len(data) < off+20 || isIPv6(lt, data) {
 		return false
 	}
 	ip := data[off : off+20]
@@ -167,6 +167,23 @@ func ipv4Offset(lt layers.LinkType) (int, bool) {
 		return 0, true
 	}
 	return 0, false
+}
+
+// isIPv6 reports whether the link header says IPv6, which no single
+// damaged byte of an IPv4 one makes: such a packet is left alone.
+func isIPv6(lt layers.LinkType, data []byte) bool {
+	switch lt {
+	case layers.LinkTypeEthernet:
+		return binary.BigEndian.Uint16(data[12:]) == 0x86dd
+	case layers.LinkTypeLinuxSLL:
+		return binary.BigEndian.Uint16(data[14:]) == 0x86dd
+	case layers.LinkTypeNull, layers.LinkTypeLoop:
+		switch binary.LittleEndian.Uint32(data) {
+		case 10, 24, 28, 30, 10 << 24, 24 << 24, 28 << 24, 30 << 24:
+			return true
+		}
+	}
+	return false
 }
 
 // repairLink sets the link header's protocol field to IPv4 in front of a
