@@ -224,13 +224,19 @@ func (h *halfState) noteAhead(x segTime) {
 	if len(h.ahead) >= maxAhead {
 		return
 	}
-	i := len(h.ahead)
-	for i > 0 && x.seq.Difference(h.ahead[i-1].seq) > 0 {
+	h.ahead = insertBySeq(h.ahead, x, func(x segTime) reassembly.Sequence { return x.seq })
+}
+
+// insertBySeq inserts x into s, sorted by seq, after those it ties with.
+func insertBySeq[T any](s []T, x T, seq func(T) reassembly.Sequence) []T {
+	i := len(s)
+	for i > 0 && seq(x).Difference(seq(s[i-1])) > 0 {
 		i--
 	}
-	h.ahead = append(h.ahead, segTime{})
-	copy(h.ahead[i+1:], h.ahead[i:])
-	h.ahead[i] = x
+	s = append(s, x)
+	copy(s[i+1:], s[i:])
+	s[i] = x
+	return s
 }
 
 // acceptIgnored handles a packet of a connection the Sink ignores: nothing
@@ -254,13 +260,7 @@ func (s *stream) addHole(h *halfState, x hole) bool {
 	if len(h.holes) >= maxHoles {
 		return false
 	}
-	i := len(h.holes)
-	for i > 0 && x.seq.Difference(h.holes[i-1].seq) > 0 {
-		i--
-	}
-	h.holes = append(h.holes, hole{})
-	copy(h.holes[i+1:], h.holes[i:])
-	h.holes[i] = x
+	h.holes = insertBySeq(h.holes, x, func(x hole) reassembly.Sequence { return x.seq })
 	return true
 }
 
