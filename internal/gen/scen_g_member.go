@@ -183,6 +183,37 @@ func startPair(ctx context.Context, c *Cluster, group, topic string, parts int, 
 	return m1, ch, gi, c.waitCaughtUp(ctx, group, topic)
 }
 
+// startBusyMember starts member a of a group (of parts partitions) alone,
+// and returns once the group is stable and a's poll loop has just begun
+// processing records (its PollSleepMillis): a rebalance started now waits
+// for it. a.OnRecords is set.
+func startBusyMember(ctx context.Context, c *Cluster, a GMemberArgs, parts int) (*gMember, error) {
+	busy := make(chan struct{}, 1)
+	a.OnRecords = func([]*kgo.Record) {
+		select {
+		case busy <- struct{}{}:
+		default:
+		}
+	}
+	m, err := startGMember(ctx, c, a)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.waitStable(ctx, a.Group, 1, parts); err != nil {
+		return m, err
+	}
+	select { // drop a stale signal: wait for a poll that starts sleeping now
+	case <-busy:
+	default:
+	}
+	select {
+	case <-busy:
+		return m, nil
+	case <-ctx.Done():
+		return m, ctx.Err()
+	}
+}
+
 func startGChild(ctx context.Context, c *Cluster, a GMemberArgs) (*Child, error) {
 	ch, err := c.StartChild(ctx, "gmember", a)
 	if err != nil {

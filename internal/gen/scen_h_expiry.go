@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func init() {
@@ -170,30 +169,11 @@ var hRebalanceTimeout = Scenario{
 			return GMemberArgs{ClientID: name, Group: group, Topics: []string{topic}, Balancers: []string{"range"},
 				SessionTimeoutMillis: 10000, RebalanceTimeoutMillis: 3000}
 		}
-		busy := make(chan struct{}, 1)
 		a := args("hrt-member-a")
 		a.BlockRebalance, a.PollSleepMillis = true, 6000
-		a.OnRecords = func([]*kgo.Record) {
-			select {
-			case busy <- struct{}{}:
-			default:
-			}
-		}
-		ma, err := startGMember(ctx, c, a)
+		ma, err := startBusyMember(ctx, c, a, 2)
 		if err != nil {
 			return err
-		}
-		if _, err := c.waitStable(ctx, group, 1, 2); err != nil {
-			return err
-		}
-		select { // drop a stale signal: wait for a poll that starts sleeping now
-		case <-busy:
-		default:
-		}
-		select {
-		case <-busy:
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 		idA := ma.memberID()
 		start := time.Now()

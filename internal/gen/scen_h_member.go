@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 var hNonOwnerFetch = Scenario{
@@ -208,30 +206,11 @@ var hRebalanceSlow = Scenario{
 		if err != nil {
 			return err
 		}
-		busy := make(chan struct{}, 1)
 		a := GMemberArgs{ClientID: "hrsl-member-1", Group: group, Topics: []string{topic}, Balancers: []string{"range"},
-			SessionTimeoutMillis: 10000, RebalanceTimeoutMillis: 10000, BlockRebalance: true, PollSleepMillis: 7000,
-			OnRecords: func([]*kgo.Record) {
-				select {
-				case busy <- struct{}{}:
-				default:
-				}
-			}}
-		m1, err := startGMember(ctx, c, a)
+			SessionTimeoutMillis: 10000, RebalanceTimeoutMillis: 10000, BlockRebalance: true, PollSleepMillis: 7000}
+		m1, err := startBusyMember(ctx, c, a, 2)
 		if err != nil {
 			return err
-		}
-		if _, err := c.waitStable(ctx, group, 1, 2); err != nil {
-			return err
-		}
-		select { // drop a stale signal: wait for a poll that starts sleeping now
-		case <-busy:
-		default:
-		}
-		select {
-		case <-busy:
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 		start := time.Now()
 		m2, err := startGMember(ctx, c, GMemberArgs{ClientID: "hrsl-member-2", Group: group, Topics: []string{topic},
