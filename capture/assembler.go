@@ -49,6 +49,11 @@ type Assembler struct {
 	// repair: packets that do not decode may have a damaged header
 	// (checksum.go repair): capture files only.
 	repair bool
+	// open names the connections being assembled, for repairs of a
+	// damaged port (tcp_repair.go), and redo asks Packet to assemble the
+	// current packet again after one: files only.
+	open map[connKey]bool
+	redo bool
 	// keys, order and merged are interleave's scratch.
 	keys        []time.Time
 	order       []int
@@ -115,6 +120,9 @@ func (a *Assembler) Packet(lt layers.LinkType, data []byte, ci gopacket.CaptureI
 			a.st.RepairedPackets++
 		}
 	}
+	if v == pktTCP && a.repair && a.ipFix(lt, data) { // tcp_repair.go
+		a.st.RepairedPackets++
+	}
 	cut := ci.CaptureLength < ci.Length
 	if cut {
 		a.st.SnaplenTruncated++
@@ -145,6 +153,14 @@ func (a *Assembler) Packet(lt layers.LinkType, data []byte, ci gopacket.CaptureI
 	a.ctx.ci = ci
 	a.rst = d.tcp.RST
 	a.asm.AssembleWithContext(d.netFlow, &d.tcp, &a.ctx)
+	if a.redo { // a damaged port was set back (tcp_repair.go)
+		a.redo = false
+		if d.decode(lt, data) == pktTCP {
+			a.st.RepairedPackets++
+			a.rst = d.tcp.RST
+			a.asm.AssembleWithContext(d.netFlow, &d.tcp, &a.ctx)
+		}
+	}
 	a.rst, a.hole = false, hole{}
 	if len(a.reap) > 0 {
 		a.reapEvicted()

@@ -9,10 +9,12 @@ import (
 
 // TestDamagedPackets: in a damaged capture file, a packet whose flipped
 // byte turned a data segment into a RST, or moved its sequence number far
-// ahead, is dropped when its checksum is wrong on a direction whose other
-// checksums are right: only its own bytes are lost, as a gap, and the
-// connection goes on. Where the capture's checksums are all wrong (the NIC
-// was to fill them in), packets are taken as they are.
+// ahead, on a direction whose other checksums are right, is set back when
+// its wrong checksum says what the damaged word was (tcp_repair.go), and
+// dropped when it cannot (a second damaged byte): only its own bytes are
+// lost, as a gap, and the connection goes on. Where the capture's
+// checksums are all wrong (the NIC was to fill them in), packets are taken
+// as they are.
 func TestDamagedPackets(t *testing.T) {
 	segs := cat(handshake(0, 0), []seg{
 		{at: 1, seq: 1, flags: "PA", data: "aaa"},
@@ -27,17 +29,34 @@ func TestDamagedPackets(t *testing.T) {
 		damage  func(file []byte)
 		want    []string
 		damaged uint64
+		fixed   uint64
 	}{
 		{"a RST flag on a data segment", func(f []byte) { f[tcpAt(f, "bbb")+13] |= 0x04 },
-			[]string{"c1 to_server data aaa", "c1 to_server gap 3", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}, 1},
+			[]string{"c1 to_server data aaa", "c1 to_server data bbb", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}, 0, 1},
 		{"a sequence number far ahead", func(f []byte) { f[tcpAt(f, "bbb")+5] ^= 0x40 },
-			[]string{"c1 to_server data aaa", "c1 to_server gap 3", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}, 1},
+			[]string{"c1 to_server data aaa", "c1 to_server data bbb", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}, 0, 1},
+		{"a RST flag and a damaged payload", func(f []byte) { f[tcpAt(f, "bbb")+13] |= 0x04; f[tcpAt(f, "bbb")+21] ^= 0x10 },
+			[]string{"c1 to_server data aaa", "c1 to_server gap 3", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}, 1, 0},
+		{"a sequence number far ahead and a damaged payload", func(f []byte) { f[tcpAt(f, "bbb")+5] ^= 0x40; f[tcpAt(f, "bbb")+20] ^= 0x01 },
+			[]string{"c1 to_server data aaa", "c1 to_server gap 3", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}, 1, 0},
 		{"checksums wrong on the direction: taken as they are", func(f []byte) {
-			for _, p := range []string{"aaa", "bbb", "ccc"} {
-				f[tcpAt(f, p)+16] ^= 0xff // the checksum field, as a NIC would fill it in
+			// Every checksum field of the client's packets as checksum
+			// offload leaves it: the pseudo-header's sum, for the NIC to
+			// finish.
+			ports := []byte{0xc3, 0x50, 0x23, 0x84} // 50000 > 9092
+			for i := bytes.Index(f, ports); i >= 0; {
+				ip := f[i-20 : i]
+				seg := int(ip[2])<<8 | int(ip[3]) - 20
+				partial := fold(sum16(sum16(6+uint64(seg), ip[12:16]), ip[16:20]))
+				f[i+16], f[i+17] = byte(partial>>8), byte(partial)
+				j := bytes.Index(f[i+1:], ports)
+				if j < 0 {
+					break
+				}
+				i += 1 + j
 			}
 			f[tcpAt(f, "bbb")+13] |= 0x04
-		}, []string{"c1 to_server data aaa", "c1 to_server data bbb", "c1 to_server close rst", "c1 to_client close rst"}, 0},
+		}, []string{"c1 to_server data aaa", "c1 to_server data bbb", "c1 to_server close rst", "c1 to_client close rst"}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,8 +70,8 @@ func TestDamagedPackets(t *testing.T) {
 			if d := diffLines(tt.want, rec.lines(false)); d != "" {
 				t.Errorf("chunks (-want +got):\n%s", d)
 			}
-			if st.DamagedPackets != tt.damaged {
-				t.Errorf("damaged_packets = %d, want %d", st.DamagedPackets, tt.damaged)
+			if st.DamagedPackets != tt.damaged || st.RepairedPackets != tt.fixed {
+				t.Errorf("damaged_packets = %d, repaired_packets = %d, want %d and %d", st.DamagedPackets, st.RepairedPackets, tt.damaged, tt.fixed)
 			}
 		})
 	}

@@ -74,8 +74,8 @@ func OpenFiles(paths []string, opts *Options) (*Files, error) {
 		return nil, errors.New("open: no capture files given")
 	}
 	fs := &Files{asm: NewAssembler(opts, nil)}
-	fs.asm.repair = true                       // a file may be damaged in transfer; live traffic is not
-	if len(paths) > 1 && fs.asm.dedup != nil { // merged: copies are apart by the clock skew
+	fs.asm.repair, fs.asm.open = true, map[connKey]bool{} // a file may be damaged in transfer; live traffic is not
+	if len(paths) > 1 && fs.asm.dedup != nil {            // merged: copies are apart by the clock skew
 		fs.asm.dedup = newDedupe(fs.asm.opts.DedupeWindow, mergeSlots)
 	}
 	for _, p := range paths {

@@ -23,6 +23,10 @@ func (f factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassem
 	if a.reaping {
 		return nil // a RST made up for a connection already gone
 	}
+	if a.portFix(tcp) {
+		a.redo = true
+		return nil // assembled again, in its own connection
+	}
 	if a.st.ConnsOpen >= uint64(a.opts.MaxConns) && !a.evictQuiet() {
 		a.st.PacketsOverCap++
 		k := [2]gopacket.Flow{netFlow, tcpFlow}
@@ -44,6 +48,9 @@ func (f factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassem
 	c.Client, c.Server, c.Role = roles(&a.opts.Ports, src, dst, tcp)
 	s := &stream{a: a, conn: c, ep: [2]netip.AddrPort{src, dst}, last: c.Start, v6: a.dec.v6}
 	a.quiet.push(s) // until Accept sees a payload
+	if a.repair {
+		a.open[connKey(s.ep)] = true
+	}
 	return s
 }
 
@@ -108,6 +115,7 @@ type halfState struct {
 	holes   []hole              // sorted by seq, none wholly before pos
 	sums    checksums           // what its segments showed of the capture's checksums
 	maxEnd  reassembly.Sequence // the end of the furthest data seen
+	hdr     int                 // header length of its latest data segment
 	// ahead are the segments that came before the bytes preceding them
 	// (a lost or reordered segment), sorted by seq, with their capture
 	// times: when reassembly delivers them later, at once, each keeps its
@@ -172,6 +180,9 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 	if x := s.a.hole; x.n > 0 && !s.addHole(h, x) {
 		return false // too many holes to track: let this segment be a gap
 	}
+	if s.a.repair && s.headerFix(h, tcp, nextSeq) { // tcp_repair.go
+		s.a.st.RepairedPackets++
+	}
 	seq, n := reassembly.Sequence(tcp.Seq), len(tcp.Payload)
 	// A packet that would end the stream, or put data far ahead of where
 	// it is, is checked (checksum.go): a damaged one is dropped, losing
@@ -193,6 +204,9 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 	}
 	if end := seq.Add(n); n > 0 && (nextSeq < 0 || h.maxEnd.Difference(end) > 0) {
 		h.maxEnd = end
+	}
+	if n > 0 {
+		h.hdr = len(tcp.Contents)
 	}
 	if nextSeq < 0 {
 		// First packet of this direction. Without a SYN the reassembly
@@ -372,6 +386,7 @@ func (s *stream) close(hi int, reason CloseReason) {
 	s.emit(hi, Close, nil, 0, reason)
 	if s.half[1-hi].closed {
 		s.a.st.ConnsOpen--
+		delete(s.a.open, connKey(s.ep))
 		s.a.quiet.remove(s)
 	}
 }

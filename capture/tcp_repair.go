@@ -1,0 +1,237 @@
+package capture
+
+import (
+	"encoding/binary"
+	"net/netip"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/reassembly"
+)
+
+// A flipped byte in a TCP header that decodes still misleads: a damaged
+// port puts the segment in a connection of its own, a damaged sequence
+// number puts its bytes in the wrong place, a damaged data offset moves
+// where its payload starts, a SYN turned into a FIN ends the direction
+// before it began. Dropping such a packet (checksum.go) loses its bytes;
+// in a capture file whose checksums are right they can be had back. The
+// TCP checksum is a ones-complement sum, so when one 16-bit word was
+// damaged the wrong sum says exactly what that word was: w = w' - r
+// (mod 0xffff), r the folded sum of the damaged segment. Which word is
+// not known, so a header word is set back only where the packet is odd in
+// its stream and the word's old value makes it ordinary: a port that names
+// a connection being assembled, a sequence number where the direction's
+// next bytes go, flags and a header length like the direction's. A wrong
+// sum from damage elsewhere (the payload) gives a value that fits by
+// chance at most once in tens of thousands. The packet's bytes are set
+// back too, so its checksum is right afterwards. Files only (repaired
+// packets are counted in Stats.RepairedPackets).
+
+// Offsets of the TCP header's 16-bit words that can be set back.
+const (
+	wordSrcPort = 0
+	wordDstPort = 2
+	wordSeqHi   = 4
+	wordSeqLo   = 6
+	wordFlags   = 12
+)
+
+// residue returns the folded ones-complement sum of the current packet's
+// pseudo-header and segment, 0xffff when its checksum is right; known is
+// false when the capture cannot tell (see tcpChecksumOffload).
+func (d *decoder) residue() (r uint16, known bool) {
+	seg := len(d.tcp.Contents) + len(d.tcp.Payload)
+	if d.claimed < 0 || d.claimed != len(d.tcp.Payload) || len(d.tcp.Contents)%2 != 0 {
+		return 0, false
+	}
+	pseudo := sum16(0, d.src)
+	pseudo = sum16(pseudo, d.dst)
+	pseudo += 6 + uint64(seg>>16) + uint64(seg&0xffff)
+	sum := sum16(pseudo, d.tcp.Contents)
+	return uint16(fold(sum16(sum, d.tcp.Payload))), true
+}
+
+// wordBefore returns what the header word at off was before damage, if
+// that word alone was damaged and the packet's sum is r (not 0xffff). A
+// value 0 could also have been 0xffff (the same in ones-complement): alt.
+func (d *decoder) wordBefore(off int, r uint16) (w uint16, alt bool) {
+	cur := uint32(binary.BigEndian.Uint16(d.tcp.Contents[off:]))
+	w = uint16((cur + 0xffff - uint32(r)) % 0xffff)
+	return w, w == 0
+}
+
+// sumSuspect reports whether the current packet's checksum says it was
+// damaged: wrong, on a direction whose checksums the capture shows right
+// (sums), or, before anything is known of the direction, wrong other than
+// as checksum offload leaves it. It returns the packet's sum.
+func (d *decoder) sumSuspect(sums *checksums) (uint16, bool) {
+	r, known := d.residue()
+	if !known || r == 0xffff {
+		return r, false
+	}
+	if sums != nil && sums.probed > 0 {
+		return r, sums.trusted()
+	}
+	_, _, offload := d.tcpChecksumOffload()
+	return r, !offload
+}
+
+// setWord writes w into the header word at off (the packet's bytes).
+func (d *decoder) setWord(off int, w uint16) {
+	binary.BigEndian.PutUint16(d.tcp.Contents[off:], w)
+}
+
+// connKey names an assembled connection by its endpoints, as first seen.
+type connKey [2]netip.AddrPort
+
+// portFix looks, for the first packet of a connection that is not a SYN,
+// for a damaged port: one whose old value names a connection being
+// assembled. It sets the packet's bytes back and reports true; the caller
+// decodes and assembles it again.
+func (a *Assembler) portFix(tcp *layers.TCP) bool {
+	d := &a.dec
+	if !a.repair || tcp.SYN || len(a.open) == 0 {
+		return false
+	}
+	r, bad := d.sumSuspect(nil)
+	if !bad {
+		return false
+	}
+	src, dst := addrOf(d.src), addrOf(d.dst)
+	for _, off := range [...]int{wordSrcPort, wordDstPort} {
+		w, alt := d.wordBefore(off, r)
+		for _, p := range [...]uint16{w, 0xffff} {
+			if p == 0xffff && !alt {
+				continue
+			}
+			sp, dp := uint16(tcp.SrcPort), uint16(tcp.DstPort)
+			if off == wordSrcPort {
+				sp = p
+			} else {
+				dp = p
+			}
+			s, d2 := netip.AddrPortFrom(src, sp), netip.AddrPortFrom(dst, dp)
+			if a.open[connKey{s, d2}] || a.open[connKey{d2, s}] {
+				d.setWord(off, p)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// headerFix sets back a damaged sequence number or flags word of the
+// current packet, on direction h whose next byte reassembly expects at
+// nextSeq (negative: none yet), when the packet is odd there and the old
+// value makes it ordinary. It reports whether it changed the packet.
+func (s *stream) headerFix(h *halfState, tcp *layers.TCP, nextSeq reassembly.Sequence) bool {
+	d := &s.a.dec
+	n := len(tcp.Payload)
+	seq := reassembly.Sequence(tcp.Seq)
+	oddSeq := n > 0 && nextSeq >= 0 && seq != h.maxEnd && seq != nextSeq
+	oddFlags := tcp.URG || tcp.RST || tcp.FIN || tcp.SYN && nextSeq >= 0 ||
+		h.hdr != 0 && len(tcp.Contents) != h.hdr && n > 0
+	if !oddSeq && !oddFlags {
+		return false
+	}
+	r, bad := d.sumSuspect(&h.sums)
+	if !bad {
+		return false
+	}
+	if oddSeq {
+		for _, off := range [...]int{wordSeqHi, wordSeqLo} {
+			w, _ := d.wordBefore(off, r)
+			b := binary.BigEndian.AppendUint32(nil, tcp.Seq)
+			binary.BigEndian.PutUint16(b[off-wordSeqHi:], w)
+			if c := reassembly.Sequence(binary.BigEndian.Uint32(b)); c == h.maxEnd || c == nextSeq {
+				d.setWord(off, w)
+				tcp.Seq = uint32(c)
+				return true
+			}
+		}
+	}
+	if oddFlags {
+		w, _ := d.wordBefore(wordFlags, r)
+		if s.ordinaryFlags(h, w, nextSeq) {
+			d.setWord(wordFlags, w)
+			d.setFlags(w)
+			return true
+		}
+	}
+	return false
+}
+
+// ordinaryFlags reports whether w, a TCP header's data offset and flags
+// word, is what an ordinary segment of direction h carries: a header as
+// long as the direction's (or a plausible one), no reserved bit, and ACK
+// with at most PSH, or the SYN that starts a direction.
+func (s *stream) ordinaryFlags(h *halfState, w uint16, nextSeq reassembly.Sequence) bool {
+	hdr := int(w>>12) * 4
+	seg := len(s.a.dec.tcp.Contents) + len(s.a.dec.tcp.Payload)
+	if hdr < 20 || hdr > seg || w&0x0e00 != 0 {
+		return false
+	}
+	flags := w & 0x1ff
+	if nextSeq < 0 && hdr == seg && (flags == 0x002 || flags == 0x012) { // SYN, SYN-ACK
+		return true
+	}
+	if h.hdr != 0 && hdr != h.hdr {
+		return false
+	}
+	return flags == 0x010 || flags == 0x018
+}
+
+// setFlags applies a repaired data offset and flags word to the decoded
+// header: its flags, and where its payload starts.
+func (d *decoder) setFlags(w uint16) {
+	t := &d.tcp
+	seg := t.Contents[:len(t.Contents)+len(t.Payload)]
+	hdr := int(w>>12) * 4
+	if d.claimed >= 0 {
+		d.claimed += len(t.Contents) - hdr
+	}
+	t.DataOffset = uint8(w >> 12)
+	t.Contents, t.Payload = seg[:hdr], seg[hdr:]
+	t.NS, t.CWR, t.ECE = w&0x100 != 0, w&0x80 != 0, w&0x40 != 0
+	t.URG, t.ACK, t.PSH = w&0x20 != 0, w&0x10 != 0, w&0x08 != 0
+	t.RST, t.SYN, t.FIN = w&0x04 != 0, w&0x02 != 0, w&0x01 != 0
+}
+
+// ipFix sets back one damaged word of the current packet's IPv4 header,
+// decoded as TCP: its total length (which moves where the payload ends:
+// link padding taken as data, or data cut off) or a word of an address
+// (which puts the packet in a connection of its own). The IPv4 header
+// checksum says what the word was, as the TCP one does for its header;
+// the change is kept only when the TCP checksum is right afterwards,
+// which it is not by chance. It reports whether it changed the packet,
+// decoded again; the caller counts it.
+func (a *Assembler) ipFix(lt layers.LinkType, data []byte) bool {
+	d := &a.dec
+	ip := d.ip4.Contents
+	if !a.repair || d.v6 || len(ip) != 20 {
+		return false
+	}
+	sum := fold(sum16(0, ip))
+	if sum == 0xffff {
+		return false
+	}
+	if right, known := d.tcpChecksum(); right && known {
+		return false // a harmless field (TTL, id) was hit
+	}
+	for _, off := range [...]int{2, 12, 14, 16, 18} {
+		ip = d.ip4.Contents
+		cur := binary.BigEndian.Uint16(ip[off:])
+		w := uint16((uint32(cur) + 0xffff - uint32(sum)) % 0xffff)
+		if w == cur || off == 2 && w < 40 {
+			continue
+		}
+		binary.BigEndian.PutUint16(ip[off:], w)
+		if d.decode(lt, data) == pktTCP {
+			if right, known := d.tcpChecksum(); right && known {
+				return true
+			}
+		}
+		binary.BigEndian.PutUint16(ip[off:], cur)
+		d.decode(lt, data)
+	}
+	return false
+}
