@@ -123,6 +123,16 @@ func (r *resync) beforeNg() {
 			ok = r.ngClock(p, &blk)
 		}
 		switch {
+		case ok && blk.typ == ngIDB && r.wrongResolution(p, &blk):
+			// Replaced by one with the resolution its packets need.
+			p = r.hold(p)
+			r.discard(blk.n)
+			if r.dmg.resyncs == 0 {
+				r.dmg.at = r.pos
+			}
+			r.dmg.resyncs++
+			r.held = append(r.held, r.idb(blk.intf)...)
+			continue
 		case ok && (blk.typ == ngSHB || blk.typ == ngIDB):
 			r.ngApply(&blk)
 			p += blk.n
@@ -410,6 +420,12 @@ func (r *resync) synthIDB(blk *ngBlock) []byte {
 	if !ok {
 		return nil
 	}
+	return r.idb(in)
+}
+
+// idb returns an Interface Description Block for in (its link type, snap
+// length and timestamp resolution, ns or µs), and takes it in.
+func (r *resync) idb(in ngIface) []byte {
 	res := byte(6)
 	if in.mask == 1e9 {
 		res = 9
@@ -422,12 +438,44 @@ func (r *resync) synthIDB(blk *ngBlock) []byte {
 	order.PutUint32(b, ngIDB)
 	order.PutUint32(b[4:], 32)
 	order.PutUint16(b[8:], uint16(in.link))
+	order.PutUint32(b[12:], in.snap)
 	order.PutUint16(b[16:], 9)
 	order.PutUint16(b[18:], 1)
 	b[20] = res
 	order.PutUint32(b[28:], 32)
 	r.ifaces = append(r.ifaces, in)
 	return b
+}
+
+// wrongResolution reports whether the Interface Description blk, at
+// offset p of br, says a timestamp resolution (or offset) that its first
+// packet's time contradicts: damage to its if_tsresol option, which would
+// put every packet of the interface centuries away (ns read as µs), the
+// reassembly's timeouts with them. That time is checked against the
+// packets before, or this century; when the other usual resolution (ns,
+// µs) fits, blk's is set to it.
+func (r *resync) wrongResolution(p int, blk *ngBlock) bool {
+	next, ok := r.ngNext(p + blk.n)
+	if !ok || !next.timed() || next.iface != len(r.ifaces) {
+		return false
+	}
+	fits := func(mask uint64) bool {
+		sec := int64(next.raw/mask + blk.intf.offset)
+		if r.hasRef {
+			return absDiff(sec, r.ref) <= maxClockJump
+		}
+		return sec > 946684800 && sec < 4102444800
+	}
+	if fits(blk.intf.mask) {
+		return false
+	}
+	for _, mask := range [...]uint64{1e9, 1e6} {
+		if fits(mask) {
+			blk.intf.mask = mask
+			return true
+		}
+	}
+	return false
 }
 
 // repairEPB repairs an enhanced packet block b whose captured length was

@@ -425,3 +425,46 @@ func FuzzResync(f *testing.F) {
 		}
 	})
 }
+
+// TestResyncTimestampResolution: a pcapng Interface Description whose
+// if_tsresol option was damaged (ns read as µs) would put every packet of
+// the interface in another millennium, and the reassembly's timeouts
+// with them. Its first packet's time, out of any plausible range with the
+// resolution said and in range with the other, sets it right: the
+// packets keep their times, and the damage is counted.
+func TestResyncTimestampResolution(t *testing.T) {
+	file := pcapngFile(t, []layers.LinkType{layers.LinkTypeEthernet}, resyncConv())
+	_, blocks := records(file)
+	idb := file[blocks[1].off : blocks[1].off+blocks[1].n]
+	res := -1
+	for off := 16; off+4 <= len(idb)-4; {
+		code, n := binary.LittleEndian.Uint16(idb[off:]), int(binary.LittleEndian.Uint16(idb[off+2:]))
+		if code == 9 && n == 1 {
+			res = off + 4
+			break
+		}
+		off += 4 + (n+3)&^3
+	}
+	if res < 0 {
+		t.Fatal("the writer's interface has no if_tsresol option")
+	}
+	idb[res] ^= 0x0f // 9 (ns) becomes 6 (µs), 6 becomes 9
+	path := writeTemp(t, "d.pcapng", file)
+	fs, err := OpenFiles([]string{path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	if err := fs.Run(context.Background(), rec); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	checkDelivered(t, rec, nil)
+	for _, c := range rec.chunks {
+		if d := c.Time.Sub(base); d < 0 || d > time.Second {
+			t.Fatalf("chunk at %v, want within a second after %v", c.Time, base)
+		}
+	}
+	if d := fs.Damage(); len(d) != 1 || d[0].Resyncs != 1 || d[0].Skipped != 0 {
+		t.Errorf("Damage() = %+v, want one place, nothing skipped", d)
+	}
+}
