@@ -60,8 +60,12 @@ type connState struct {
 	pending []*pending // requests awaiting responses, in request order
 	free    []*pending
 	frames  int64 // frames decoded; 0 means not yet known to be Kafka
-	sniffed int   // bytes searched without finding a frame
-	first   bool  // first data chunk seen
+	// kafkaish: its first request did not decode, but its header was a
+	// Kafka request's but for one field (damage): searched on as on a
+	// broker port (notKafka).
+	kafkaish bool
+	sniffed  int  // bytes searched without finding a frame
+	first    bool // first data chunk seen
 	// guessing: the source guessed the sides (mid-stream, no broker port)
 	// and no request was found yet: both directions are searched for one.
 	guessing bool

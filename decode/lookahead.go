@@ -26,7 +26,7 @@ const (
 	// suspectMin and suspectRatio: a frame is suspect when it claims more
 	// than suspectMin bytes and suspectRatio times the largest frame of
 	// its direction so far.
-	suspectMin   = 64 << 10
+	suspectMin   = 1 << 10
 	suspectRatio = 16
 	// lookLimit bounds the bytes searched after a suspect frame's header.
 	lookLimit = 1 << 20
@@ -49,7 +49,7 @@ type look struct {
 // reports whether it did.
 func (d *Decoder) suspect(cs *connState, dir capture.Dir, rem []byte, l int64) bool {
 	s := &cs.dir[dir]
-	if s.largest == 0 || l <= suspectMin || l <= suspectRatio*s.largest || len(rem) < 8 {
+	if l <= suspectMin || l <= suspectRatio*s.largest || len(rem) < 8 {
 		return false
 	}
 	lk := look{on: true, left: lookLimit}
@@ -146,4 +146,31 @@ func junkRequest(p []byte, l int64) bool {
 		return true
 	}
 	return !printable(p[14:min(int64(len(p)), 14+max(n, 0))])
+}
+
+// nearRequest reports whether frame, a request frame that did not decode,
+// has a Kafka request header but for one field: of a key kmsg knows, a
+// version of that key, a correlation id >= 0 and a printable client id
+// that fits, at most one is wrong. A connection whose first request is
+// such a frame is Kafka with a damaged byte, not another protocol.
+func (d *Decoder) nearRequest(frame []byte) bool {
+	if len(frame) < 10 {
+		return false
+	}
+	key, version := int16(binary.BigEndian.Uint16(frame)), int16(binary.BigEndian.Uint16(frame[2:]))
+	corr, n := int32(binary.BigEndian.Uint32(frame[4:])), int(int16(binary.BigEndian.Uint16(frame[8:])))
+	wrong := 0
+	proto := keyKnown(&d.protos, key)
+	if proto == nil {
+		wrong++
+	} else if version < 0 || version > proto.MaxVersion() {
+		wrong++
+	}
+	if corr < 0 {
+		wrong++
+	}
+	if n < -1 || 10+n > len(frame) || !printable(frame[10:10+max(n, 0)]) {
+		wrong++
+	}
+	return wrong <= 1
 }

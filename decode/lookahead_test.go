@@ -34,6 +34,19 @@ func TestDamagedLength(t *testing.T) {
 			resp(hbResp(2)), resp(hbResp(3)), resp(hbResp(4)),
 		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 seen", "Heartbeat v4 #4 seen"},
 			[]AnomalyKind{AnomalyResync, AnomalyUnmatchedResponse}},
+		{"a 1 kB request claiming 512 MiB, the next in its own segment", []step{
+			req(hb(1)), resp(hbResp(1)),
+			req(damage(reqFrame(produceReq(1, 1<<10), 9, 2, "c"), 1<<29|uint32(len(reqFrame(produceReq(1, 1<<10), 9, 2, "c"))-4))),
+			req(hb(3)), req(hb(4)),
+			resp(respFrame(produceResp(), 9, 2)), resp(hbResp(3)), resp(hbResp(4)),
+		}, []string{"Heartbeat v4 #1 seen", "Produce v9 #2 seen noreq", "Heartbeat v4 #3 seen", "Heartbeat v4 #4 seen"},
+			[]AnomalyKind{AnomalyOversize, AnomalyResync}},
+		{"request claiming 53 kB, under 64 KiB", []step{
+			req(hb(1)), resp(hbResp(1)),
+			req(damage(hb(2), 0xd200|uint32(len(hb(2))-4))), req(hb(3)), req(hb(4)),
+			resp(hbResp(2)), resp(hbResp(3)), resp(hbResp(4)),
+		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 seen", "Heartbeat v4 #4 seen"},
+			[]AnomalyKind{AnomalyResync, AnomalyUnmatchedResponse}},
 		{"request claiming 1.5 GB", []step{
 			req(hb(1)), resp(hbResp(1)),
 			req(damage(hb(2), 0x5c000000|uint32(len(hb(2))-4))), req(hb(3)), req(hb(4)),
@@ -58,4 +71,27 @@ func TestDamagedLength(t *testing.T) {
 			diff(t, "anomalies", tt.an, r.kinds())
 		})
 	}
+}
+
+// TestAdoptAtGap: a connection whose first request was lost, and then a
+// segment in the middle of the large request after it (a producer in a
+// damaged or lossy capture): the large request starts right after the
+// first gap, but it can never be checked whole. Its header, a known key
+// and version with the connection's client id, is taken as the frame
+// boundary when the second gap falls inside its frame: the request is
+// counted (its body lost), and the stream is in sync for the next ones.
+// Before, the bytes were searched again from the middle of its body, and
+// the request was never seen.
+func TestAdoptAtGap(t *testing.T) {
+	hb := func(corr int32) []byte { return reqFrame(heartbeatReq(1), 4, corr, "c") }
+	hbResp := func(corr int32) []byte { return respFrame(heartbeatResp(0), 4, corr) }
+	prod := reqFrame(produceReq(1, 20<<10), 9, 2, "c")
+	steps := []step{
+		gap(capture.ToServer, len(hb(1))),
+		req(prod[:1000]), gap(capture.ToServer, 1000), req(prod[2000:]),
+		req(hb(3)),
+		resp(hbResp(1)), resp(respFrame(produceResp(), 9, 2)), resp(hbResp(3)),
+	}
+	r, _, _ := feed(nil, newConn(capture.RolePort, true), 0, steps...)
+	diff(t, "exchanges", []string{"Produce v9 #2 seen noreq", "Heartbeat v4 #3 seen"}, summary(r))
 }

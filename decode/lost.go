@@ -79,3 +79,46 @@ func (d *Decoder) oversize(cs *connState, dir capture.Dir, rem []byte, l int64, 
 	s.skip = 4 + l
 	return true
 }
+
+// adopt handles a gap of n bytes on an unsynced direction whose buffer
+// holds a candidate frame start (resync) that the gap falls inside. Such a
+// candidate can never be checked whole: without adopting it, the buffer
+// is dropped and the search starts again in the middle of its frame, and
+// a connection whose large first frames each lost a segment (a producer
+// with 100 kB requests) never yields one and is ignored as not Kafka. The
+// first candidate is taken as the frame boundary when its header stands
+// on its own (a request: a known key and version and a printable, non-
+// empty client id; a response: the id of a request awaiting its answer):
+// the bytes before it are counted as skipped, the frame is lost as a gap
+// in a synced direction loses it, and decoding goes on after it. A false
+// candidate desyncs again at the next frame, as any damaged length does.
+func (d *Decoder) adopt(cs *connState, dir capture.Dir, n int64, t time.Time) bool {
+	s := &cs.dir[dir]
+	if n <= 0 || len(s.cands) == 0 || cs.guessing {
+		return false
+	}
+	c := s.cands[0]
+	rem := s.buf[c:]
+	if len(rem) < 14 {
+		return false
+	}
+	l := int64(int32(binary.BigEndian.Uint32(rem)))
+	have, total := int64(len(rem)), 4+l
+	if l < 4 || l > int64(d.opts.MaxFrame) || have >= total || have+n > total {
+		return false
+	}
+	if dir == capture.ToServer {
+		h, ok := parseRequestHeader(&d.protos, &d.tags, rem[4:])
+		if !ok || !h.plausible() || len(h.clientID) == 0 {
+			return false
+		}
+	} else if cs.find(int32(binary.BigEndian.Uint32(rem[4:]))) < 0 {
+		return false
+	}
+	s.skipped += int64(c)
+	d.synced(cs, dir, t)
+	d.damaged(cs, dir, rem[4:], s.start)
+	s.skip = total - have - n
+	s.drop()
+	return true
+}

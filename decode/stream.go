@@ -45,7 +45,7 @@ const maxHeaderProbe = 4 + 10 + 255
 func (d *Decoder) feed(cs *connState, dir capture.Dir, c *capture.Chunk) {
 	s := &cs.dir[dir]
 	p := c.Data
-	if s.skip > 0 {
+	if s.skip > 0 && !s.look.on { // (a suspect frame's bytes are searched: consume)
 		n := min(int64(len(p)), s.skip)
 		s.skip -= n
 		p = p[n:]
@@ -218,6 +218,7 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 		}
 		if dir == capture.ToServer {
 			if !d.request(cs, frame, t) {
+				cs.kafkaish = cs.kafkaish || cs.frames == 0 && d.nearRequest(frame)
 				d.holes = d.holes[:0]
 				d.desync(cs, dir, t)
 				continue
@@ -449,7 +450,7 @@ func (d *Decoder) notKafka(cs *connState, dir capture.Dir, t time.Time) bool {
 	if cs.frames > 0 || skipped == 0 {
 		return false
 	}
-	if cs.conn.Handshake && cs.conn.Role != capture.RolePort {
+	if cs.conn.Handshake && cs.conn.Role != capture.RolePort && !cs.kafkaish {
 		limit = 0
 	}
 	if skipped <= limit {
@@ -512,6 +513,9 @@ func (d *Decoder) gap(cs *connState, c *capture.Chunk) {
 		}
 	}
 	if !s.synced {
+		if d.adopt(cs, c.Dir, n, c.Time) {
+			return
+		}
 		s.skipped += int64(len(s.buf))
 	} else {
 		d.stats.SkippedBytes += int64(len(s.buf))
