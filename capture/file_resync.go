@@ -170,6 +170,9 @@ func (r *resync) beforePcap() {
 					s3, _, ok3, secOK3 := r.pcapHeader(b[min(n+n2, len(b)):])
 					hasNext = !(ok3 && secOK3 && absDiff(s3, sec) <= maxClockJump)
 				}
+				if !(hasNext && absDiff(nsec, sec) <= maxClockJump) && r.pcapShorten(b, n) {
+					continue // its lengths set back: check it again
+				}
 				if r.clock(sec, secOK, nsec, hasNext) {
 					r.pos += int64(n)
 					return
@@ -220,6 +223,30 @@ func (r *resync) repairPcapLen() bool {
 			r.dmg.resyncs++
 			return true
 		}
+	}
+	return false
+}
+
+// pcapShorten repairs the record at the start of b (n bytes with its
+// header, all in b, and the next header unless at the end) when what follows it is not a record header and a
+// plausible record starts inside it instead: both its lengths were
+// damaged upwards (one alone is repairPcapLen's), and it would take the
+// records after it as its data. Its lengths are set to end where that
+// record starts, if its frame decodes so; counted as damage, no byte
+// skipped. Records that run on past their end are not shortened: the
+// header after them is more likely the damaged one.
+func (r *resync) pcapShorten(b []byte, n int) bool {
+	for m := pcapRecHdr + 20; m+pcapRecHdr <= n; m++ {
+		if r.pcapCandidate(b[m:], len(b) < n+pcapRecHdr) != isRecord || !r.frameOK(r.link, b[pcapRecHdr:m]) {
+			continue
+		}
+		r.put32(b[8:], uint32(m-pcapRecHdr))
+		r.put32(b[12:], uint32(m-pcapRecHdr))
+		if r.dmg.resyncs == 0 {
+			r.dmg.at = r.pos
+		}
+		r.dmg.resyncs++
+		return true
 	}
 	return false
 }
@@ -370,6 +397,9 @@ func (r *resync) skip(cand func(b []byte, eof bool) candidate) {
 		w, err := r.br.Peek(min(max(want, r.br.Buffered()), r.br.Size()))
 		eof := err != nil
 		i, found := r.scan(cand, w, from, eof)
+		if found && from == 1 && r.ng && r.ngFixBlock(w[:i]) {
+			return // its header set back: read as it is now
+		}
 		if !found && !eof && i == 0 {
 			if len(w) < r.br.Size() {
 				want = 2 * len(w)

@@ -510,3 +510,33 @@ func (r *resync) repairEPB(blk *ngBlock, b []byte) bool {
 	}
 	return false
 }
+
+// ngFixBlock sets back the header of b, a damaged block followed by a
+// plausible one, when its damage was its type or leading length only:
+// its repeated length, at its end, says b's length, and with the type of
+// a packet block and that length, its contents check as one. A packet
+// whose block header lost a byte is then read instead of skipped. b is
+// changed in place (pcapgo's buffer) only when it reports true.
+func (r *resync) ngFixBlock(b []byte) bool {
+	n := len(b)
+	if n < 32 || n%4 != 0 || r.u32(b[n-4:]) != uint32(n) {
+		return false
+	}
+	old := [8]byte(b)
+	order := binary.ByteOrder(binary.LittleEndian)
+	if r.big {
+		order = binary.BigEndian
+	}
+	order.PutUint32(b, ngEPB)
+	order.PutUint32(b[4:], uint32(n))
+	if [8]byte(b) == old {
+		return false // nothing to set back: the damage is elsewhere
+	}
+	blk, ok := r.ngHeader(b)
+	if ok && r.ngCheck(&blk, b) && blk.trailerOK && blk.exact && !blk.missing &&
+		r.frameOK(r.ifaces[blk.iface].link, blk.data) {
+		return true
+	}
+	copy(b, old[:])
+	return false
+}

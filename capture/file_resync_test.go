@@ -106,6 +106,13 @@ var resyncCases = []resyncCase{
 		put32(f, r[k].off+12, 10)
 		return f, r[k].off, 0
 	}, resyncs: 1},
+	// Both lengths damaged upwards, taking in the records after it: it is
+	// cut where a plausible record starts inside it (pcapShorten).
+	{name: "pcap: both lengths taking in the next records", damage: func(f []byte, r, _ []span) ([]byte, int, int) {
+		put32(f, r[k].off+8, uint32(r[k].n-16+r[k+1].n+8))
+		put32(f, r[k].off+12, 0x00500000)
+		return f, r[k].off, 0
+	}, resyncs: 1},
 	{name: "pcap: capture length 20 short: the record is cut, the next header misplaced", damage: func(f []byte, r, _ []span) ([]byte, int, int) {
 		put32(f, r[k].off+8, uint32(r[k].n-16-20))
 		return f, r[k+1].off - 20, 20
@@ -144,24 +151,33 @@ var resyncCases = []resyncCase{
 		return f, 0, 0
 	}},
 
+	// The type or the leading length damaged: the length repeated at the
+	// block's end, where a plausible block follows, says what they were:
+	// set back, the packet kept (ngFixBlock).
 	{name: "pcapng: block length changed", ng: true, damage: func(f []byte, r, _ []span) ([]byte, int, int) {
 		put32(f, r[k].off+4, uint32(r[k].n+8))
-		return f, r[k].off, r[k].n
-	}, lost: []int{3}, resyncs: 1},
+		return f, r[k].off, 0
+	}, resyncs: 1},
 	{name: "pcapng: block length taking in the next block", ng: true, damage: func(f []byte, r, _ []span) ([]byte, int, int) {
 		put32(f, r[k].off+4, uint32(r[k].n+r[k+1].n))
-		return f, r[k].off, r[k].n
-	}, lost: []int{3}, resyncs: 1},
+		return f, r[k].off, 0
+	}, resyncs: 1},
 	{name: "pcapng: block length not a multiple of 4", ng: true, damage: func(f []byte, r, _ []span) ([]byte, int, int) {
 		put32(f, r[k].off+4, uint32(r[k].n+2))
-		return f, r[k].off, r[k].n
-	}, lost: []int{3}, resyncs: 1},
+		return f, r[k].off, 0
+	}, resyncs: 1},
 	{name: "pcapng: huge block length", ng: true, damage: func(f []byte, r, _ []span) ([]byte, int, int) {
 		put32(f, r[k].off+4, 0xfffffff0)
-		return f, r[k].off, r[k].n
-	}, lost: []int{3}, resyncs: 1},
+		return f, r[k].off, 0
+	}, resyncs: 1},
 	{name: "pcapng: unknown block type", ng: true, damage: func(f []byte, r, _ []span) ([]byte, int, int) {
 		put32(f, r[k].off, 0x99)
+		return f, r[k].off, 0
+	}, resyncs: 1},
+	// Both lengths damaged: nothing says where the block ends: skipped.
+	{name: "pcapng: both block lengths changed", ng: true, damage: func(f []byte, r, _ []span) ([]byte, int, int) {
+		put32(f, r[k].off+4, uint32(r[k].n+8))
+		put32(f, r[k].off+r[k].n-4, uint32(r[k].n+8))
 		return f, r[k].off, r[k].n
 	}, lost: []int{3}, resyncs: 1},
 	// The block's framing intact: the captured length is repaired from

@@ -174,3 +174,39 @@ func (d *Decoder) nearRequest(frame []byte) bool {
 	}
 	return wrong <= 1
 }
+
+// reframe is called for a response to corr, a request not seen: when the
+// request direction is waiting for the rest of a frame, and its buffered
+// bytes hold, after that frame's start, a plausible header of the request
+// corr, the frame's length was damaged (it claims more than it has, the
+// request that was answered among what it claims), or it is not a frame
+// at all (the one before it claimed too little). It is given up as for a
+// suspect frame found by its follower, and the requests after it are
+// decoded: the response waiting for its request meets it. No size
+// threshold is needed here: the answer says a request was sent.
+func (d *Decoder) reframe(cs *connState, corr int32, t time.Time) {
+	s := &cs.dir[capture.ToServer]
+	if !s.synced || s.skip > 0 || len(s.buf) < 8 || cs.guessing || cs.rawSASL(capture.ToServer) {
+		return
+	}
+	l := int64(int32(binary.BigEndian.Uint32(s.buf)))
+	if 4+l <= int64(len(s.buf)) {
+		return
+	}
+	for i := 4; i+12 <= len(s.buf); i++ {
+		if int32(binary.BigEndian.Uint32(s.buf[i+8:])) != corr {
+			continue
+		}
+		if n := int64(int32(binary.BigEndian.Uint32(s.buf[i:]))); n < 8 || n > int64(d.opts.MaxFrame) {
+			continue
+		}
+		if h, ok := parseRequestHeader(&d.protos, &d.tags, s.buf[i+4:]); !ok || !h.plausible() {
+			continue
+		}
+		d.damagedLength(cs, capture.ToServer, int64(i), l, t)
+		n := copy(s.buf, s.buf[i:])
+		s.buf = s.buf[:n]
+		d.drain(cs, capture.ToServer, n, t)
+		return
+	}
+}

@@ -95,3 +95,29 @@ func TestAdoptAtGap(t *testing.T) {
 	r, _, _ := feed(nil, newConn(capture.RolePort, true), 0, steps...)
 	diff(t, "exchanges", []string{"Produce v9 #2 seen noreq", "Heartbeat v4 #3 seen"}, summary(r))
 }
+
+// TestReframe: a request whose damaged length claims a little more than
+// it has takes in the start of the next request, and what is left of
+// that one reads as a plausible header claiming more than follows: the
+// direction waits for a frame that is not one, and the requests after it
+// would be taken as its body. The answer to a later request says it was
+// sent: found in the buffered bytes, it is decoded from there, and the
+// requests after it too.
+func TestReframe(t *testing.T) {
+	hb := func(corr int32) []byte { return reqFrame(heartbeatReq(1), 4, corr, "c") }
+	hbResp := func(corr int32) []byte { return respFrame(heartbeatResp(0), 4, corr) }
+	long := append(hb(2), make([]byte, 14)...)
+	binary.BigEndian.PutUint32(long, uint32(len(long)-4))
+	// The rest of request 3, read as a Metadata v1 header claiming 300
+	// bytes.
+	rest := []byte{0, 0, 1, 44, 0, 3, 0, 1, 0, 0, 0, 3, 0, 1, 'c', 0, 0}
+	steps := []step{
+		req(hb(1)), resp(hbResp(1)),
+		req(long[:len(long)-14]), req(append(long[len(long)-14:], rest...)), resp(hbResp(2)),
+		req(hb(4)), resp(hbResp(3)), resp(hbResp(4)),
+		req(hb(5)), resp(hbResp(5)),
+	}
+	r, _, _ := feed(nil, newConn(capture.RolePort, true), 0, steps...)
+	diff(t, "exchanges", []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #2 seen", "Heartbeat v4 #4 seen", "Heartbeat v4 #5 seen"}, summary(r))
+	diff(t, "anomalies", []AnomalyKind{AnomalyResync, AnomalyUnmatchedResponse}, r.kinds())
+}

@@ -253,6 +253,7 @@ func (d *Decoder) response(cs *connState, frame []byte, t time.Time) {
 	}
 	if cs.find(corr) < 0 {
 		d.hold(cs, corr, frame, t)
+		d.reframe(cs, corr, t) // lookahead.go
 		return
 	}
 	d.complete(cs, d.match(cs, corr, 4+len(frame), t), frame, t)
