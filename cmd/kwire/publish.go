@@ -24,6 +24,7 @@ type publishFlags struct {
 	kafka    kafkaFlags
 	bufferMB int
 	create   bool
+	name     string
 }
 
 func (f *publishFlags) register(fs *flag.FlagSet) {
@@ -31,6 +32,7 @@ func (f *publishFlags) register(fs *flag.FlagSet) {
 	f.kafka.register(fs, "publish", "also publish what kwire aggregate needs (exchanges without record data, anomalies, counters) to "+
 		"`kafka://HOST:PORT[,HOST:PORT...]/TOPIC` (docs/aggregate.md)")
 	fs.IntVar(&f.bufferMB, "publish-buffer-mb", 64, "with --publish, most `MiB` waiting for the transport; beyond it whole batches are dropped and counted, the capture never waits")
+	fs.StringVar(&f.name, "publish-agent", "", "with --publish, the agent's `NAME` (default: the host name): the aggregator tells agents, and an agent's restarts, by it, so agents on one host need names of their own, and a restarted agent its old one")
 	fs.BoolVar(&f.create, "publish-create-topic", false, "with --publish, let the brokers create the topic if it does not exist (auto-creation must be enabled on them)")
 }
 
@@ -84,9 +86,13 @@ type openBatch struct {
 	started time.Time
 }
 
-// newAgent returns the agent's identity: the host name and a random run.
-func newAgent() wire.Agent {
-	host, _ := os.Hostname()
+// newAgent returns the agent's identity: name (the host name when empty)
+// and a random run.
+func newAgent(name string) wire.Agent {
+	host := name
+	if host == "" {
+		host, _ = os.Hostname()
+	}
 	var b [8]byte
 	rand.Read(b[:])
 	return wire.Agent{Host: host, Run: binary.BigEndian.Uint64(b[:])}
@@ -270,7 +276,7 @@ func maxTime(a, b time.Time) time.Time {
 // startPublish connects kwire live's agent (--publish) and says so in
 // status.
 func (r *liveRun) startPublish(f *liveFlags, status *string) error {
-	pub, err := newPublisher(&f.publish, newAgent(), func() (capture.Stats, decode.Stats) { return r.src.Stats(), r.p.dec.Stats() })
+	pub, err := newPublisher(&f.publish, newAgent(f.publish.name), func() (capture.Stats, decode.Stats) { return r.src.Stats(), r.p.dec.Stats() })
 	if err != nil {
 		return err
 	}
