@@ -79,6 +79,10 @@ type publisher struct {
 	skew     time.Duration // added to every published time: tests of --max-skew only
 	inflight atomic.Int64
 	n        struct{ batches, items, bytes, dropped, droppedItems, errors atomic.Uint64 }
+	// end, once set, is when the capture stopped: the items the decoder
+	// gives from then on (requests never answered, at EOF) are published
+	// at it, as analyze gives them after every file's last packet.
+	end time.Time
 }
 
 type openBatch struct {
@@ -121,9 +125,18 @@ func newPublisher(f *publishFlags, agent wire.Agent, stats func() (capture.Stats
 
 func (p *publisher) now() time.Time {
 	if p.clock == nil {
-		return time.Time{}
+		return p.end
 	}
-	return p.clock.t
+	return maxTime(p.clock.t, p.end)
+}
+
+// stopping says that the live capture stopped at wall time t: what the
+// decoder gives from now on was still waiting when it did (an exchange
+// unanswered then could have been answered until then).
+func (p *publisher) stopping(t time.Time) {
+	if p.end.IsZero() {
+		p.end = t
+	}
 }
 
 // key is the record key of e: its client (host and client id), so that a
