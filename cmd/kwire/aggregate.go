@@ -60,7 +60,7 @@ func (f *aggregateFlags) register(fs *flag.FlagSet) {
 	f.from.register(fs, "from", "read the agents' items from `kafka://HOST:PORT[,HOST:PORT...]/TOPIC`")
 	fs.StringVar(&f.group, "group", "", "consume as Kafka consumer group `NAME` (several aggregators split the topic; docs/aggregate.md) instead of the whole topic from its start")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long, as on SIGINT (0: run until interrupted)")
-	fs.DurationVar(&f.idleExit, "exit-idle", 0, "stop once caught up and nothing new came for this long (0: never; for batch use)")
+	fs.DurationVar(&f.idleExit, "exit-idle", 0, "stop once caught up, with no agent still sending (each stopped, restarted or quiet), and nothing new came for this long (0: never; for batch use)")
 	fs.DurationVar(&f.maxLateness, "max-lateness", 5*time.Second, "how long (capture time) items wait for the other agents' before they are correlated; later ones are still used and counted")
 	fs.DurationVar(&f.maxSkew, "max-skew", 50*time.Millisecond, "how far apart the agents' host clocks may be: cross-host orderings and graces the correlator relies on allow for it (docs/aggregate.md)")
 	fs.DurationVar(&f.quietAfter, "quiet-after", 30*time.Second, "an agent silent this long (wall clock) stops holding the others back; it is shown as quiet")
@@ -164,7 +164,7 @@ func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time
 		ag.m.release(now, mode)
 		if n > 0 {
 			lastNew = now
-		} else if idleExit > 0 && now.Sub(lastNew) >= idleExit {
+		} else if idleExit > 0 && now.Sub(lastNew) >= idleExit && !ag.m.sending(now) {
 			return nil
 		}
 		if err := ag.p.out.Flush(); err != nil {

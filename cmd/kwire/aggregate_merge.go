@@ -222,6 +222,17 @@ func (m *merger) holds(a *agentState, now time.Time) bool {
 	return !a.final && !a.restarted && now.Sub(a.heard) <= m.quietAfter
 }
 
+// sending reports whether an agent still holds the watermark: a transport
+// that is down for a while makes no agent look done.
+func (m *merger) sending(now time.Time) bool {
+	for _, a := range m.agents {
+		if m.holds(a, now) {
+			return true
+		}
+	}
+	return false
+}
+
 // Release modes: up to the watermark; caught up (the input had nothing
 // new: up to the least latest clock of the agents still sending, since
 // what they sent is all there); everything (the input ended).
