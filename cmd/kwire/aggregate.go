@@ -220,8 +220,8 @@ func (ag *aggregator) finish(stdout io.Writer) error {
 	line := ag.line(end, time.Now())
 	line.Unobserved = unobs
 	if p.text {
-		_, err := fmt.Fprintf(stdout, "aggregate: %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members)\n",
-			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(unobs))
+		_, err := fmt.Fprintf(stdout, "aggregate: %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members), %d hazards withheld\n",
+			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(unobs), line.HazardsWithheld)
 		return err
 	}
 	b, _ := json.Marshal(line)
@@ -248,6 +248,10 @@ type aggregateLine struct {
 	// lists the members still withheld at the end.
 	Withheld   int64        `json:"expiries_withheld"`
 	Unobserved []unobserved `json:"unobserved,omitempty"`
+	// HazardsWithheld counts member_expired and heartbeat_late hazards
+	// dropped because the silence they rest on was the aggregator's: the
+	// coordinator's host was not captured for all of it.
+	HazardsWithheld int64 `json:"hazards_withheld"`
 }
 
 type aggregateAgent struct {
@@ -263,7 +267,7 @@ type aggregateAgent struct {
 func (ag *aggregator) line(end, now time.Time) *aggregateLine {
 	m := ag.m
 	l := &aggregateLine{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Late: m.late,
-		Withheld: m.cover.expiries}
+		Withheld: m.cover.expiries, HazardsWithheld: m.cover.hazards}
 	for _, a := range m.agents {
 		x := aggregateAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
 		if a.restarted {
