@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/decode"
@@ -206,4 +208,34 @@ func firstDiff(want, got []byte) string {
 		}
 	}
 	return ""
+}
+
+// TestEncodeLeavesExchange: the encoder sets a Produce request's records
+// and a Fetch response's record batches aside while it encodes their
+// bodies; the exchange must be as it was afterwards (the correlator reads
+// it next), and the batch must hold no record bytes.
+func TestEncodeLeavesExchange(t *testing.T) {
+	records := []byte("the records of a produce request, never published")
+	batches := []byte("the record batches of a fetch response, published as headers only")
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}, {Partition: 1}}}}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(12)
+	resp.Topics = []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{{Partition: 0, RecordBatches: batches}}}}
+	enc := NewEncoder(Agent{Host: "h", Run: 1})
+	enc.Reset(1)
+	at := time.Unix(1, 0)
+	enc.Exchange(at, &decode.Exchange{Key: 0, Version: 9, Req: req, ReqTime: at})
+	enc.Exchange(at, &decode.Exchange{Key: 1, Version: 12, Resp: resp, RespTime: at})
+	if got := req.Topics[0].Partitions[0].Records; &got[0] != &records[0] || len(got) != len(records) || req.Topics[0].Partitions[1].Records != nil {
+		t.Errorf("produce request records after encoding: %q", got)
+	}
+	if got := resp.Topics[0].Partitions[0].RecordBatches; &got[0] != &batches[0] || len(got) != len(batches) {
+		t.Errorf("fetch response record batches after encoding: %q", got)
+	}
+	// Bytes that are no batch are cut to their first 18 (tailKeep).
+	if b := enc.Bytes(); bytes.Contains(b, records[:16]) || bytes.Contains(b, batches[tailKeep:tailKeep+16]) {
+		t.Errorf("record bytes in the batch: %q", b)
+	}
 }
