@@ -72,7 +72,8 @@ type publisher struct {
 	clock    *lastTime // the pipeline's capture clock: an item's At
 	stats    func() (capture.Stats, decode.Stats)
 	open     map[string]*openBatch
-	connKey  map[uint64]string // a connection's latest client key
+	free     []*wire.Encoder    // encoders of batches sent, for the next ones
+	connKey  map[uint64]connKey // a connection's latest client key
 	seq      uint64
 	limit    int64
 	maxAge   time.Duration // publishBatchAge
@@ -89,6 +90,9 @@ type openBatch struct {
 	enc     *wire.Encoder
 	started time.Time
 }
+
+// connKey is the record key of a connection's exchanges with a client id.
+type connKey struct{ clientID, key string }
 
 // newAgent returns the agent's identity: name (the host name when empty)
 // and a random run.
@@ -120,7 +124,7 @@ func newPublisher(f *publishFlags, agent wire.Agent, stats func() (capture.Stats
 		return nil, fmt.Errorf("--publish: %w", err)
 	}
 	return &publisher{cl: cl, topic: topic, agent: agent, stats: stats, open: make(map[string]*openBatch),
-		connKey: make(map[uint64]string), limit: limit, maxAge: publishBatchAge}, nil
+		connKey: make(map[uint64]connKey), limit: limit, maxAge: publishBatchAge}, nil
 }
 
 func (p *publisher) now() time.Time {
@@ -145,11 +149,14 @@ func (p *publisher) key(c *capture.Conn, clientID string) string {
 	if c == nil {
 		return clientID
 	}
+	if k, ok := p.connKey[c.ID]; ok && k.clientID == clientID {
+		return k.key
+	}
 	k := c.Client.Addr().Unmap().String() + "\x00" + clientID
 	if len(p.connKey) >= publishConnKeys {
 		clear(p.connKey)
 	}
-	p.connKey[c.ID] = k
+	p.connKey[c.ID] = connKey{clientID, k}
 	return k
 }
 
@@ -160,8 +167,13 @@ func (p *publisher) batch(key string) *openBatch {
 		if len(p.open) >= publishOpenKeys {
 			p.flushAll()
 		}
-		b = &openBatch{enc: wire.NewEncoder(p.agent), started: time.Now()}
-		b.enc.SetSkew(p.skew)
+		b = &openBatch{started: time.Now()}
+		if n := len(p.free); n > 0 {
+			b.enc, p.free = p.free[n-1], p.free[:n-1]
+		} else {
+			b.enc = wire.NewEncoder(p.agent)
+			b.enc.SetSkew(p.skew)
+		}
 		p.seq++
 		b.enc.Reset(p.seq)
 		p.open[key] = b
@@ -181,7 +193,7 @@ func (p *publisher) Exchange(e *decode.Exchange) {
 func (p *publisher) Anomaly(a *decode.Anomaly) {
 	k := ""
 	if a.Conn != nil {
-		if k = p.connKey[a.Conn.ID]; k == "" {
+		if k = p.connKey[a.Conn.ID].key; k == "" {
 			k = p.key(a.Conn, "")
 		}
 	}
@@ -236,10 +248,12 @@ func (p *publisher) flush(key string, b *openBatch) {
 	if p.inflight.Load()+size > p.limit {
 		p.n.dropped.Add(1)
 		p.n.droppedItems.Add(items)
+		p.free = append(p.free, b.enc)
 		return
 	}
 	p.inflight.Add(size)
-	rec := &kgo.Record{Key: []byte(key), Value: slices.Clone(b.enc.Bytes())}
+	rec := &kgo.Record{Key: []byte(key), Value: b.enc.Take()}
+	p.free = append(p.free, b.enc)
 	p.cl.TryProduce(context.Background(), rec, func(_ *kgo.Record, err error) {
 		p.inflight.Add(-size)
 		if err != nil {
