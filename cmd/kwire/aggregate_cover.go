@@ -102,9 +102,43 @@ func (cv *coverage) exchange(host string, e *decode.Exchange) {
 		clear(cv.group)
 	}
 	cv.group[group] = host
-	if member != "" {
-		cv.member[memberRef{group, member}] = host
+	if member == "" {
+		return
 	}
+	ref := memberRef{group, member}
+	cv.member[ref] = host
+	if w := cv.withheld[ref]; w != nil && alive(e) {
+		// The broker still had the member: its expiry was the
+		// aggregator's silence (a later generation without it is its
+		// leaving, not a confirmation).
+		for _, x := range w.events {
+			cv.drop(x)
+		}
+		delete(cv.withheld, ref)
+	}
+}
+
+// alive reports whether exchange e shows that the broker still had the
+// member that sent it: a heartbeat, a join, a sync accepted, or a
+// LeaveGroup not refused (a member removed by the broker gets
+// UNKNOWN_MEMBER_ID).
+func alive(e *decode.Exchange) bool {
+	switch r := e.Resp.(type) {
+	case *kmsg.HeartbeatResponse:
+		return r.ErrorCode == 0
+	case *kmsg.JoinGroupResponse:
+		return r.ErrorCode == 0
+	case *kmsg.SyncGroupResponse:
+		return r.ErrorCode == 0
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		return r.ErrorCode == 0
+	case *kmsg.LeaveGroupResponse:
+		return r.ErrorCode == 0
+	case nil:
+		_, leaving := e.Req.(*kmsg.LeaveGroupRequest)
+		return leaving
+	}
+	return false
 }
 
 // coordinatorRequest returns the group (and member, when the request
