@@ -122,6 +122,7 @@ func TestAggregateLiveAgentRestart(t *testing.T) {
 	g.produce(50)
 	g.settled("member-2 to join")
 
+	r.delivered(1) // what the kill loses is counted, but this test is about the hole
 	r.agents[1].kill(t)
 	restart := time.NewTimer(agentDown)
 	g.produce(50)
@@ -146,9 +147,7 @@ func TestAggregateLiveAgentRestart(t *testing.T) {
 		t.Errorf("aggregate line: %d restarts, %d expiries withheld, unobserved %+v; want 1 restart, expiries withheld (the members' sessions ran out in the aggregator's clock), none unobserved at the end",
 			line.Restarts, line.Withheld, line.Unobserved)
 	}
-	// analyze of the -w files has no notion of coverage: it may take the
-	// capture's hole for the members' silence.
-	t.Logf("analyze of the -w files: %d member expired events; %+v", strings.Count(strings.Join(r.analyze(), "\n"), `"action":"expired"`), line)
+	t.Logf("%+v", line)
 }
 
 // checkSummaryHazards checks that the summary counts and lists no hazard

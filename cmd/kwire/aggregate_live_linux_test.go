@@ -180,6 +180,21 @@ func (r *aggLive) published() {
 	}
 }
 
+// delivered waits until agent i has delivered what it captured so far:
+// its batches go when 100 ms old, looked at every second after its stats
+// line, which says how many bytes wait for the transport.
+func (r *aggLive) delivered(i int) {
+	r.t.Helper()
+	a := r.agents[i]
+	a.stderr.mu.Lock()
+	from := a.stderr.buf.Len()
+	a.stderr.mu.Unlock()
+	a.stderr.wait(r.t, "the agent to deliver what it captured", func() bool {
+		lines := waitingRE.FindAllSubmatch(a.stderr.buf.Bytes()[from:], -1)
+		return len(lines) >= 2 && string(lines[len(lines)-1][1]) == "0"
+	})
+}
+
 // startAggregator runs `kwire aggregate` on the agents' topic while they
 // run; it exits once caught up with every agent stopped.
 func (r *aggLive) startAggregator() *agentProc {
