@@ -72,7 +72,8 @@ func newCoverage() *coverage {
 }
 
 // covered reports whether host's agent runs together captured all of
-// [from, to].
+// [from, to]: each run from its first item to the latest traffic it
+// reported.
 func (cv *coverage) covered(host string, from, to time.Time) bool {
 	runs := slices.Clone(cv.hosts[host])
 	slices.SortFunc(runs, func(a, b *agentState) int { return a.first.Compare(b.first) })
@@ -81,8 +82,8 @@ func (cv *coverage) covered(host string, from, to time.Time) bool {
 		if r.first.After(at) {
 			break
 		}
-		if r.latest.After(at) {
-			at = r.latest
+		if r.seen.After(at) {
+			at = r.seen
 		}
 	}
 	return !at.Before(to)
@@ -95,6 +96,11 @@ func (cv *coverage) exchange(host string, e *decode.Exchange) {
 	if group == "" {
 		return
 	}
+	if r, ok := e.Req.(*kmsg.LeaveGroupRequest); ok && member == "" {
+		for _, m := range r.Members { // v3+: a batch of members
+			cv.heard(host, group, m.MemberID, e)
+		}
+	}
 	if len(cv.member) >= maxCoordRefs {
 		clear(cv.member)
 	}
@@ -102,6 +108,11 @@ func (cv *coverage) exchange(host string, e *decode.Exchange) {
 		clear(cv.group)
 	}
 	cv.group[group] = host
+	cv.heard(host, group, member, e)
+}
+
+// heard notes that member (if any) sent e to its coordinator on host.
+func (cv *coverage) heard(host, group, member string, e *decode.Exchange) {
 	if member == "" {
 		return
 	}
@@ -316,14 +327,13 @@ func (cv *coverage) patch(s *correlate.Snapshot) []unobserved {
 				}
 			}
 		}
-		if !found {
-			continue
-		}
-		out = append(out, unobserved{ref.group, ref.member, w.host, w.since.UTC()})
-		for _, ev := range w.events {
+		for _, ev := range w.events { // never emitted
 			if h, ok := ev.(*correlate.HazardEvent); ok {
 				drop[h] = true
 			}
+		}
+		if found {
+			out = append(out, unobserved{ref.group, ref.member, w.host, w.since.UTC()})
 		}
 	}
 	s.Hazards = slices.DeleteFunc(s.Hazards, func(h correlate.HazardEvent) bool {
