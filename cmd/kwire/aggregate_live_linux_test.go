@@ -195,6 +195,19 @@ func (r *aggLive) delivered(i int) {
 	})
 }
 
+// captured waits until the agent of broker i, the group's coordinator,
+// has captured n member events of group with action (its own output
+// tells them): a capture stopped by SIGTERM loses what still waits in its
+// ring, which on a loaded machine may be the members' last LeaveGroup.
+func (r *aggLive) captured(i int, group, action string, n int) {
+	r.t.Helper()
+	want := []byte(`"action":"` + action + `","group":"` + group + `"`)
+	a := r.agents[i]
+	a.stdout.wait(r.t, fmt.Sprintf("agent b%d to capture %d %s events of %s", i, n, action, group), func() bool {
+		return bytes.Count(a.stdout.buf.Bytes(), want) >= n
+	})
+}
+
 // startAggregator runs `kwire aggregate` on the agents' topic while they
 // run; it exits once caught up with every agent stopped.
 func (r *aggLive) startAggregator() *agentProc {
@@ -269,6 +282,8 @@ func TestAggregateLive(t *testing.T) {
 	produce()
 	settled("the first members to leave")
 	both((*group).leave, "member-2", "sarama-2")
+	r.captured(1, g.name, "left", 2)
+	r.captured(2, s.name, "left", 2)
 	g.prod.Close()
 	s.prod.Close()
 	r.stopAgents()
