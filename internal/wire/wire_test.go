@@ -51,12 +51,16 @@ type roundTrip struct {
 	t               testing.TB
 	clock           time.Time
 	direct, viaWire *analysis
-	enc             *Encoder
-	seq             uint64
-	limit           int
-	batches, bytes  int
-	published       bytes.Buffer // every batch, for TestNothingSecretPublished
-	values          [][]byte     // every batch, one by one (fuzz seeds)
+	// deferred gets the batches decoded with DeferRecords, the record
+	// batches expanded into one reused buffer, as the aggregator does.
+	deferred       *analysis
+	buf            []byte
+	enc            *Encoder
+	seq            uint64
+	limit          int
+	batches, bytes int
+	published      bytes.Buffer // every batch, for TestNothingSecretPublished
+	values         [][]byte     // every batch, one by one (fuzz seeds)
 }
 
 func (r *roundTrip) Chunk(c *capture.Chunk) {}
@@ -100,6 +104,20 @@ func (r *roundTrip) flush() {
 				r.viaWire.Anomaly(it.Anomaly)
 			}
 		}
+		d, err := Decode(bytes.Clone(r.enc.Bytes()), &Options{DeferRecords: true})
+		if err != nil {
+			r.t.Fatalf("batch %d, records deferred: %v", r.seq, err)
+		}
+		for i := range d.Items {
+			it := &d.Items[i]
+			switch it.Kind {
+			case KindExchange:
+				r.buf = it.ExpandRecords(r.buf)
+				r.deferred.Exchange(it.Exchange)
+			case KindAnomaly:
+				r.deferred.Anomaly(it.Anomaly)
+			}
+		}
 	}
 	r.seq++
 	r.enc.Reset(r.seq)
@@ -131,6 +149,9 @@ func TestRoundTripCorrelates(t *testing.T) {
 			if !bytes.Equal(want, got) {
 				t.Errorf("correlator output differs after the round trip (-direct +wire):\n%s", firstDiff(want, got))
 			}
+			if got := r.deferred.finish(t, r.clock); !bytes.Equal(want, got) {
+				t.Errorf("correlator output differs after the round trip, records deferred (-direct +wire):\n%s", firstDiff(want, got))
+			}
 			t.Logf("%d batches, %d bytes, %d output bytes", r.batches, r.bytes, len(want))
 		})
 	}
@@ -147,7 +168,7 @@ func testCaptures(t testing.TB) []string {
 // runRoundTrip reads capture file f through a roundTrip, in batches of
 // limit bytes (64 KiB if 0).
 func runRoundTrip(t testing.TB, f string, limit ...int) *roundTrip {
-	r := &roundTrip{t: t, direct: newAnalysis(), viaWire: newAnalysis(), enc: NewEncoder(Agent{Host: "h", Run: 7}), limit: 64 << 10}
+	r := &roundTrip{t: t, direct: newAnalysis(), viaWire: newAnalysis(), deferred: newAnalysis(), enc: NewEncoder(Agent{Host: "h", Run: 7}), limit: 64 << 10}
 	if len(limit) > 0 {
 		r.limit = limit[0]
 	}
