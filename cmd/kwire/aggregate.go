@@ -93,7 +93,14 @@ func cmdAggregate(args []string, stdout, stderr io.Writer) error {
 type aggregator struct {
 	p *pipeline
 	m *merger
+	// records holds the record batches of the Fetch response being
+	// correlated: items wait in the merge without them (decodeOptions).
+	records []byte
 }
+
+// decodeOptions: a Fetch response's record batches are rebuilt (header
+// and zeros, at full size) only when it is correlated, into one buffer.
+var decodeOptions = &wire.Options{DeferRecords: true}
 
 func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writer) error {
 	opts, topic, err := f.from.options()
@@ -150,7 +157,7 @@ func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time
 		})
 		fetches.EachRecord(func(r *kgo.Record) {
 			n++
-			b, err := wire.Decode(r.Value, nil)
+			b, err := wire.Decode(r.Value, decodeOptions)
 			if err != nil {
 				ag.m.corrupt++
 				return
@@ -178,6 +185,7 @@ func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time
 func (ag *aggregator) item(it *wire.Item, a *agentState) {
 	switch it.Kind {
 	case wire.KindExchange:
+		ag.records = it.ExpandRecords(ag.records)
 		ag.m.cover.exchange(a.agent.Host, it.Exchange)
 		ag.p.exchange(it.Exchange)
 	case wire.KindAnomaly:

@@ -33,7 +33,8 @@ import (
 // BenchmarkAgentPublish is the agent's cost: the capture file through
 // kwire live's pipeline (decode, correlate, output; one goroutine, as
 // live runs it) without and with --publish to a transport broker in a
-// process of its own, CPU time of this process per byte of Kafka traffic.
+// process of its own, CPU time of this process per byte of Kafka traffic
+// (KWIRE_BENCH_COMPRESSION: --publish-compression).
 // BenchmarkAggregateMerge is one aggregator taking three agents' batches
 // (the file's three brokers, one agent each): decode, merge, correlate.
 
@@ -156,7 +157,8 @@ func runBenchAgent(b *testing.B, path, ports, url, host string) wire.PublishStat
 		}
 		return wire.PublishStats{}
 	}
-	pub, err := newPublisher(&publishFlags{kafka: kafkaFlags{url: url}, bufferMB: 4096}, wire.Agent{Host: host, Run: 1}, nil)
+	pf := &publishFlags{kafka: kafkaFlags{url: url}, bufferMB: 4096, compress: os.Getenv("KWIRE_BENCH_COMPRESSION")}
+	pub, err := newPublisher(pf, wire.Agent{Host: host, Run: 1}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -249,7 +251,7 @@ func BenchmarkAggregateMerge(b *testing.B) {
 		b.StartTimer()
 		now := time.Now()
 		for j, v := range in {
-			bt, err := wire.Decode(v, nil)
+			bt, err := wire.Decode(v, decodeOptions)
 			if err != nil {
 				b.Fatal(err)
 			}
