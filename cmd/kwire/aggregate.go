@@ -60,7 +60,7 @@ func (f *aggregateFlags) register(fs *flag.FlagSet) {
 	f.from.register(fs, "from", "read the agents' items from `kafka://HOST:PORT[,HOST:PORT...]/TOPIC`")
 	fs.StringVar(&f.group, "group", "", "consume as Kafka consumer group `NAME` (several aggregators split the topic; docs/aggregate.md) instead of the whole topic from its start")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long, as on SIGINT (0: run until interrupted)")
-	fs.DurationVar(&f.idleExit, "exit-idle", 0, "stop once caught up and nothing new came for this long (0: never; for batch use)")
+	fs.DurationVar(&f.idleExit, "exit-idle", 0, "stop once caught up, with no agent still sending (each stopped, restarted or quiet), and nothing new came for this long (0: never; for batch use)")
 	fs.DurationVar(&f.maxLateness, "max-lateness", 5*time.Second, "how long (capture time) items wait for the other agents' before they are correlated; later ones are still used and counted")
 	fs.DurationVar(&f.maxSkew, "max-skew", 50*time.Millisecond, "how far apart the agents' host clocks may be: cross-host orderings and graces the correlator relies on allow for it (docs/aggregate.md)")
 	fs.DurationVar(&f.quietAfter, "quiet-after", 30*time.Second, "an agent silent this long (wall clock) stops holding the others back; it is shown as quiet")
@@ -93,7 +93,14 @@ func cmdAggregate(args []string, stdout, stderr io.Writer) error {
 type aggregator struct {
 	p *pipeline
 	m *merger
+	// records holds the record batches of the Fetch response being
+	// correlated: items wait in the merge without them (decodeOptions).
+	records []byte
 }
+
+// decodeOptions: a Fetch response's record batches are rebuilt (header
+// and zeros, at full size) only when it is correlated, into one buffer.
+var decodeOptions = &wire.Options{DeferRecords: true}
 
 func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writer) error {
 	opts, topic, err := f.from.options()
@@ -150,7 +157,7 @@ func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time
 		})
 		fetches.EachRecord(func(r *kgo.Record) {
 			n++
-			b, err := wire.Decode(r.Value, nil)
+			b, err := wire.Decode(r.Value, decodeOptions)
 			if err != nil {
 				ag.m.corrupt++
 				return
@@ -164,7 +171,7 @@ func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time
 		ag.m.release(now, mode)
 		if n > 0 {
 			lastNew = now
-		} else if idleExit > 0 && now.Sub(lastNew) >= idleExit {
+		} else if idleExit > 0 && now.Sub(lastNew) >= idleExit && !ag.m.sending(now) {
 			return nil
 		}
 		if err := ag.p.out.Flush(); err != nil {
@@ -178,6 +185,7 @@ func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time
 func (ag *aggregator) item(it *wire.Item, a *agentState) {
 	switch it.Kind {
 	case wire.KindExchange:
+		ag.records = it.ExpandRecords(ag.records)
 		ag.m.cover.exchange(a.agent.Host, it.Exchange)
 		ag.p.exchange(it.Exchange)
 	case wire.KindAnomaly:
@@ -220,8 +228,8 @@ func (ag *aggregator) finish(stdout io.Writer) error {
 	line := ag.line(end, time.Now())
 	line.Unobserved = unobs
 	if p.text {
-		_, err := fmt.Fprintf(stdout, "aggregate: %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members)\n",
-			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(unobs))
+		_, err := fmt.Fprintf(stdout, "aggregate: %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members), %d hazards withheld\n",
+			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(unobs), line.HazardsWithheld)
 		return err
 	}
 	b, _ := json.Marshal(line)
@@ -248,6 +256,10 @@ type aggregateLine struct {
 	// lists the members still withheld at the end.
 	Withheld   int64        `json:"expiries_withheld"`
 	Unobserved []unobserved `json:"unobserved,omitempty"`
+	// HazardsWithheld counts member_expired and heartbeat_late hazards
+	// dropped because the silence they rest on was the aggregator's: the
+	// coordinator's host was not captured for all of it.
+	HazardsWithheld int64 `json:"hazards_withheld"`
 }
 
 type aggregateAgent struct {
@@ -263,7 +275,7 @@ type aggregateAgent struct {
 func (ag *aggregator) line(end, now time.Time) *aggregateLine {
 	m := ag.m
 	l := &aggregateLine{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Late: m.late,
-		Withheld: m.cover.expiries}
+		Withheld: m.cover.expiries, HazardsWithheld: m.cover.hazards}
 	for _, a := range m.agents {
 		x := aggregateAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
 		if a.restarted {

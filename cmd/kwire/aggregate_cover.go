@@ -41,6 +41,7 @@ type withheldExpiry struct {
 const (
 	maxWithheldEvents = 64
 	maxCoordRefs      = 1 << 17
+	maxDroppedHazards = 1 << 12
 )
 
 // coverage is the aggregator's knowledge of what was captured where. It
@@ -50,18 +51,29 @@ type coverage struct {
 	member   map[memberRef]string     // the host of a member's latest coordinator request
 	group    map[string]string        // the host of a group's latest coordinator request
 	withheld map[memberRef]*withheldExpiry
+	// gone are the members whose withheld expiry a later generation
+	// confirmed: a member_expired hazard the correlator holds longer
+	// (absence-based hazards wait for loss reports) still passes.
+	gone map[memberRef]bool
+	// dropped are the hazards never emitted (their expiry not confirmed,
+	// or resting on a silence not captured): patch takes them off the
+	// summary too.
+	dropped []*correlate.HazardEvent
 	// expiries counts expiries withheld (confirmed ones included);
-	// confirmed those a later generation confirmed.
-	expiries, confirmed int64
+	// confirmed those a later generation confirmed; hazards the
+	// absence-based hazards dropped because the silence they rest on was
+	// not all captured (hazardsWithheld).
+	expiries, confirmed, hazards int64
 }
 
 func newCoverage() *coverage {
 	return &coverage{hosts: map[string][]*agentState{}, member: map[memberRef]string{},
-		group: map[string]string{}, withheld: map[memberRef]*withheldExpiry{}}
+		group: map[string]string{}, withheld: map[memberRef]*withheldExpiry{}, gone: map[memberRef]bool{}}
 }
 
 // covered reports whether host's agent runs together captured all of
-// [from, to].
+// [from, to]: each run from its first item to the latest traffic it
+// reported.
 func (cv *coverage) covered(host string, from, to time.Time) bool {
 	runs := slices.Clone(cv.hosts[host])
 	slices.SortFunc(runs, func(a, b *agentState) int { return a.first.Compare(b.first) })
@@ -70,8 +82,8 @@ func (cv *coverage) covered(host string, from, to time.Time) bool {
 		if r.first.After(at) {
 			break
 		}
-		if r.latest.After(at) {
-			at = r.latest
+		if r.seen.After(at) {
+			at = r.seen
 		}
 	}
 	return !at.Before(to)
@@ -84,6 +96,11 @@ func (cv *coverage) exchange(host string, e *decode.Exchange) {
 	if group == "" {
 		return
 	}
+	if r, ok := e.Req.(*kmsg.LeaveGroupRequest); ok && member == "" {
+		for _, m := range r.Members { // v3+: a batch of members
+			cv.heard(host, group, m.MemberID, e)
+		}
+	}
 	if len(cv.member) >= maxCoordRefs {
 		clear(cv.member)
 	}
@@ -91,9 +108,48 @@ func (cv *coverage) exchange(host string, e *decode.Exchange) {
 		clear(cv.group)
 	}
 	cv.group[group] = host
-	if member != "" {
-		cv.member[memberRef{group, member}] = host
+	cv.heard(host, group, member, e)
+}
+
+// heard notes that member (if any) sent e to its coordinator on host.
+func (cv *coverage) heard(host, group, member string, e *decode.Exchange) {
+	if member == "" {
+		return
 	}
+	ref := memberRef{group, member}
+	cv.member[ref] = host
+	if w := cv.withheld[ref]; w != nil && alive(e) {
+		// The broker still had the member: its expiry was the
+		// aggregator's silence (a later generation without it is its
+		// leaving, not a confirmation).
+		for _, x := range w.events {
+			cv.drop(x)
+		}
+		delete(cv.withheld, ref)
+	}
+}
+
+// alive reports whether exchange e shows that the broker still had the
+// member that sent it: a heartbeat, a join, a sync accepted, or a
+// LeaveGroup not refused (a member removed by the broker gets
+// UNKNOWN_MEMBER_ID).
+func alive(e *decode.Exchange) bool {
+	switch r := e.Resp.(type) {
+	case *kmsg.HeartbeatResponse:
+		return r.ErrorCode == 0
+	case *kmsg.JoinGroupResponse:
+		return r.ErrorCode == 0
+	case *kmsg.SyncGroupResponse:
+		return r.ErrorCode == 0
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		return r.ErrorCode == 0
+	case *kmsg.LeaveGroupResponse:
+		return r.ErrorCode == 0
+	case nil:
+		_, leaving := e.Req.(*kmsg.LeaveGroupRequest)
+		return leaving
+	}
+	return false
 }
 
 // coordinatorRequest returns the group (and member, when the request
@@ -153,8 +209,11 @@ func (cv *coverage) filter(ev correlate.Event, emit func(correlate.Event)) bool 
 		return false
 	case *correlate.HazardEvent:
 		w := cv.withheld[memberRef{ev.Group, ev.MemberID}]
-		if w == nil || ev.MemberID == "" {
+		if ev.MemberID == "" {
 			return true
+		}
+		if w == nil {
+			return cv.observed(ev)
 		}
 		if len(w.events) < maxWithheldEvents {
 			w.events = append(w.events, ev)
@@ -168,6 +227,46 @@ func (cv *coverage) filter(ev correlate.Event, emit func(correlate.Event)) bool 
 	return true
 }
 
+// observed reports whether a hazard that rests on a member's silence at
+// its coordinator (member_expired, heartbeat_late) came from a silence
+// the coordinator's host's agents captured. Such hazards may come after
+// the expiry they go with was settled: the correlator holds them while
+// loss may still be reported. One whose silence was not all captured
+// (its agent dead, restarting, quiet) is the aggregator's silence, not
+// the member's: it is dropped and counted, but the member_expired of an
+// expiry a later generation confirmed.
+func (cv *coverage) observed(ev *correlate.HazardEvent) bool {
+	ref := memberRef{ev.Group, ev.MemberID}
+	var from time.Time
+	switch {
+	case ev.Kind == correlate.HazardMemberExpired && cv.gone[ref]:
+		return true
+	case ev.Kind == correlate.HazardMemberExpired && ev.LastSeen != nil:
+		from = *ev.LastSeen
+	case ev.Kind == correlate.HazardHeartbeatLate && ev.HeartbeatGapMillis > 0:
+		from = ev.Time().Add(-time.Duration(ev.HeartbeatGapMillis) * time.Millisecond)
+	default:
+		return true
+	}
+	host, ok := cv.member[ref]
+	if !ok {
+		host = cv.group[ev.Group]
+	}
+	if host == "" || cv.covered(host, from, ev.Time()) {
+		return true
+	}
+	cv.hazards++
+	cv.drop(ev)
+	return false
+}
+
+// drop remembers hazard ev as never emitted (at most maxDroppedHazards).
+func (cv *coverage) drop(ev correlate.Event) {
+	if h, ok := ev.(*correlate.HazardEvent); ok && len(cv.dropped) < maxDroppedHazards {
+		cv.dropped = append(cv.dropped, h)
+	}
+}
+
 // generation: a member withheld that rejoined is live; one missing from
 // a generation the coordinator's host captured was removed by the broker:
 // its expiry is confirmed and emitted.
@@ -179,9 +278,16 @@ func (cv *coverage) generation(ev *correlate.GenerationEvent, emit func(correlat
 		in := slices.ContainsFunc(ev.Members, func(m correlate.GenerationMember) bool { return m.MemberID == ref.member })
 		switch {
 		case in: // it rejoined: the expiry was the aggregator's silence
+			for _, x := range w.events {
+				cv.drop(x)
+			}
 			delete(cv.withheld, ref)
 		case len(ev.Members) > 0 && cv.covered(w.host, ev.Time(), ev.Time()):
 			cv.confirmed++
+			if len(cv.gone) >= maxCoordRefs {
+				clear(cv.gone)
+			}
+			cv.gone[ref] = true
 			for _, x := range w.events {
 				emit(x)
 			}
@@ -204,6 +310,9 @@ type unobserved struct {
 func (cv *coverage) patch(s *correlate.Snapshot) []unobserved {
 	var out []unobserved
 	drop := map[*correlate.HazardEvent]bool{}
+	for _, h := range cv.dropped {
+		drop[h] = true
+	}
 	for ref, w := range cv.withheld {
 		found := false
 		for gi := range s.Groups {
@@ -218,14 +327,13 @@ func (cv *coverage) patch(s *correlate.Snapshot) []unobserved {
 				}
 			}
 		}
-		if !found {
-			continue
-		}
-		out = append(out, unobserved{ref.group, ref.member, w.host, w.since.UTC()})
-		for _, ev := range w.events {
+		for _, ev := range w.events { // never emitted
 			if h, ok := ev.(*correlate.HazardEvent); ok {
 				drop[h] = true
 			}
+		}
+		if found {
+			out = append(out, unobserved{ref.group, ref.member, w.host, w.since.UTC()})
 		}
 	}
 	s.Hazards = slices.DeleteFunc(s.Hazards, func(h correlate.HazardEvent) bool {

@@ -49,8 +49,14 @@ type agentState struct {
 	got    uint64    // distinct batches received
 	first  time.Time // the earliest At of its items
 	latest time.Time // the latest At of its items
-	heard  time.Time // wall time of its latest batch
-	final  bool      // it said it stopped
+	// seen is the latest capture time of the traffic it reported (an
+	// exchange's request or response, an anomaly): what coverage rests
+	// on. latest may be ahead: counters carry the host's wall clock, and
+	// what a live agent gives once stopped carries its stop time, while
+	// packets may still wait in its capture ring.
+	seen  time.Time
+	heard time.Time // wall time of its latest batch
+	final bool      // it said it stopped
 	// restarted: a later run of the same host was heard: this one ended
 	// without saying so (killed, crashed).
 	restarted bool
@@ -143,9 +149,21 @@ func (m *merger) add(b *wire.Batch, now time.Time) {
 		if it.Kind == wire.KindCounters && it.Counters != nil && it.Counters.Final {
 			a.final = true
 		}
+		a.seen = maxTime(a.seen, evidenceTime(&it))
 		heap.Push(&m.pending, pendingItem{it: it, key: m.mergeKey(&it), agent: a, seq: b.Seq, index: i})
 	}
 	m.restarts(a)
+}
+
+// evidenceTime is the capture time of the traffic an item reports.
+func evidenceTime(it *wire.Item) time.Time {
+	switch {
+	case it.Exchange != nil:
+		return maxTime(it.Exchange.ReqTime, it.Exchange.RespTime)
+	case it.Anomaly != nil:
+		return it.Anomaly.Time
+	}
+	return time.Time{}
 }
 
 // mergeKey is when an item is merged: its At, but maxSkew earlier for
@@ -220,6 +238,17 @@ func (m *merger) watermark(now time.Time) (w time.Time, ok bool) {
 // sending (not stopped, restarted, or quiet).
 func (m *merger) holds(a *agentState, now time.Time) bool {
 	return !a.final && !a.restarted && now.Sub(a.heard) <= m.quietAfter
+}
+
+// sending reports whether an agent still holds the watermark: a transport
+// that is down for a while makes no agent look done.
+func (m *merger) sending(now time.Time) bool {
+	for _, a := range m.agents {
+		if m.holds(a, now) {
+			return true
+		}
+	}
+	return false
 }
 
 // Release modes: up to the watermark; caught up (the input had nothing

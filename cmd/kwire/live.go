@@ -317,7 +317,12 @@ type liveRun struct {
 }
 
 // Chunk implements capture.Sink.
-func (r *liveRun) Chunk(c *capture.Chunk) { r.clock.Chunk(c) }
+func (r *liveRun) Chunk(c *capture.Chunk) {
+	if r.pub != nil && c.Kind == capture.Close && c.Reason == capture.CloseEOF {
+		r.pub.stopping(time.Now()) // what the decoder gives now, it gives at the end
+	}
+	r.clock.Chunk(c)
+}
 
 // Tick implements capture.Ticker.
 func (r *liveRun) Tick(now time.Time) {

@@ -28,6 +28,8 @@ type group struct {
 	assigned map[string]map[int32]bool // member -> partitions held
 	members  map[string]context.CancelFunc
 	stopped  map[string]chan struct{}
+	// memberOpts, when set, gives each kgo member's extra options.
+	memberOpts func() []kgo.Opt
 }
 
 func newGroup(t *testing.T, kf *kfake.Cluster, name, topic string, parts int32) *group {
@@ -78,10 +80,14 @@ func (g *group) join(id string) {
 	}
 	add := func(s map[int32]bool, p int32) { s[p] = true }
 	del := func(s map[int32]bool, p int32) { delete(s, p) }
-	cl := newClient(g.t, g.kf, kgo.ClientID(id), kgo.ConsumerGroup(g.name), kgo.ConsumeTopics(g.topic),
+	opts := []kgo.Opt{kgo.ClientID(id), kgo.ConsumerGroup(g.name), kgo.ConsumeTopics(g.topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200*time.Millisecond), kgo.HeartbeatInterval(500*time.Millisecond),
-		kgo.OnPartitionsAssigned(hold(add)), kgo.OnPartitionsRevoked(hold(del)), kgo.OnPartitionsLost(hold(del)))
+		kgo.FetchMaxWait(200 * time.Millisecond), kgo.HeartbeatInterval(500 * time.Millisecond),
+		kgo.OnPartitionsAssigned(hold(add)), kgo.OnPartitionsRevoked(hold(del)), kgo.OnPartitionsLost(hold(del))}
+	if g.memberOpts != nil {
+		opts = append(opts, g.memberOpts()...)
+	}
+	cl := newClient(g.t, g.kf, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	g.members[id], g.stopped[id] = cancel, done

@@ -23,6 +23,9 @@ import (
 // benchmark and soak runs that measure kwire live as its own process
 // (KWIRE_TEST_CPUPROFILE and KWIRE_TEST_MEMPROFILE profile it).
 func TestMain(m *testing.M) {
+	if os.Getenv("KWIRE_TEST_KFAKE") == "1" {
+		serveKfake() // a transport for the agent benchmarks
+	}
 	if os.Getenv("KWIRE_TEST_MAIN") == "1" {
 		if at, err := time.ParseDuration(os.Getenv("KWIRE_TEST_HEAPPROFILE_AT")); err == nil {
 			go func() {

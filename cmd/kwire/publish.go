@@ -24,6 +24,8 @@ type publishFlags struct {
 	kafka    kafkaFlags
 	bufferMB int
 	create   bool
+	name     string
+	compress string
 }
 
 func (f *publishFlags) register(fs *flag.FlagSet) {
@@ -31,6 +33,8 @@ func (f *publishFlags) register(fs *flag.FlagSet) {
 	f.kafka.register(fs, "publish", "also publish what kwire aggregate needs (exchanges without record data, anomalies, counters) to "+
 		"`kafka://HOST:PORT[,HOST:PORT...]/TOPIC` (docs/aggregate.md)")
 	fs.IntVar(&f.bufferMB, "publish-buffer-mb", 64, "with --publish, most `MiB` waiting for the transport; beyond it whole batches are dropped and counted, the capture never waits")
+	fs.StringVar(&f.name, "publish-agent", "", "with --publish, the agent's `NAME` (default: the host name): the aggregator tells agents, and an agent's restarts, by it, so agents on one host need names of their own, and a restarted agent its old one")
+	fs.StringVar(&f.compress, "publish-compression", "lz4", "with --publish, how batches are compressed for the transport: lz4 (the cheapest here), snappy, zstd (smallest, 3x lz4's CPU) or none (no CPU, about 3x the bytes)")
 	fs.BoolVar(&f.create, "publish-create-topic", false, "with --publish, let the brokers create the topic if it does not exist (auto-creation must be enabled on them)")
 }
 
@@ -70,13 +74,18 @@ type publisher struct {
 	clock    *lastTime // the pipeline's capture clock: an item's At
 	stats    func() (capture.Stats, decode.Stats)
 	open     map[string]*openBatch
-	connKey  map[uint64]string // a connection's latest client key
+	free     []*wire.Encoder    // encoders of batches sent, for the next ones
+	connKey  map[uint64]connKey // a connection's latest client key
 	seq      uint64
 	limit    int64
 	maxAge   time.Duration // publishBatchAge
 	skew     time.Duration // added to every published time: tests of --max-skew only
 	inflight atomic.Int64
 	n        struct{ batches, items, bytes, dropped, droppedItems, errors atomic.Uint64 }
+	// end, once set, is when the capture stopped: the items the decoder
+	// gives from then on (requests never answered, at EOF) are published
+	// at it, as analyze gives them after every file's last packet.
+	end time.Time
 }
 
 type openBatch struct {
@@ -84,9 +93,16 @@ type openBatch struct {
 	started time.Time
 }
 
-// newAgent returns the agent's identity: the host name and a random run.
-func newAgent() wire.Agent {
-	host, _ := os.Hostname()
+// connKey is the record key of a connection's exchanges with a client id.
+type connKey struct{ clientID, key string }
+
+// newAgent returns the agent's identity: name (the host name when empty)
+// and a random run.
+func newAgent(name string) wire.Agent {
+	host := name
+	if host == "" {
+		host, _ = os.Hostname()
+	}
 	var b [8]byte
 	rand.Read(b[:])
 	return wire.Agent{Host: host, Run: binary.BigEndian.Uint64(b[:])}
@@ -105,19 +121,34 @@ func newPublisher(f *publishFlags, agent wire.Agent, stats func() (capture.Stats
 	if f.create {
 		opts = append(opts, kgo.AllowAutoTopicCreation())
 	}
+	codec, ok := map[string]kgo.CompressionCodec{"lz4": kgo.Lz4Compression(), "snappy": kgo.SnappyCompression(),
+		"zstd": kgo.ZstdCompression(), "none": kgo.NoCompression(), "": kgo.Lz4Compression()}[f.compress]
+	if !ok {
+		return nil, fmt.Errorf("--publish-compression %q: want lz4, snappy, zstd or none", f.compress)
+	}
+	opts = append(opts, kgo.ProducerBatchCompression(codec, kgo.NoCompression()))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("--publish: %w", err)
 	}
 	return &publisher{cl: cl, topic: topic, agent: agent, stats: stats, open: make(map[string]*openBatch),
-		connKey: make(map[uint64]string), limit: limit, maxAge: publishBatchAge}, nil
+		connKey: make(map[uint64]connKey), limit: limit, maxAge: publishBatchAge}, nil
 }
 
 func (p *publisher) now() time.Time {
 	if p.clock == nil {
-		return time.Time{}
+		return p.end
 	}
-	return p.clock.t
+	return maxTime(p.clock.t, p.end)
+}
+
+// stopping says that the live capture stopped at wall time t: what the
+// decoder gives from now on was still waiting when it did (an exchange
+// unanswered then could have been answered until then).
+func (p *publisher) stopping(t time.Time) {
+	if p.end.IsZero() {
+		p.end = t
+	}
 }
 
 // key is the record key of e: its client (host and client id), so that a
@@ -126,11 +157,14 @@ func (p *publisher) key(c *capture.Conn, clientID string) string {
 	if c == nil {
 		return clientID
 	}
+	if k, ok := p.connKey[c.ID]; ok && k.clientID == clientID {
+		return k.key
+	}
 	k := c.Client.Addr().Unmap().String() + "\x00" + clientID
 	if len(p.connKey) >= publishConnKeys {
 		clear(p.connKey)
 	}
-	p.connKey[c.ID] = k
+	p.connKey[c.ID] = connKey{clientID, k}
 	return k
 }
 
@@ -141,8 +175,13 @@ func (p *publisher) batch(key string) *openBatch {
 		if len(p.open) >= publishOpenKeys {
 			p.flushAll()
 		}
-		b = &openBatch{enc: wire.NewEncoder(p.agent), started: time.Now()}
-		b.enc.SetSkew(p.skew)
+		b = &openBatch{started: time.Now()}
+		if n := len(p.free); n > 0 {
+			b.enc, p.free = p.free[n-1], p.free[:n-1]
+		} else {
+			b.enc = wire.NewEncoder(p.agent)
+			b.enc.SetSkew(p.skew)
+		}
 		p.seq++
 		b.enc.Reset(p.seq)
 		p.open[key] = b
@@ -162,7 +201,7 @@ func (p *publisher) Exchange(e *decode.Exchange) {
 func (p *publisher) Anomaly(a *decode.Anomaly) {
 	k := ""
 	if a.Conn != nil {
-		if k = p.connKey[a.Conn.ID]; k == "" {
+		if k = p.connKey[a.Conn.ID].key; k == "" {
 			k = p.key(a.Conn, "")
 		}
 	}
@@ -217,10 +256,12 @@ func (p *publisher) flush(key string, b *openBatch) {
 	if p.inflight.Load()+size > p.limit {
 		p.n.dropped.Add(1)
 		p.n.droppedItems.Add(items)
+		p.free = append(p.free, b.enc)
 		return
 	}
 	p.inflight.Add(size)
-	rec := &kgo.Record{Key: []byte(key), Value: slices.Clone(b.enc.Bytes())}
+	rec := &kgo.Record{Key: []byte(key), Value: b.enc.Take()}
+	p.free = append(p.free, b.enc)
 	p.cl.TryProduce(context.Background(), rec, func(_ *kgo.Record, err error) {
 		p.inflight.Add(-size)
 		if err != nil {
@@ -270,7 +311,7 @@ func maxTime(a, b time.Time) time.Time {
 // startPublish connects kwire live's agent (--publish) and says so in
 // status.
 func (r *liveRun) startPublish(f *liveFlags, status *string) error {
-	pub, err := newPublisher(&f.publish, newAgent(), func() (capture.Stats, decode.Stats) { return r.src.Stats(), r.p.dec.Stats() })
+	pub, err := newPublisher(&f.publish, newAgent(f.publish.name), func() (capture.Stats, decode.Stats) { return r.src.Stats(), r.p.dec.Stats() })
 	if err != nil {
 		return err
 	}

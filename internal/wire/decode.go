@@ -20,6 +20,11 @@ type Options struct {
 	// response's batches come back at their size, zeros after each
 	// header). A batch claiming more is rejected as corrupt.
 	MaxExpand int
+	// DeferRecords leaves a Fetch response's record batches out of its
+	// Item (RecordBatches nil) until Item.ExpandRecords rebuilds them into
+	// a buffer the caller reuses: an aggregator holding items in its merge
+	// would otherwise hold every batch at full size (header and zeros).
+	DeferRecords bool
 }
 
 // Decode reads one batch. Its items, their connections and messages are
@@ -36,6 +41,9 @@ func Decode(value []byte, opts *Options) (*Batch, error) {
 	if opts != nil && opts.MaxExpand > 0 {
 		d.budget = opts.MaxExpand
 	}
+	if opts != nil {
+		d.deferRecords = opts.DeferRecords
+	}
 	b := &Batch{Agent: Agent{Host: d.r.string(), Run: d.r.uvarint()}, Seq: d.r.uvarint()}
 	for len(d.r.b) > 0 && d.r.err == nil {
 		switch k := Kind(d.r.byte()); k {
@@ -43,7 +51,9 @@ func Decode(value []byte, opts *Options) (*Batch, error) {
 			d.conn()
 		case KindExchange:
 			at := d.r.time()
-			b.Items = append(b.Items, Item{Kind: k, At: at, Exchange: d.exchange()})
+			x := d.exchange()
+			b.Items = append(b.Items, Item{Kind: k, At: at, Exchange: x, records: d.deferred})
+			d.deferred = nil
 		case KindAnomaly:
 			at := d.r.time()
 			b.Items = append(b.Items, Item{Kind: k, At: at, Anomaly: d.anomaly()})
@@ -61,9 +71,11 @@ func Decode(value []byte, opts *Options) (*Batch, error) {
 }
 
 type batchDecoder struct {
-	r      reader
-	conns  []*capture.Conn
-	budget int
+	r            reader
+	conns        []*capture.Conn
+	budget       int
+	deferRecords bool
+	deferred     []partSegments // the exchange's, with deferRecords
 }
 
 func (d *batchDecoder) conn() {
@@ -187,8 +199,54 @@ func (d *batchDecoder) fetchRecords(m kmsg.Response) {
 			r.fail("record segments of no partition")
 			return
 		}
-		f.Topics[ti].Partitions[pi].RecordBatches = readSegments(r, &d.budget)
+		if !d.deferRecords {
+			f.Topics[ti].Partitions[pi].RecordBatches = readSegments(r, &d.budget)
+			continue
+		}
+		segs := readSegmentList(r, &d.budget)
+		if r.err != nil {
+			return
+		}
+		d.deferred = append(d.deferred, partSegments{p: &f.Topics[ti].Partitions[pi], segs: segs})
 	}
+}
+
+// partSegments are a Fetch response partition's record batches, as
+// segments, for Item.ExpandRecords.
+type partSegments struct {
+	p    *kmsg.FetchResponseTopicPartition
+	segs []segment
+}
+
+// ExpandRecords rebuilds the record batches of a Fetch response decoded
+// with Options.DeferRecords into buf (reused, grown as needed) and points
+// the response's partitions at them; it returns buf. They are valid until
+// buf is reused: the next call with it. Other items are left as they are.
+func (it *Item) ExpandRecords(buf []byte) []byte {
+	total := 0
+	for _, ps := range it.records {
+		for _, s := range ps.segs {
+			total += s.size
+		}
+	}
+	if len(it.records) == 0 {
+		return buf
+	}
+	if cap(buf) < total || buf == nil {
+		buf = make([]byte, total)
+	}
+	buf = buf[:total]
+	clear(buf)
+	at := 0
+	for _, ps := range it.records {
+		start := at
+		for _, s := range ps.segs {
+			copy(buf[at:], s.head)
+			at += s.size
+		}
+		ps.p.RecordBatches = buf[start:at:at]
+	}
+	return buf
 }
 
 func (d *batchDecoder) anomaly() *decode.Anomaly {

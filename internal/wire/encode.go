@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"net/netip"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,11 +28,12 @@ type Encoder struct {
 	conns map[*capture.Conn]connDecl
 	next  int
 	tmp   []byte
+	saved [][]byte // appendBody's record bytes set aside
 }
 
 type connDecl struct {
 	index          int
-	client, server string
+	client, server netip.AddrPort
 }
 
 // NewEncoder returns an Encoder for agent's batches.
@@ -65,20 +67,28 @@ func (e *Encoder) Items() int { return e.items }
 // Bytes returns the batch, valid until the next Reset.
 func (e *Encoder) Bytes() []byte { return e.w.b }
 
+// Take returns the batch and gives it up: it stays valid, and the next
+// Reset starts a buffer of its own (an Encoder reused for the next batch
+// while the transport still holds this one).
+func (e *Encoder) Take() []byte {
+	b := e.w.b
+	e.w.b = make([]byte, 0, cap(b))
+	return b
+}
+
 // conn returns c's reference in the batch, declaring it first if needed.
 func (e *Encoder) conn(c *capture.Conn) uint64 {
 	if c == nil {
 		return 0
 	}
-	cl, sv := c.Client.String(), c.Server.String()
-	if d, ok := e.conns[c]; ok && d.client == cl && d.server == sv {
+	if d, ok := e.conns[c]; ok && d.client == c.Client && d.server == c.Server {
 		return uint64(d.index) + 1
 	}
 	w := &e.w
 	w.byte(byte(kindConn))
 	w.uvarint(c.ID)
-	w.string(cl)
-	w.string(sv)
+	w.string(c.Client.String())
+	w.string(c.Server.String())
 	w.byte(byte(c.Role))
 	w.time(c.Start)
 	var flags byte
@@ -94,7 +104,7 @@ func (e *Encoder) conn(c *capture.Conn) uint64 {
 		w.string(p.Comm)
 		w.uvarint(p.CgroupID)
 	}
-	e.conns[c] = connDecl{index: e.next, client: cl, server: sv}
+	e.conns[c] = connDecl{index: e.next, client: c.Client, server: c.Server}
 	e.next++
 	return uint64(e.next)
 }
@@ -146,13 +156,13 @@ func (e *Encoder) body(present bool, m message) {
 		e.w.byte(bodyWithheld)
 	default:
 		e.w.byte(bodyKmsg)
-		e.tmp = m.AppendTo(e.tmp[:0])
+		e.appendBody(m)
 		e.w.bytes(e.tmp)
 	}
 }
 
 // fetchRecords writes a Fetch response's record batches as segments
-// (records.go); publishable left them out of its body.
+// (records.go); appendBody left them out of its body.
 func (e *Encoder) fetchRecords(m kmsg.Response) {
 	r, ok := m.(*kmsg.FetchResponse)
 	if !ok {

@@ -11,39 +11,61 @@ var read = map[int16]bool{
 	12: true, 13: true, 14: true, 15: true, 16: true, 68: true,
 }
 
-// publishable returns what of m may be published: nil for a withheld
-// body, else m or a copy of it without record bytes (a Produce request's
-// records; a Fetch response's record batches, which go as segments) and
-// without SASL bytes. m itself is not changed.
+// publishable returns m if its body may be published, nil for a withheld
+// body. Record bytes (a Produce request's records; a Fetch response's
+// record batches, which go as segments) are left out when it is encoded
+// (Encoder.appendBody).
 func publishable(m message) message {
 	if !read[m.Key()] {
 		return nil
 	}
+	return m
+}
+
+// appendBody appends m encoded at its version, without its record bytes:
+// they are set aside for the encoding and put back, so that m is as it
+// was when appendBody returns, without copying m (an agent encodes every
+// Produce and Fetch it sees).
+func (e *Encoder) appendBody(m message) {
+	saved := e.saved[:0]
 	switch r := m.(type) {
 	case *kmsg.ProduceRequest:
-		c := *r
-		c.Topics = make([]kmsg.ProduceRequestTopic, len(r.Topics))
-		for i, t := range r.Topics {
-			t.Partitions = append([]kmsg.ProduceRequestTopicPartition(nil), t.Partitions...)
-			for j := range t.Partitions {
-				t.Partitions[j].Records = nil
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				p := &r.Topics[i].Partitions[j]
+				saved = append(saved, p.Records)
+				p.Records = nil
 			}
-			c.Topics[i] = t
 		}
-		return &c
+		e.tmp = m.AppendTo(e.tmp[:0])
+		k := 0
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].Records = saved[k]
+				k++
+			}
+		}
 	case *kmsg.FetchResponse:
-		c := *r
-		c.Topics = make([]kmsg.FetchResponseTopic, len(r.Topics))
-		for i, t := range r.Topics {
-			t.Partitions = append([]kmsg.FetchResponseTopicPartition(nil), t.Partitions...)
-			for j := range t.Partitions {
-				t.Partitions[j].RecordBatches = nil
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				p := &r.Topics[i].Partitions[j]
+				saved = append(saved, p.RecordBatches)
+				p.RecordBatches = nil
 			}
-			c.Topics[i] = t
 		}
-		return &c
+		e.tmp = m.AppendTo(e.tmp[:0])
+		k := 0
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].RecordBatches = saved[k]
+				k++
+			}
+		}
+	default:
+		e.tmp = m.AppendTo(e.tmp[:0])
 	}
-	return m
+	clear(saved) // no reference to the caller's bytes after the call
+	e.saved = saved[:0]
 }
 
 // message is what kmsg's requests and responses have in common.

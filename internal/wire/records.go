@@ -67,6 +67,26 @@ func segmentLen(b []byte) int {
 // each head at its place, zeros after it. budget is what may still be
 // allocated; it shrinks by the bytes returned.
 func readSegments(r *reader, budget *int) []byte {
+	segs := readSegmentList(r, budget)
+	if r.err != nil {
+		return nil
+	}
+	total := 0
+	for _, s := range segs {
+		total += s.size
+	}
+	out := make([]byte, total)
+	at := 0
+	for _, s := range segs {
+		copy(out[at:], s.head)
+		at += s.size
+	}
+	return out
+}
+
+// readSegmentList reads what appendSegments wrote; budget shrinks by the
+// bytes they stand for.
+func readSegmentList(r *reader, budget *int) []segment {
 	n := r.count(2)
 	segs := make([]segment, 0, min(n, maxSegments))
 	total := 0
@@ -86,11 +106,5 @@ func readSegments(r *reader, budget *int) []byte {
 		segs = append(segs, s)
 	}
 	*budget -= total
-	out := make([]byte, total)
-	at := 0
-	for _, s := range segs {
-		copy(out[at:], s.head)
-		at += s.size
-	}
-	return out
+	return segs
 }

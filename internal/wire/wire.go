@@ -52,6 +52,7 @@ type Item struct {
 	Exchange *decode.Exchange // KindExchange
 	Anomaly  *decode.Anomaly  // KindAnomaly
 	Counters *Counters        // KindCounters
+	records  []partSegments   // Options.DeferRecords: see ExpandRecords
 }
 
 // Batch is one record value: items of one agent, numbered per agent.

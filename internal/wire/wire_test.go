@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/decode"
@@ -49,12 +51,16 @@ type roundTrip struct {
 	t               testing.TB
 	clock           time.Time
 	direct, viaWire *analysis
-	enc             *Encoder
-	seq             uint64
-	limit           int
-	batches, bytes  int
-	published       bytes.Buffer // every batch, for TestNothingSecretPublished
-	values          [][]byte     // every batch, one by one (fuzz seeds)
+	// deferred gets the batches decoded with DeferRecords, the record
+	// batches expanded into one reused buffer, as the aggregator does.
+	deferred       *analysis
+	buf            []byte
+	enc            *Encoder
+	seq            uint64
+	limit          int
+	batches, bytes int
+	published      bytes.Buffer // every batch, for TestNothingSecretPublished
+	values         [][]byte     // every batch, one by one (fuzz seeds)
 }
 
 func (r *roundTrip) Chunk(c *capture.Chunk) {}
@@ -98,6 +104,20 @@ func (r *roundTrip) flush() {
 				r.viaWire.Anomaly(it.Anomaly)
 			}
 		}
+		d, err := Decode(bytes.Clone(r.enc.Bytes()), &Options{DeferRecords: true})
+		if err != nil {
+			r.t.Fatalf("batch %d, records deferred: %v", r.seq, err)
+		}
+		for i := range d.Items {
+			it := &d.Items[i]
+			switch it.Kind {
+			case KindExchange:
+				r.buf = it.ExpandRecords(r.buf)
+				r.deferred.Exchange(it.Exchange)
+			case KindAnomaly:
+				r.deferred.Anomaly(it.Anomaly)
+			}
+		}
 	}
 	r.seq++
 	r.enc.Reset(r.seq)
@@ -129,6 +149,9 @@ func TestRoundTripCorrelates(t *testing.T) {
 			if !bytes.Equal(want, got) {
 				t.Errorf("correlator output differs after the round trip (-direct +wire):\n%s", firstDiff(want, got))
 			}
+			if got := r.deferred.finish(t, r.clock); !bytes.Equal(want, got) {
+				t.Errorf("correlator output differs after the round trip, records deferred (-direct +wire):\n%s", firstDiff(want, got))
+			}
 			t.Logf("%d batches, %d bytes, %d output bytes", r.batches, r.bytes, len(want))
 		})
 	}
@@ -145,7 +168,7 @@ func testCaptures(t testing.TB) []string {
 // runRoundTrip reads capture file f through a roundTrip, in batches of
 // limit bytes (64 KiB if 0).
 func runRoundTrip(t testing.TB, f string, limit ...int) *roundTrip {
-	r := &roundTrip{t: t, direct: newAnalysis(), viaWire: newAnalysis(), enc: NewEncoder(Agent{Host: "h", Run: 7}), limit: 64 << 10}
+	r := &roundTrip{t: t, direct: newAnalysis(), viaWire: newAnalysis(), deferred: newAnalysis(), enc: NewEncoder(Agent{Host: "h", Run: 7}), limit: 64 << 10}
 	if len(limit) > 0 {
 		r.limit = limit[0]
 	}
@@ -206,4 +229,34 @@ func firstDiff(want, got []byte) string {
 		}
 	}
 	return ""
+}
+
+// TestEncodeLeavesExchange: the encoder sets a Produce request's records
+// and a Fetch response's record batches aside while it encodes their
+// bodies; the exchange must be as it was afterwards (the correlator reads
+// it next), and the batch must hold no record bytes.
+func TestEncodeLeavesExchange(t *testing.T) {
+	records := []byte("the records of a produce request, never published")
+	batches := []byte("the record batches of a fetch response, published as headers only")
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}, {Partition: 1}}}}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(12)
+	resp.Topics = []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{{Partition: 0, RecordBatches: batches}}}}
+	enc := NewEncoder(Agent{Host: "h", Run: 1})
+	enc.Reset(1)
+	at := time.Unix(1, 0)
+	enc.Exchange(at, &decode.Exchange{Key: 0, Version: 9, Req: req, ReqTime: at})
+	enc.Exchange(at, &decode.Exchange{Key: 1, Version: 12, Resp: resp, RespTime: at})
+	if got := req.Topics[0].Partitions[0].Records; &got[0] != &records[0] || len(got) != len(records) || req.Topics[0].Partitions[1].Records != nil {
+		t.Errorf("produce request records after encoding: %q", got)
+	}
+	if got := resp.Topics[0].Partitions[0].RecordBatches; &got[0] != &batches[0] || len(got) != len(batches) {
+		t.Errorf("fetch response record batches after encoding: %q", got)
+	}
+	// Bytes that are no batch are cut to their first 18 (tailKeep).
+	if b := enc.Bytes(); bytes.Contains(b, records[:16]) || bytes.Contains(b, batches[tailKeep:tailKeep+16]) {
+		t.Errorf("record bytes in the batch: %q", b)
+	}
 }

@@ -1,0 +1,183 @@
+//go:build linux
+
+package wire
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/decode"
+)
+
+// encodeSink decodes a capture and, when enc is set, encodes every
+// exchange and anomaly into batches of about 64 KiB, as an agent does.
+type encodeSink struct {
+	dec            *decode.Decoder
+	enc            *Encoder
+	seq            uint64
+	items, batches int
+	bytes          int64
+	keep           bool // keep every batch in values
+	values         [][]byte
+}
+
+func (s *encodeSink) Exchange(e *decode.Exchange) {
+	if s.enc != nil {
+		s.enc.Exchange(e.RespTime, e)
+		s.flush()
+	}
+}
+
+func (s *encodeSink) Anomaly(a *decode.Anomaly) {
+	if s.enc != nil {
+		s.enc.Anomaly(a.Time, a)
+		s.flush()
+	}
+}
+
+func (s *encodeSink) flush() {
+	s.items++
+	if s.enc.Len() >= 64<<10 {
+		s.batches++
+		s.bytes += int64(s.enc.Len())
+		s.seq++
+		if v := s.enc.Take(); s.keep {
+			s.values = append(s.values, v)
+		}
+		s.enc.Reset(s.seq)
+	}
+}
+
+// BenchmarkEncode is the agent's encoding cost on the bulk capture
+// (KWIRE_BENCH_CAPTURE, KWIRE_BENCH_PORTS; make bench-capture): each
+// iteration captures and decodes it alone, then again with every exchange
+// and anomaly encoded into batches of about 64 KiB, as an agent does.
+// Reported: the CPU time of this process per byte of each pass and the
+// share encoding adds (CPU, not wall time: the machine may be shared).
+// The agent's full cost (correlator, producing) is cmd/kwire's
+// BenchmarkAgentPublish.
+func BenchmarkEncode(b *testing.B) {
+	path := os.Getenv("KWIRE_BENCH_CAPTURE")
+	if path == "" {
+		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench-capture` and point it at the file")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Skip(err)
+	}
+	ports, err := capture.ParsePorts(cmpOr(os.Getenv("KWIRE_BENCH_PORTS"), "9092"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pass := func(encode bool) *encodeSink {
+		s := &encodeSink{}
+		if encode {
+			s.enc = NewEncoder(Agent{Host: "bench", Run: 1})
+			s.enc.Reset(1)
+		}
+		s.dec = decode.New(s, &decode.Options{DropProduceRecords: true})
+		src, err := capture.OpenFiles([]string{path}, &capture.Options{Ports: ports})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer src.Close()
+		if err := src.Run(context.Background(), s.dec); err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	var plain, encoded time.Duration
+	var s *encodeSink
+	b.SetBytes(fi.Size())
+	for b.Loop() {
+		c0 := cpuTime()
+		pass(false)
+		c1 := cpuTime()
+		s = pass(true)
+		plain, encoded = plain+c1-c0, encoded+cpuTime()-c1
+	}
+	n := float64(b.N) * float64(fi.Size())
+	b.ReportMetric(float64(plain.Nanoseconds())/n, "decode-cpu-ns/B")
+	b.ReportMetric(float64(encoded.Nanoseconds())/n, "decode+encode-cpu-ns/B")
+	b.ReportMetric(float64((encoded-plain).Nanoseconds())/float64(b.N)/float64(max(s.items, 1)), "encode-cpu-ns/item")
+	b.ReportMetric(float64(s.bytes)/float64(fi.Size())*100, "encoded-%-of-traffic")
+}
+
+// cpuTime is this process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// BenchmarkEncodeExchanges is the encoder alone: the bulk capture's
+// exchanges and anomalies (decoded once, through the wire, so that they
+// own their bytes) encoded again and again into batches of about 64 KiB.
+// MB/s is of the Kafka traffic they stand for; ns/item per exchange.
+func BenchmarkEncodeExchanges(b *testing.B) {
+	path := os.Getenv("KWIRE_BENCH_CAPTURE")
+	if path == "" {
+		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench-capture` and point it at the file")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Skip(err)
+	}
+	ports, err := capture.ParsePorts(cmpOr(os.Getenv("KWIRE_BENCH_PORTS"), "9092"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &encodeSink{enc: NewEncoder(Agent{Host: "bench", Run: 1}), keep: true}
+	s.enc.Reset(1)
+	s.dec = decode.New(s, &decode.Options{DropProduceRecords: true})
+	src, err := capture.OpenFiles([]string{path}, &capture.Options{Ports: ports})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := src.Run(context.Background(), s.dec); err != nil {
+		b.Fatal(err)
+	}
+	src.Close()
+	s.values = append(s.values, s.enc.Take())
+	var items []Item
+	for _, v := range s.values {
+		bt, err := Decode(v, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		items = append(items, bt.Items...)
+	}
+	enc := NewEncoder(Agent{Host: "bench", Run: 1})
+	b.SetBytes(fi.Size())
+	b.ReportAllocs()
+	for b.Loop() {
+		seq := uint64(1)
+		enc.Reset(seq)
+		for i := range items {
+			it := &items[i]
+			switch it.Kind {
+			case KindExchange:
+				enc.Exchange(it.At, it.Exchange)
+			case KindAnomaly:
+				enc.Anomaly(it.At, it.Anomaly)
+			}
+			if enc.Len() >= 64<<10 {
+				enc.Take()
+				seq++
+				enc.Reset(seq)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(items)), "ns/item")
+}
