@@ -52,6 +52,7 @@ type aggregateFlags struct {
 	maxLateness time.Duration
 	maxSkew     time.Duration
 	quietAfter  time.Duration
+	hook        *groupHook // tests of --group only
 }
 
 func (f *aggregateFlags) register(fs *flag.FlagSet) {
@@ -96,14 +97,14 @@ type aggregator struct {
 }
 
 func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writer) error {
+	if f.group != "" {
+		return runAggregateGroup(ctx, f, stdout, stderr) // aggregate_group.go
+	}
 	opts, topic, err := f.from.options()
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}
 	opts = append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if f.group != "" {
-		opts = append(opts, kgo.ConsumerGroup(f.group))
-	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)
