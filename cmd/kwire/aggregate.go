@@ -52,13 +52,14 @@ type aggregateFlags struct {
 	maxLateness time.Duration
 	maxSkew     time.Duration
 	quietAfter  time.Duration
+	hook        *groupHook // tests of --group only
 }
 
 func (f *aggregateFlags) register(fs *flag.FlagSet) {
 	f.common.register(fs)
 	f.from = kafkaFlags{envPass: "KWIRE_AGGREGATE_PASSWORD"}
 	f.from.register(fs, "from", "read the agents' items from `kafka://HOST:PORT[,HOST:PORT...]/TOPIC`")
-	fs.StringVar(&f.group, "group", "", "consume as Kafka consumer group `NAME` (several aggregators split the topic; docs/aggregate.md) instead of the whole topic from its start")
+	fs.StringVar(&f.group, "group", "", "split the work with the other instances of consumer group `NAME`: each routes part of the topic to TOPIC.NAME by consumer group and writes the lines of the groups it owns (docs/aggregate.md)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long, as on SIGINT (0: run until interrupted)")
 	fs.DurationVar(&f.idleExit, "exit-idle", 0, "stop once caught up, with no agent still sending (each stopped, restarted or quiet), and nothing new came for this long (0: never; for batch use)")
 	fs.DurationVar(&f.maxLateness, "max-lateness", 5*time.Second, "how long (capture time) items wait for the other agents' before they are correlated; later ones are still used and counted")
@@ -103,14 +104,14 @@ type aggregator struct {
 var decodeOptions = &wire.Options{DeferRecords: true}
 
 func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writer) error {
+	if f.group != "" {
+		return runAggregateGroup(ctx, f, stdout, stderr) // aggregate_group.go
+	}
 	opts, topic, err := f.from.options()
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}
 	opts = append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if f.group != "" {
-		opts = append(opts, kgo.ConsumerGroup(f.group))
-	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)

@@ -62,6 +62,8 @@ type agentState struct {
 	restarted bool
 	counter   *wire.Counters
 	drops     uint64 // source drops already given to the correlator
+	// duplicates counts its batches received again.
+	duplicates int64
 }
 
 // missing is how many of its batches never arrived (so far).
@@ -112,19 +114,39 @@ func newMerger(maxLateness, quietAfter time.Duration, next func(*wire.Item, *age
 // add takes a batch that arrived at wall time now. Its connections get
 // ids unique across agents.
 func (m *merger) add(b *wire.Batch, now time.Time) {
-	a := m.agents[b.Agent]
-	if a == nil {
-		a = &agentState{agent: b.Agent, name: b.Agent.String(), next: 1, above: make(map[uint64]struct{})}
-		m.agents[b.Agent] = a
-		m.cover.hosts[b.Agent.Host] = append(m.cover.hosts[b.Agent.Host], a)
-	}
-	if _, dup := a.above[b.Seq]; dup || b.Seq < a.next {
-		m.duplicates++
+	a := m.agent(b.Agent)
+	if !m.receive(a, b.Seq) {
 		return
 	}
-	a.above[b.Seq] = struct{}{}
+	a.heard = now
+	seen := map[*capture.Conn]bool{}
+	for i, it := range b.Items {
+		m.push(a, b.Seq, i, it, seen)
+	}
+	m.restarts(a)
+}
+
+// agent returns the state of agent run ag, new if it was not heard yet.
+func (m *merger) agent(ag wire.Agent) *agentState {
+	a := m.agents[ag]
+	if a == nil {
+		a = &agentState{agent: ag, name: ag.String(), next: 1, above: make(map[uint64]struct{})}
+		m.agents[ag] = a
+		m.cover.hosts[ag.Host] = append(m.cover.hosts[ag.Host], a)
+	}
+	return a
+}
+
+// receive counts batch seq of a as received; false for a duplicate.
+func (m *merger) receive(a *agentState, seq uint64) bool {
+	if _, dup := a.above[seq]; dup || seq < a.next {
+		m.duplicates++
+		a.duplicates++
+		return false
+	}
+	a.above[seq] = struct{}{}
 	a.got++
-	a.maxSeq = max(a.maxSeq, b.Seq)
+	a.maxSeq = max(a.maxSeq, seq)
 	for {
 		if _, ok := a.above[a.next]; !ok {
 			break
@@ -133,26 +155,26 @@ func (m *merger) add(b *wire.Batch, now time.Time) {
 		a.next++
 	}
 	if len(a.above) > maxAbove {
-		a.next = b.Seq + 1 // give up on the holes below
+		a.next = seq + 1 // give up on the holes below
 		clear(a.above)
 	}
-	a.heard = now
-	seen := map[*capture.Conn]bool{}
-	for i, it := range b.Items {
-		m.renumber(a, it, seen)
-		if it.At.After(a.latest) {
-			a.latest = it.At
-		}
-		if a.first.IsZero() || it.At.Before(a.first) {
-			a.first = it.At
-		}
-		if it.Kind == wire.KindCounters && it.Counters != nil && it.Counters.Final {
-			a.final = true
-		}
-		a.seen = maxTime(a.seen, evidenceTime(&it))
-		heap.Push(&m.pending, pendingItem{it: it, key: m.mergeKey(&it), agent: a, seq: b.Seq, index: i})
+	return true
+}
+
+// push queues item index of a's batch seq for the merge.
+func (m *merger) push(a *agentState, seq uint64, index int, it wire.Item, seen map[*capture.Conn]bool) {
+	m.renumber(a, it, seen)
+	if it.At.After(a.latest) {
+		a.latest = it.At
 	}
-	m.restarts(a)
+	if a.first.IsZero() || it.At.Before(a.first) {
+		a.first = it.At
+	}
+	if it.Kind == wire.KindCounters && it.Counters != nil && it.Counters.Final {
+		a.final = true
+	}
+	a.seen = maxTime(a.seen, evidenceTime(&it))
+	heap.Push(&m.pending, pendingItem{it: it, key: m.mergeKey(&it), agent: a, seq: seq, index: index})
 }
 
 // evidenceTime is the capture time of the traffic an item reports.

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/decode"
+)
+
+// groupLine is the aggregate line of a --group instance: the single
+// aggregator's, over the agents this instance owns, and what it owns.
+type groupLine struct {
+	*aggregateLine
+	Group groupInfo `json:"group"`
+}
+
+type groupInfo struct {
+	Name       string  `json:"name"`
+	Topic      string  `json:"routed_topic"`
+	Partitions int32   `json:"partitions"`
+	Owned      []int32 `json:"owned"`
+	// Groups counts the consumer groups whose lines it wrote.
+	Groups int `json:"groups"`
+	// Read, Produced and Corrupt are its router's: agents' records read
+	// (and routed), routed records produced, records that did not decode;
+	// Replayed the records read again without routing (the router took a
+	// partition over and rebuilt its bindings).
+	Read     int64 `json:"route_read"`
+	Replayed int64 `json:"route_replayed"`
+	Produced int64 `json:"route_produced"`
+	// Redelivered counts routed records read again (a router sent them
+	// again after taking a partition over).
+	Redelivered int64 `json:"redelivered"`
+}
+
+// finish closes the correlator and writes the summary, the stats of the
+// agents it owns, and its aggregate line.
+func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
+	ag := g.ag
+	m, p := ag.m, ag.p
+	end := m.end
+	p.corr.Close(end)
+	snap := p.corr.Snapshot()
+	unobs := m.cover.patch(snap)
+	g.filterSnapshot(snap)
+	p.out.Summary(snap)
+	var cs capture.Stats
+	var ds decode.Stats
+	for _, a := range m.agents {
+		if c := a.counter; c != nil && g.owns(agentRouteKey(a.agent)) {
+			addCounts(reflect.ValueOf(&cs).Elem(), reflect.ValueOf(&c.Capture).Elem())
+			addCounts(reflect.ValueOf(&ds).Elem(), reflect.ValueOf(&c.Decode).Elem())
+		}
+	}
+	p.out.Stats(end, cs, ds)
+	if err := p.out.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	line := ag.line(end, time.Now())
+	line.Agents, line.Missing, line.Dropped, line.Restarts, line.Duplicates = nil, 0, 0, 0, 0
+	for _, a := range m.agents {
+		if !g.owns(agentRouteKey(a.agent)) {
+			continue
+		}
+		x := aggregateAgent{Agent: a.name, State: m.state(a, time.Now()), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
+		if a.counter != nil {
+			x.Publish = a.counter.Publish
+		}
+		if a.restarted {
+			line.Restarts++
+		}
+		line.Agents = append(line.Agents, x)
+		line.Missing += x.Missing
+		line.Dropped += x.Publish.BatchesDropped
+		line.Duplicates += a.duplicates
+	}
+	slices.SortFunc(line.Agents, func(a, b aggregateAgent) int { return cmp.Compare(a.Agent, b.Agent) })
+	line.Unobserved = slices.DeleteFunc(unobs, func(u unobserved) bool { return !g.owns(groupRouteKey(u.Group)) })
+	line.Corrupt = g.corrupt + rs.corrupt.Load()
+	gl := groupLine{aggregateLine: line, Group: groupInfo{Name: g.name, Topic: rs.routed, Partitions: g.parts,
+		Owned: ownedList(g.owned), Groups: len(snap.Groups), Read: rs.read.Load(), Replayed: rs.replayed.Load(),
+		Produced: rs.produced.Load(), Redelivered: g.redelivered}}
+	if p.text {
+		_, err := fmt.Fprintf(stdout, "aggregate: group %s, partitions %v of %s (%d groups): %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members)\n",
+			g.name, gl.Group.Owned, rs.routed, gl.Group.Groups, len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(line.Unobserved))
+		return err
+	}
+	b, _ := json.Marshal(gl)
+	_, err := stdout.Write(append(b, '\n'))
+	return err
+}
+
+// filterSnapshot keeps the groups, clients and hazards this instance
+// owns. A client belongs to the owner of the first group it is bound to
+// (who sees all its traffic and that group's), else to its own key's.
+func (g *groupAgg) filterSnapshot(s *correlate.Snapshot) {
+	s.Groups = slices.DeleteFunc(s.Groups, func(x correlate.Group) bool { return !g.owns(groupRouteKey(x.Group)) })
+	home := map[string]string{}
+	for _, c := range s.Clients {
+		home[clientOf(c.ClientHost, c.ClientID)] = clientHome(c)
+	}
+	s.Clients = slices.DeleteFunc(s.Clients, func(c correlate.Client) bool { return !g.owns(clientHome(c)) })
+	s.Unattributed = slices.DeleteFunc(s.Unattributed, func(u correlate.Consumption) bool {
+		k := clientOf(u.ClientHost, u.ClientID)
+		h, ok := home[k]
+		if !ok {
+			h = clientRouteKey(k)
+		}
+		return !g.owns(h)
+	})
+	s.Hazards = slices.DeleteFunc(s.Hazards, func(h correlate.HazardEvent) bool { return !g.owns(hazardRouteKey(&h)) })
+	s.HazardCounts = map[string]int{}
+	for _, h := range s.Hazards {
+		s.HazardCounts[h.Severity]++
+	}
+}
+
+func clientHome(c correlate.Client) string {
+	var first string
+	for _, b := range c.Bindings {
+		if first == "" || b.Group < first {
+			first = b.Group
+		}
+	}
+	if first != "" {
+		return groupRouteKey(first)
+	}
+	return clientRouteKey(clientOf(c.ClientHost, c.ClientID))
+}
+
+// groupHook lets a test follow the instances of one process: what each
+// stage owns, what was read and produced, and when an owner was caught
+// up. Nil outside tests (its methods do nothing then).
+type groupHook struct {
+	mu      sync.Mutex
+	changed chan struct{} // a value after any change (capacity 1)
+	owned   map[string][]int32
+	idles   map[string]int
+	// read: agents' records routed; produced: routed records produced;
+	// consumed: routed records read.
+	read, produced, consumed atomic.Int64
+}
+
+func newGroupHook() *groupHook {
+	return &groupHook{changed: make(chan struct{}, 1), owned: map[string][]int32{}, idles: map[string]int{}}
+}
+
+func (h *groupHook) notify() {
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (h *groupHook) set(stage string, owned []int32) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	h.owned[stage] = owned
+	h.mu.Unlock()
+	h.notify()
+}
+
+func (h *groupHook) idle(name string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	h.idles[name]++
+	h.mu.Unlock()
+	h.notify()
+}
+
+// count adds one to the counter of h that which picks.
+func (h *groupHook) count(which func(*groupHook) *atomic.Int64) {
+	if h == nil {
+		return
+	}
+	which(h).Add(1)
+	h.notify()
+}
+
+func hookRead(h *groupHook) *atomic.Int64     { return &h.read }
+func hookProduced(h *groupHook) *atomic.Int64 { return &h.produced }
+func hookConsumed(h *groupHook) *atomic.Int64 { return &h.consumed }
