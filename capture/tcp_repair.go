@@ -129,7 +129,7 @@ func (s *stream) headerFix(h *halfState, tcp *layers.TCP, nextSeq reassembly.Seq
 	seq := reassembly.Sequence(tcp.Seq)
 	oddSeq := n > 0 && nextSeq >= 0 && seq != h.maxEnd && seq != nextSeq
 	oddFlags := tcp.URG || tcp.RST || tcp.FIN || tcp.SYN && nextSeq >= 0 ||
-		h.hdr != 0 && len(tcp.Contents) != h.hdr && n > 0
+		n > 0 && (h.hdr != 0 && len(tcp.Contents) != h.hdr || h.hdr == 0 && oddOptions(tcp.Contents[20:]))
 	if !oddSeq && !oddFlags {
 		return false
 	}
@@ -174,7 +174,7 @@ func (s *stream) ordinaryFlags(h *halfState, w uint16, nextSeq reassembly.Sequen
 	if nextSeq < 0 && hdr == seg && (flags == 0x002 || flags == 0x012) { // SYN, SYN-ACK
 		return true
 	}
-	if h.hdr != 0 && hdr != h.hdr {
+	if h.hdr != 0 && hdr != h.hdr || h.hdr == 0 && oddOptions(s.a.dec.tcp.Contents[:hdr][min(hdr, 20):]) {
 		return false
 	}
 	return flags == 0x010 || flags == 0x018
@@ -196,13 +196,23 @@ func (d *decoder) setFlags(w uint16) {
 	t.RST, t.SYN, t.FIN = w&0x04 != 0, w&0x02 != 0, w&0x01 != 0
 }
 
+// known reports whether the current packet belongs to a connection
+// being assembled.
+func (a *Assembler) known() bool {
+	d := &a.dec
+	s := netip.AddrPortFrom(addrOf(d.src), uint16(d.tcp.SrcPort))
+	t := netip.AddrPortFrom(addrOf(d.dst), uint16(d.tcp.DstPort))
+	return a.open[connKey{s, t}] || a.open[connKey{t, s}]
+}
+
 // ipFix sets back one damaged word of the current packet's IPv4 header,
 // decoded as TCP: its total length (which moves where the payload ends:
 // link padding taken as data, or data cut off) or a word of an address
 // (which puts the packet in a connection of its own). The IPv4 header
 // checksum says what the word was, as the TCP one does for its header;
-// the change is kept only when the TCP checksum is right afterwards,
-// which it is not by chance. It reports whether it changed the packet,
+// a total length is kept only when the TCP checksum is right afterwards,
+// which it is not by chance, and an address only when the packet then
+// belongs to a connection being assembled. It reports whether it changed the packet,
 // decoded again; the caller counts it.
 func (a *Assembler) ipFix(lt layers.LinkType, data []byte) bool {
 	d := &a.dec
@@ -226,12 +236,44 @@ func (a *Assembler) ipFix(lt layers.LinkType, data []byte) bool {
 		}
 		binary.BigEndian.PutUint16(ip[off:], w)
 		if d.decode(lt, data) == pktTCP {
-			if right, known := d.tcpChecksum(); right && known {
+			// An address is in the TCP checksum too (pseudo-header): a
+			// wrong word set to make up for the damaged one leaves it
+			// right. Only a connection being assembled confirms one.
+			if right, known := d.tcpChecksum(); off == 2 && right && known || off >= 12 && a.known() {
 				return true
 			}
 		}
 		binary.BigEndian.PutUint16(ip[off:], cur)
 		d.decode(lt, data)
+	}
+	return false
+}
+
+// oddOptions reports whether b, the options of a TCP header, are not what
+// a TCP stack writes: a kind it does not send, a length that overruns, or
+// anything but zeros after the end of the option list. A data offset
+// damaged upwards takes the payload's first bytes as options.
+func oddOptions(b []byte) bool {
+	for i := 0; i < len(b); {
+		switch b[i] {
+		case 0: // end of the list: zeros only after it
+			for _, c := range b[i:] {
+				if c != 0 {
+					return true
+				}
+			}
+			return false
+		case 1: // no-op
+			i++
+			continue
+		case 2, 3, 4, 5, 8, 28, 29, 30, 34, 253, 254:
+		default:
+			return true
+		}
+		if i+1 >= len(b) || b[i+1] < 2 || i+int(b[i+1]) > len(b) {
+			return true
+		}
+		i += int(b[i+1])
 	}
 	return false
 }

@@ -31,6 +31,7 @@ func TestTCPHeaderRepair(t *testing.T) {
 		{"sequence number, a little ahead", func(f []byte) { f[tcpAt(f, "bbbbbbbb")+7] ^= 0x01 }, whole, 1},
 		{"sequence number, behind", func(f []byte) { f[tcpAt(f, "cccccccc")+7] ^= 0x04 }, whole, 1},
 		{"data offset", func(f []byte) { f[tcpAt(f, "bbbbbbbb")+12] = 0x60 }, whole, 1},
+		{"data offset of the first data segment", func(f []byte) { f[tcpAt(f, "aaaaaaaa")+12] = 0x60 }, whole, 1},
 		{"a SYN turned FIN", func(f []byte) {
 			syn := bytes.Index(f, []byte{0xc3, 0x50, 0x23, 0x84}) // the client's SYN: ports 50000 > 9092
 			f[syn+13] = 0x01

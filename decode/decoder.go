@@ -61,11 +61,12 @@ type connState struct {
 	free    []*pending
 	frames  int64 // frames decoded; 0 means not yet known to be Kafka
 	// kafkaish: its first request did not decode, but its header was a
-	// Kafka request's but for one field (damage): searched on as on a
-	// broker port (notKafka).
-	kafkaish bool
-	sniffed  int  // bytes searched without finding a frame
-	first    bool // first data chunk seen
+	// Kafka request's but for one field, or its broker side sent a
+	// response frame (damage to the requests): searched on as on a
+	// broker port (notKafka). answered: the broker side sent bytes.
+	kafkaish, answered bool
+	sniffed            int  // bytes searched without finding a frame
+	first              bool // first data chunk seen
 	// guessing: the source guessed the sides (mid-stream, no broker port)
 	// and no request was found yet: both directions are searched for one.
 	guessing bool

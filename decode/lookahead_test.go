@@ -121,3 +121,21 @@ func TestReframe(t *testing.T) {
 	diff(t, "exchanges", []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #2 seen", "Heartbeat v4 #4 seen", "Heartbeat v4 #5 seen"}, summary(r))
 	diff(t, "anomalies", []AnomalyKind{AnomalyResync, AnomalyUnmatchedResponse}, r.kinds())
 }
+
+// TestAnsweredIsKafka: a connection seen from its handshake, on no known
+// broker port, whose first request is junk (damaged beyond one field) was
+// ignored as not Kafka at once. The broker's answer, a response frame,
+// says it is: the requests after the junk are decoded.
+func TestAnsweredIsKafka(t *testing.T) {
+	hb := func(corr int32) []byte { return reqFrame(heartbeatReq(1), 4, corr, "c") }
+	hbResp := func(corr int32) []byte { return respFrame(heartbeatResp(0), 4, corr) }
+	junk := append([]byte(nil), hb(0)...)
+	copy(junk[4:], []byte{0xff, 0xfe, 0xff, 0xfd, 0xff, 0xff, 0xff, 0xff}) // key, version, correlation id
+	steps := []step{
+		req(junk), resp(hbResp(0)),
+		req(hb(1)), resp(hbResp(1)),
+		req(hb(2)), resp(hbResp(2)),
+	}
+	r, _, _ := feed(nil, newConn(capture.RoleSYN, true), 0, steps...)
+	diff(t, "exchanges", []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #2 seen"}, summary(r))
+}

@@ -311,6 +311,7 @@ type early struct {
 // The request may still come; if it does not, the response is reported
 // unmatched (on overflow, when a later request is matched, or at close).
 func (d *Decoder) hold(cs *connState, corr int32, frame []byte, t time.Time) {
+	cs.kafkaish = true // a response frame: Kafka, whatever its requests look like
 	for len(cs.early) > 0 && (len(cs.early) >= maxEarly || cs.earlyBytes+len(frame) > maxEarlyBytes) {
 		d.unmatched(cs, 1)
 	}

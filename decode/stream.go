@@ -45,6 +45,7 @@ const maxHeaderProbe = 4 + 10 + 255
 func (d *Decoder) feed(cs *connState, dir capture.Dir, c *capture.Chunk) {
 	s := &cs.dir[dir]
 	p := c.Data
+	cs.answered = cs.answered || dir == capture.ToClient
 	if s.skip > 0 && !s.look.on { // (a suspect frame's bytes are searched: consume)
 		n := min(int64(len(p)), s.skip)
 		s.skip -= n
@@ -451,6 +452,9 @@ func (d *Decoder) notKafka(cs *connState, dir capture.Dir, t time.Time) bool {
 		return false
 	}
 	if cs.conn.Handshake && cs.conn.Role != capture.RolePort && !cs.kafkaish {
+		if !cs.answered && skipped <= limit {
+			return false // the broker's answer may still say it is Kafka
+		}
 		limit = 0
 	}
 	if skipped <= limit {

@@ -46,15 +46,29 @@ func countExchanges(t *testing.T, file []byte) (*exchangeCounter, capture.Stats,
 
 // TestResyncExchanges decodes committed captures, as pcapng and as pcap,
 // with 0.2% of their bytes flipped (issue 15): reading goes on past every
-// damaged record, and the exchanges decoded are at least 90% of those
-// decoded when the same flips spare the file's framing (damage inside
-// packets, which the decoder deals with, costs what it costs either way),
-// and, over the four seeds, at least 80% of the undamaged file's (a floor
-// against regressions: the issue asks 90% of every seed, which damage
-// inside packets still keeps out of reach on some; see the log). The
-// reader before stopped at the first damaged record, a few kB in.
+// damaged record, and every seed still decodes at least 90% of the
+// exchanges of the undamaged file. Damage inside packets costs more than
+// damage to the file's framing: damaged TCP and IPv4 header words are set
+// back from their checksums (capture/tcp_repair.go), damaged record and
+// block lengths from what follows them (capture/file_resync*.go),
+// damaged frame lengths found by the frame that follows or by the answer
+// to a request inside what they claim (decode/lookahead.go), and large
+// frames that lost a segment while out of sync kept (decode/lost.go).
+// The log gives, per seed, what the same flips cost when they spare the
+// framing. The reader before stopped at the first damaged record, a few
+// kB in.
+//
+// Four seeds run here. KWIRE_RESYNC_SEEDS="32" runs more: on seeds 1-32,
+// 187 of the 192 cases reach 90%, the other five 89% (lossy.pcapng,
+// whose 48 exchanges are mostly 100 kB Produce and Fetch frames spread
+// over 80 segments each, so that 0.2% of flipped bytes hits most of its
+// packets, and group.pcapng once).
 func TestResyncExchanges(t *testing.T) {
-	const seeds = 4
+	// KWIRE_RESYNC_SEEDS="N [FIRST]" runs N seeds from FIRST+1.
+	seeds, first := uint64(4), uint64(0)
+	if s := os.Getenv("KWIRE_RESYNC_SEEDS"); s != "" {
+		fmt.Sscan(s, &seeds, &first)
+	}
 	for _, name := range []string{"group.pcapng", "g_xbroker.b0.pcapng", "lossy.pcapng"} {
 		orig := readFile(t, filepath.Join(testdataDir(), name))
 		for _, format := range []string{"pcapng", "pcap"} {
@@ -69,8 +83,7 @@ func TestResyncExchanges(t *testing.T) {
 			if st.FilesResynced != 0 || st.FileBytesSkipped != 0 {
 				t.Fatalf("%s as %s, undamaged: files_resynced %d, file_bytes_skipped %d", name, format, st.FilesResynced, st.FileBytesSkipped)
 			}
-			total := 0
-			for seed := uint64(1); seed <= seeds; seed++ {
+			for seed := first + 1; seed <= first+seeds; seed++ {
 				t.Run(fmt.Sprintf("%s/%s/seed=%d", name, format, seed), func(t *testing.T) {
 					damaged := captest.FlipBytes(src, 0.002, seed)
 					spared, err := captest.SpareFraming(src, damaged)
@@ -82,17 +95,12 @@ func TestResyncExchanges(t *testing.T) {
 					if st.FilesResynced != 1 || len(dmg) != 1 || dmg[0].Resyncs == 0 {
 						t.Errorf("files_resynced %d, file_bytes_skipped %d, damage %+v: want the damage counted", st.FilesResynced, st.FileBytesSkipped, dmg)
 					}
-					if got.all*10 < base.all*9 {
-						t.Errorf("%d exchanges decoded, %d with the framing spared: want at least 90%%", got.all, base.all)
+					if got.all*10 < clean.all*9 {
+						t.Errorf("%d exchanges decoded, %d undamaged: want at least 90%%", got.all, clean.all)
 					}
-					total += got.all
-					t.Logf("exchanges %d (%d%% of %d undamaged; %d whole), framing spared %d (%d); %d bytes skipped at %d places",
-						got.all, 100*got.all/clean.all, clean.all, got.whole, base.all, base.whole, st.FileBytesSkipped, dmg[0].Resyncs)
+					t.Logf("exchanges %d (%d%% of %d undamaged; %d whole), framing spared %d (%d); %d bytes skipped at %d places; %d packets repaired, %d dropped",
+						got.all, 100*got.all/clean.all, clean.all, got.whole, base.all, base.whole, st.FileBytesSkipped, dmg[0].Resyncs, st.RepairedPackets, st.DamagedPackets)
 				})
-			}
-			if total*100 < 80*seeds*clean.all {
-				t.Errorf("%s as %s: %d exchanges over %d seeds, %d%% of the undamaged %d each: want at least 80%%",
-					name, format, total, seeds, 100*total/(seeds*clean.all), clean.all)
 			}
 		}
 	}
