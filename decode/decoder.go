@@ -65,8 +65,9 @@ type connState struct {
 	// response frame (damage to the requests): searched on as on a
 	// broker port (notKafka). answered: the broker side sent bytes.
 	kafkaish, answered bool
-	sniffed            int  // bytes searched without finding a frame
-	first              bool // first data chunk seen
+	lastCorr           int32 // of the latest request decoded (-1: none yet)
+	sniffed            int   // bytes searched without finding a frame
+	first              bool  // first data chunk seen
 	// guessing: the source guessed the sides (mid-stream, no broker port)
 	// and no request was found yet: both directions are searched for one.
 	guessing bool
@@ -92,7 +93,7 @@ func (d *Decoder) Chunk(c *capture.Chunk) {
 		if c.Kind == capture.Close {
 			return
 		}
-		cs = &connState{conn: c.Conn, guessing: c.Conn.Role == capture.RoleGuess}
+		cs = &connState{conn: c.Conn, guessing: c.Conn.Role == capture.RoleGuess, lastCorr: -1}
 		// A stream seen from its first byte starts at a frame.
 		cs.dir[0].synced, cs.dir[1].synced = c.Conn.Handshake, c.Conn.Handshake
 		d.conns[c.Conn.ID] = cs

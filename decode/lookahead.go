@@ -40,6 +40,7 @@ type look struct {
 	on     bool
 	resp   bool   // a response: the follower answers corr
 	corr   int32  // request: the suspect's correlation id
+	prev   int32  // request: the last one decoded before it (-1: none)
 	client []byte // request: the suspect's client id
 	left   int64  // bytes still to search
 }
@@ -58,7 +59,7 @@ func (d *Decoder) suspect(cs *connState, dir capture.Dir, rem []byte, l int64) b
 		if !ok || !h.plausible() {
 			return false
 		}
-		lk.corr, lk.client = h.corr, append(s.look.client[:0], h.clientID...)
+		lk.corr, lk.prev, lk.client = h.corr, cs.lastCorr, append(s.look.client[:0], h.clientID...)
 	} else {
 		// The suspect answers the oldest request: its follower, the next.
 		if len(cs.pending) < 2 || int32(binary.BigEndian.Uint32(rem[4:])) != cs.pending[0].corr {
@@ -87,7 +88,10 @@ func (d *Decoder) follower(lk *look, p []byte, from int) (int, bool) {
 		if i+12 > len(p) {
 			break
 		}
-		if corr := int32(binary.BigEndian.Uint32(p[i+8:])); l < 8 || corr <= lk.corr || corr > lk.corr+nextCorrs {
+		// After the suspect's id, or, if a flipped byte hit that too,
+		// after the id of the request before it.
+		corr := int32(binary.BigEndian.Uint32(p[i+8:]))
+		if l < 8 || (corr <= lk.corr || corr > lk.corr+nextCorrs) && (lk.prev < 0 || corr <= lk.prev+1 || corr > lk.prev+1+nextCorrs) {
 			continue
 		}
 		if h, ok := parseRequestHeader(&d.protos, &d.tags, p[i+4:]); ok && h.plausible() && bytes.Equal(h.clientID, lk.client) {

@@ -47,6 +47,11 @@ func TestDamagedLength(t *testing.T) {
 			resp(hbResp(2)), resp(hbResp(3)), resp(hbResp(4)),
 		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 seen", "Heartbeat v4 #4 seen"},
 			[]AnomalyKind{AnomalyResync, AnomalyUnmatchedResponse}},
+		{"request claiming 53 kB, its id damaged too", []step{
+			req(hb(1)), resp(hbResp(1)),
+			req(damage(hb(0x4002), 0xd200|uint32(len(hb(2))-4))), req(hb(3)), req(hb(4)),
+		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 missing", "Heartbeat v4 #4 missing"},
+			[]AnomalyKind{AnomalyResync}},
 		{"request claiming 1.5 GB", []step{
 			req(hb(1)), resp(hbResp(1)),
 			req(damage(hb(2), 0x5c000000|uint32(len(hb(2))-4))), req(hb(3)), req(hb(4)),

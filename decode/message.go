@@ -195,6 +195,7 @@ func (d *Decoder) begin(cs *connState, h *reqHeader, t time.Time, size int) *pen
 		d.stats.KafkaConns++
 	}
 	cs.frames++
+	cs.lastCorr = h.corr
 	p := cs.get()
 	p.key, p.version, p.corr = h.key, h.version, h.corr
 	p.clientID = cs.intern(h.clientID)
