@@ -76,9 +76,10 @@ type Stats struct {
 	// where their flags or sequence number would have cut the stream short
 	// (a damaged file): only their own bytes are lost, as a gap.
 	DamagedPackets uint64 `json:"damaged_packets"`
-	// RepairedPackets counts packets of a damaged file decoded after one
-	// damaged field of their IPv4 or link header was set back (the IPv4
-	// header checksum confirming it) instead of being skipped.
+	// RepairedPackets counts packets of a damaged file set back instead
+	// of being skipped or misplaced: one damaged field of their IPv4 or
+	// link header (checksum.go repair), or one damaged word of their TCP
+	// header, IPv4 total length or address (tcp_repair.go).
 	RepairedPackets uint64 `json:"repaired_packets"`
 	// DeliveredBytes counts bytes delivered in Data chunks.
 	DeliveredBytes uint64 `json:"delivered_bytes"`
