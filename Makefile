@@ -62,7 +62,7 @@ goldens:
 FUZZMINIMIZE ?= 200x
 FUZZ_TARGETS := ./decode:FuzzFramer ./decode:FuzzRequest ./decode:FuzzResponse \
                 ./correlate:FuzzCorrelator ./capture:FuzzReader ./capture:FuzzResync \
-                ./capture:FuzzTLSRecord
+                ./capture:FuzzTLSRecord ./jsonout:FuzzFastExchange
 .PHONY: fuzz-short
 
 fuzz:

@@ -51,8 +51,8 @@ func TestFastCommit(t *testing.T) {
 	}
 }
 
-// FuzzAppendString checks appendString against encoding/json on any
-// string.
+// FuzzAppendString checks appendString and appendStringNoHTML against
+// encoding/json on any string.
 func FuzzAppendString(f *testing.F) {
 	for _, s := range awkward {
 		f.Add(s)
@@ -61,6 +61,16 @@ func FuzzAppendString(f *testing.F) {
 		want, _ := json.Marshal(s)
 		if got := appendString(nil, s); !bytes.Equal(got, want) {
 			t.Fatalf("%q: got %s, want %s", s, got, want)
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		want = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+		if got := appendStringNoHTML(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("%q without HTML escapes: got %s, want %s", s, got, want)
 		}
 	})
 }

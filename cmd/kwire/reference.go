@@ -1,0 +1,31 @@
+package main
+
+import (
+	"os"
+	"strings"
+)
+
+// referenceEnv names the fast paths to leave off, for the tests that
+// hold each to its reference (the dependency it stands beside): a comma
+// list of lines (exchange lines: jsonout's Summary and encoding/json), or
+// all. It is not a flag: nobody but those tests has a reason to set it.
+const referenceEnv = "KWIRE_REFERENCE"
+
+// reference says which fast paths are off.
+type reference struct {
+	lines bool
+}
+
+// referenceFromEnv reads referenceEnv.
+func referenceFromEnv() reference {
+	var r reference
+	for _, name := range strings.Split(os.Getenv(referenceEnv), ",") {
+		switch strings.TrimSpace(name) {
+		case "all":
+			r = reference{lines: true}
+		case "lines":
+			r.lines = true
+		}
+	}
+	return r
+}
