@@ -96,7 +96,18 @@ type tsCache struct {
 }
 
 func (c *tsCache) append(b []byte, t time.Time) []byte {
-	if c.text == nil || !t.Equal(c.t) {
+	switch {
+	case c.text != nil && t.Equal(c.t):
+	case c.text != nil && t.Unix() == c.t.Unix():
+		// The same second: only the microseconds differ, the six digits
+		// before the closing "Z" (TimeFormat truncates, as this does).
+		c.t = t
+		us := t.Nanosecond() / 1000
+		for i := len(c.text) - 2; i >= len(c.text)-7; i-- {
+			c.text[i] = byte('0' + us%10)
+			us /= 10
+		}
+	default:
 		c.t, c.text = t, t.UTC().AppendFormat(c.text[:0], TimeFormat)
 	}
 	return append(b, c.text...)
