@@ -43,6 +43,8 @@ type fileReader struct {
 	link    layers.LinkType // of pcap files; pcapng gives it per packet
 	records int
 	rs      *resync // skips damaged records before pcapgo reads them
+	fast    *ngFast // reads plain packet blocks instead of pcapgo (file_fast.go)
+	noFast  bool    // Options.ReferenceRead
 	// damage is what rs skipped, copied once the file is done: Run's
 	// goroutine reads it, not the reading one.
 	damage fileDamage
@@ -79,7 +81,7 @@ func OpenFiles(paths []string, opts *Options) (*Files, error) {
 		fs.asm.dedup = newDedupe(fs.asm.opts.DedupeWindow, mergeSlots)
 	}
 	for _, p := range paths {
-		r, err := openFile(p)
+		r, err := openFile(p, opts != nil && opts.ReferenceRead)
 		if err != nil {
 			fs.Close()
 			return nil, err
@@ -89,12 +91,12 @@ func OpenFiles(paths []string, opts *Options) (*Files, error) {
 	return fs, nil
 }
 
-func openFile(path string) (*fileReader, error) {
+func openFile(path string, noFast bool) (*fileReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	r := &fileReader{path: path, f: f}
+	r := &fileReader{path: path, f: f, noFast: noFast}
 	if err := r.open(f, false); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -130,6 +132,9 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 		return r.open(z, true)
 	case magic == magicPcapNG:
 		r.rs = newNgResync(br, src)
+		if !r.noFast {
+			r.fast = &ngFast{}
+		}
 		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
 		if err != nil {
 			return fmt.Errorf("bad pcapng header: %w", err)
@@ -156,11 +161,17 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 func (r *fileReader) next() {
 	r.rs.before()
 	var err error
-	if r.pcap != nil {
+	switch {
+	case r.pcap != nil:
 		r.data, r.ci, err = r.pcap.ZeroCopyReadPacketData()
 		r.lt = r.link
-	} else {
-		r.data, r.ci, err = r.ng.ZeroCopyReadPacketData()
+	default:
+		if r.fast == nil || !r.fast.next(r) {
+			r.data, r.ci, err = r.ng.ZeroCopyReadPacketData()
+			if r.fast != nil {
+				r.fast.forget()
+			}
+		}
 		r.lt = layers.LinkTypeNull
 		if len(r.ci.AncillaryData) > 0 {
 			r.lt, _ = r.ci.AncillaryData[0].(layers.LinkType)

@@ -117,7 +117,8 @@ func (p *pipeline) event(ev correlate.Event) {
 // user interrupts; summary adds the final group report. It always writes
 // the stats line, so that what was decoded before an error is kept.
 func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error {
-	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports, MaxConns: cf.limits.conns})
+	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports, MaxConns: cf.limits.conns,
+		ReferenceRead: referenceFromEnv().read})
 	if err != nil {
 		return err
 	}

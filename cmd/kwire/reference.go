@@ -7,13 +7,13 @@ import (
 
 // referenceEnv names the fast paths to leave off, for the tests that
 // hold each to its reference (the dependency it stands beside): a comma
-// list of lines (exchange lines: jsonout's Summary and encoding/json), or
-// all. It is not a flag: nobody but those tests has a reason to set it.
+// list of lines (exchange lines: jsonout's Summary and encoding/json),
+// read (pcapng files: pcapgo alone), or all. It is not a flag: nobody but those tests has a reason to set it.
 const referenceEnv = "KWIRE_REFERENCE"
 
 // reference says which fast paths are off.
 type reference struct {
-	lines bool
+	lines, read bool
 }
 
 // referenceFromEnv reads referenceEnv.
@@ -22,9 +22,11 @@ func referenceFromEnv() reference {
 	for _, name := range strings.Split(os.Getenv(referenceEnv), ",") {
 		switch strings.TrimSpace(name) {
 		case "all":
-			r = reference{lines: true}
+			r = reference{lines: true, read: true}
 		case "lines":
 			r.lines = true
+		case "read":
+			r.read = true
 		}
 	}
 	return r
