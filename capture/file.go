@@ -42,9 +42,9 @@ type fileReader struct {
 	ng      *pcapgo.NgReader
 	link    layers.LinkType // of pcap files; pcapng gives it per packet
 	records int
-	rs      *resync // skips damaged records before pcapgo reads them
-	fast    *ngFast // reads plain packet blocks instead of pcapgo (file_fast.go)
-	noFast  bool    // Options.ReferenceRead
+	rs      *resync     // skips damaged records before pcapgo reads them
+	fast    *fastReader // reads plain records instead of pcapgo (file_fast.go)
+	noFast  bool        // Options.ReferenceRead
 	// damage is what rs skipped, copied once the file is done: Run's
 	// goroutine reads it, not the reading one.
 	damage fileDamage
@@ -132,9 +132,6 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 		return r.open(z, true)
 	case magic == magicPcapNG:
 		r.rs = newNgResync(br, src)
-		if !r.noFast {
-			r.fast = &ngFast{}
-		}
 		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
 		if err != nil {
 			return fmt.Errorf("bad pcapng header: %w", err)
@@ -153,6 +150,9 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 	default:
 		return fmt.Errorf("not a pcap or pcapng file (magic 0x%08x); kwire reads pcap and pcapng", binary.BigEndian.Uint32(head))
 	}
+	if !r.noFast {
+		r.fast = &fastReader{}
+	}
 	return nil
 }
 
@@ -161,15 +161,18 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 func (r *fileReader) next() {
 	r.rs.before()
 	var err error
+	fast := r.fast != nil && r.fast.next(r) // the record pcapgo would read, read the same way
 	switch {
 	case r.pcap != nil:
-		r.data, r.ci, err = r.pcap.ZeroCopyReadPacketData()
+		if !fast {
+			r.data, r.ci, err = r.pcap.ZeroCopyReadPacketData()
+		}
 		r.lt = r.link
 	default:
-		if r.fast == nil || !r.fast.next(r) {
+		if !fast {
 			r.data, r.ci, err = r.ng.ZeroCopyReadPacketData()
 			if r.fast != nil {
-				r.fast.forget()
+				r.fast.forget() // it may have read interfaces or a section
 			}
 		}
 		r.lt = layers.LinkTypeNull

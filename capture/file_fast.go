@@ -7,19 +7,21 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// ngFast reads the Enhanced Packet Blocks of a pcapng file that have the
-// plain shape (no options, an interface pcapgo knows) straight from the
-// read buffer, as pcapgo would read them: the same bytes and CaptureInfo,
-// without pcapgo's per-block reads and its copy of every packet. Every
-// other block (headers, options, statistics, damage) is left to pcapgo,
-// which stays the reference: the two read from the same buffer in turn,
-// and the resync (file_resync_ng.go) checks each record first either way.
+// fastReader reads the records of a capture file that have the plain
+// shape straight from the read buffer, as pcapgo would read them: the same
+// bytes and CaptureInfo, without pcapgo's small reads and its copy of
+// every packet. Plain: a pcap record whose lengths pcapgo accepts, or a
+// pcapng Enhanced Packet Block without options on an interface pcapgo
+// knows; either whole in the buffer. Every other record or block
+// (headers, options, statistics, damage) is left to pcapgo, which stays
+// the reference: the two read from the same buffer in turn, and the
+// resync (file_resync*.go) checks each record first either way.
 // FuzzFastReader holds the two to the same packets; Options.ReferenceRead
 // turns this off.
 //
 // The savings on the bulk benchmark capture: pcapgo's block reading and
 // the copy were about a third of the reading goroutine's time.
-type ngFast struct {
+type fastReader struct {
 	// conv is the time conversion of pcapgo's interfaces, read from it
 	// when first needed and forgotten whenever pcapgo reads a block
 	// itself (it may be an Interface Description or a Section Header).
@@ -37,11 +39,47 @@ type ngConv struct {
 }
 
 // forget drops what was read of pcapgo's interfaces.
-func (f *ngFast) forget() { f.conv = f.conv[:0] }
+func (f *fastReader) forget() { f.conv = f.conv[:0] }
 
-// next reads the next block into r.data and r.ci if it is a plain Enhanced
-// Packet Block, and reports whether it did; if not, nothing was read.
-func (f *ngFast) next(r *fileReader) bool {
+// next reads the next record into r.data and r.ci if it is a plain one,
+// and reports whether it did; if not, nothing was read.
+func (f *fastReader) next(r *fileReader) bool {
+	if r.pcap != nil {
+		return f.nextPcap(r)
+	}
+	return f.nextNg(r)
+}
+
+// nextPcap reads a pcap record as pcapgo's Reader does.
+func (f *fastReader) nextPcap(r *fileReader) bool {
+	rs := r.rs
+	h, _ := rs.br.Peek(pcapRecHdr)
+	if len(h) < pcapRecHdr {
+		return false
+	}
+	capLen, wire := rs.u32(h[8:]), rs.u32(h[12:])
+	if capLen > rs.maxCap || capLen > wire {
+		return false // pcapgo's errors
+	}
+	n := pcapRecHdr + int(capLen)
+	b, _ := rs.br.Peek(n)
+	if len(b) < n {
+		return false // cut short, or larger than the buffer
+	}
+	factor := uint32(1000) // pcapgo multiplies in 32 bits
+	if rs.nano {
+		factor = 1
+	}
+	r.ci = gopacket.CaptureInfo{Timestamp: time.Unix(int64(rs.u32(h)), int64(rs.u32(h[4:])*factor)).UTC(),
+		CaptureLength: int(capLen), Length: int(wire)}
+	r.data = b[pcapRecHdr:n]
+	rs.br.Discard(n) // the bytes stay in the buffer until the next read
+	f.packets++
+	return true
+}
+
+// nextNg reads a pcapng Enhanced Packet Block as pcapgo's NgReader does.
+func (f *fastReader) nextNg(r *fileReader) bool {
 	rs := r.rs
 	h, _ := rs.br.Peek(32)
 	if len(h) < 32 || rs.u32(h) != ngEPB {
@@ -71,7 +109,7 @@ func (f *ngFast) next(r *fileReader) bool {
 }
 
 // iface returns the conversion of pcapgo's interface i.
-func (f *ngFast) iface(ng *pcapgo.NgReader, i int) *ngConv {
+func (f *fastReader) iface(ng *pcapgo.NgReader, i int) *ngConv {
 	for len(f.conv) <= i {
 		f.conv = append(f.conv, ngConv{})
 	}

@@ -59,16 +59,16 @@ func FuzzFastReader(f *testing.F) {
 	})
 }
 
-// fastReaderSeeds are pcapng files: written by pcapgo (two interfaces, a
-// nanosecond and a binary resolution, an offset), the start of committed
-// captures (cut inside a block) and damaged copies of them.
+// fastReaderSeeds are FuzzReader's, and pcapng files: written by pcapgo
+// (two interfaces, a nanosecond and a binary resolution, an offset), the
+// start of committed captures (cut inside a block) and damaged copies of
+// them, as pcapng and as pcap.
 func fastReaderSeeds(tb testing.TB) [][]byte {
 	conv := conversation(false)
-	seeds := [][]byte{
+	seeds := append(readerSeeds(tb),
 		ngFile(tb, []layers.LinkType{layers.LinkTypeEthernet, layers.LinkTypeLinuxSLL2}, conv),
 		ngResolution(tb, 9, 0, conv),
-		ngResolution(tb, 0x80|20, 1<<33, conv),
-	}
+		ngResolution(tb, 0x80|20, 1<<33, conv))
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", "*.pcapng"))
 	for i, name := range files {
 		if i%6 != 0 {
@@ -78,8 +78,12 @@ func fastReaderSeeds(tb testing.TB) [][]byte {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		b = b[:min(len(b), 6000)]
-		seeds = append(seeds, b, captest.FlipBytes(b, 0.003, uint64(i)))
+		cut := b[:min(len(b), 6000)]
+		seeds = append(seeds, cut, captest.FlipBytes(cut, 0.003, uint64(i)))
+		if p, err := captest.ToPcap(b); err == nil {
+			cut = p[:min(len(p), 6000)]
+			seeds = append(seeds, cut, captest.FlipBytes(cut, 0.003, uint64(i)))
+		}
 	}
 	return seeds
 }
@@ -109,7 +113,8 @@ func ngResolution(tb testing.TB, res uint8, off uint64, segs []seg) []byte {
 }
 
 // TestFastReaderCaptures reads every committed capture, and damaged and
-// lossy copies, both ways: FuzzFastReader's check on whole files.
+// lossy copies, as pcapng and as pcap, both ways: FuzzFastReader's check
+// on whole files.
 func TestFastReaderCaptures(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.pcapng"))
 	if err != nil || len(files) == 0 {
@@ -130,6 +135,9 @@ func TestFastReaderCaptures(t *testing.T) {
 		variants := map[string][]byte{"clean": src, "flipped": captest.FlipBytes(src, 0.002, uint64(i))}
 		if d, err := captest.DropData(src, 0.05, uint64(i)); err == nil {
 			variants["dropped"] = d
+		}
+		if p, err := captest.ToPcap(src); err == nil {
+			variants["pcap"], variants["pcap-flipped"] = p, captest.FlipBytes(p, 0.002, uint64(i))
 		}
 		for v, b := range variants {
 			t.Run(filepath.Base(name)+"/"+v, func(t *testing.T) {

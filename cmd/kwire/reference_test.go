@@ -13,7 +13,7 @@ import (
 
 // TestReferenceSame runs kwire read --json and analyze --json on every
 // committed capture, and on damaged (flipped bytes) and lossy (dropped
-// segments) copies of each, with the fast paths (reference.go) and with
+// segments) copies of each and a pcap copy, with the fast paths (reference.go) and with
 // KWIRE_REFERENCE=all: the output must be the same bytes.
 func TestReferenceSame(t *testing.T) {
 	dir := t.TempDir()
@@ -25,6 +25,7 @@ func TestReferenceSame(t *testing.T) {
 		}{
 			{"flipped", func(b []byte, seed uint64) ([]byte, error) { return captest.FlipBytes(b, 0.002, seed), nil }},
 			{"dropped", func(b []byte, seed uint64) ([]byte, error) { return captest.DropData(b, 0.05, seed) }},
+			{"pcap", func(b []byte, _ uint64) ([]byte, error) { return captest.ToPcap(b) }},
 		} {
 			var files []string
 			for i, f := range c.files {
