@@ -19,8 +19,8 @@ import (
 // FuzzFastReader holds the two to the same packets; Options.ReferenceRead
 // turns this off.
 //
-// The savings on the bulk benchmark capture: pcapgo's block reading and
-// the copy were about a third of the reading goroutine's time.
+// On the 300 MB bulk benchmark capture this reads with a fifth less CPU as
+// pcapng, a quarter less as pcap (BenchmarkFileRead).
 type fastReader struct {
 	// conv is the time conversion of pcapgo's interfaces, read from it
 	// when first needed and forgotten whenever pcapgo reads a block

@@ -130,8 +130,9 @@ func (w *Writer) Exchange(e *decode.Exchange) {
 	w.write(w.scratch)
 }
 
-// Lines writes lines made by a Lines (whole lines, newlines included).
-func (w *Writer) Lines(b []byte) { w.write(b) }
+// WriteLines writes lines made by a Lines (whole lines, newlines
+// included).
+func (w *Writer) WriteLines(b []byte) { w.write(b) }
 
 func nilIfEmpty(s *Summary) *Summary {
 	if s == nil || reflect.ValueOf(*s).IsZero() {

@@ -143,7 +143,7 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 		// exchange gives (as p.exchange would write it).
 		p.lines = jsonout.NewLines(cf.outputOptions(p.text))
 		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
-		p.ho.lines(p.lines.Append, p.out.Lines)
+		p.ho.lines(p.lines.Append, p.out.WriteLines)
 	}
 	runErr := src.Run(ctx, clock)
 	if p.ho != nil {
