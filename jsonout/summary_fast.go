@@ -31,33 +31,99 @@ func (o *object) key(b []byte, k string) []byte {
 func appendRequest(b []byte, req kmsg.Request, names *decode.Topics) []byte {
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
-		b = append(b, `,"req":{"acks":`...)
-		b = strconv.AppendInt(b, int64(r.Acks), 10)
-		if len(r.Topics) > 0 {
-			b = append(b, `,"topics":[`...)
-			for i := range r.Topics {
-				t := &r.Topics[i]
-				b = topicHead(b, i, t.Topic, t.TopicID, names)
-				if len(t.Partitions) == 0 {
-					b = append(b, "null}"...)
-					continue
-				}
-				for j := range t.Partitions {
-					p := &t.Partitions[j]
-					b = partHead(b, j, p.Partition)
-					b = appendBatches(b, p.Records)
-					b = append(b, '}')
-				}
-				b = append(b, "]}"...)
-			}
-			b = append(b, ']')
-		}
-		return append(b, '}')
+		return appendProduceRequest(b, r, names)
 	case *kmsg.FetchRequest:
-		if len(r.Topics) == 0 {
-			return b // an empty summary is left out
+		return appendFetchRequest(b, r, names)
+	case *kmsg.ListOffsetsRequest:
+		return appendListOffsetsRequest(b, r)
+	case *kmsg.OffsetCommitRequest:
+		return appendOffsetCommitRequest(b, r, names)
+	case *kmsg.HeartbeatRequest:
+		b = append(b, `,"req":{`...)
+		b = groupMember(b, r.Group, r.MemberID, r.InstanceID, r.Generation)
+		return append(b, '}')
+	}
+	return b
+}
+
+func appendProduceRequest(b []byte, r *kmsg.ProduceRequest, names *decode.Topics) []byte {
+	b = append(b, `,"req":{"acks":`...)
+	b = strconv.AppendInt(b, int64(r.Acks), 10)
+	if len(r.Topics) > 0 {
+		b = append(b, `,"topics":[`...)
+		for i := range r.Topics {
+			t := &r.Topics[i]
+			b = topicHead(b, i, t.Topic, t.TopicID, names)
+			if len(t.Partitions) == 0 {
+				b = append(b, "null}"...)
+				continue
+			}
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				b = partHead(b, j, p.Partition)
+				b = appendBatches(b, p.Records)
+				b = append(b, '}')
+			}
+			b = append(b, "]}"...)
 		}
-		b = append(b, `,"req":{"topics":[`...)
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func appendFetchRequest(b []byte, r *kmsg.FetchRequest, names *decode.Topics) []byte {
+	if len(r.Topics) == 0 {
+		return b // an empty summary is left out
+	}
+	b = append(b, `,"req":{"topics":[`...)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		b = topicHead(b, i, t.Topic, t.TopicID, names)
+		if len(t.Partitions) == 0 {
+			b = append(b, "null}"...)
+			continue
+		}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			b = partHead(b, j, p.Partition)
+			b = append(b, `,"offset":`...)
+			b = strconv.AppendInt(b, p.FetchOffset, 10)
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}"...)
+}
+
+func appendListOffsetsRequest(b []byte, r *kmsg.ListOffsetsRequest) []byte {
+	if len(r.Topics) == 0 {
+		return b
+	}
+	b = append(b, `,"req":{"topics":[`...)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		b = topicHead(b, i, t.Topic, [16]byte{}, nil)
+		if len(t.Partitions) == 0 {
+			b = append(b, "null}"...)
+			continue
+		}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			b = partHead(b, j, p.Partition)
+			b = append(b, `,"offset":`...)
+			b = strconv.AppendInt(b, p.Timestamp, 10)
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}"...)
+}
+
+func appendOffsetCommitRequest(b []byte, r *kmsg.OffsetCommitRequest, names *decode.Topics) []byte {
+	b = append(b, `,"req":{`...)
+	b = groupMember(b, r.Group, r.MemberID, r.InstanceID, r.Generation)
+	if len(r.Topics) > 0 {
+		b = append(b, `,"topics":[`...)
 		for i := range r.Topics {
 			t := &r.Topics[i]
 			b = topicHead(b, i, t.Topic, t.TopicID, names)
@@ -69,64 +135,14 @@ func appendRequest(b []byte, req kmsg.Request, names *decode.Topics) []byte {
 				p := &t.Partitions[j]
 				b = partHead(b, j, p.Partition)
 				b = append(b, `,"offset":`...)
-				b = strconv.AppendInt(b, p.FetchOffset, 10)
+				b = strconv.AppendInt(b, p.Offset, 10)
 				b = append(b, '}')
 			}
 			b = append(b, "]}"...)
 		}
-		return append(b, "]}"...)
-	case *kmsg.ListOffsetsRequest:
-		if len(r.Topics) == 0 {
-			return b
-		}
-		b = append(b, `,"req":{"topics":[`...)
-		for i := range r.Topics {
-			t := &r.Topics[i]
-			b = topicHead(b, i, t.Topic, [16]byte{}, nil)
-			if len(t.Partitions) == 0 {
-				b = append(b, "null}"...)
-				continue
-			}
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				b = partHead(b, j, p.Partition)
-				b = append(b, `,"offset":`...)
-				b = strconv.AppendInt(b, p.Timestamp, 10)
-				b = append(b, '}')
-			}
-			b = append(b, "]}"...)
-		}
-		return append(b, "]}"...)
-	case *kmsg.OffsetCommitRequest:
-		b = append(b, `,"req":{`...)
-		b = groupMember(b, r.Group, r.MemberID, r.InstanceID, r.Generation)
-		if len(r.Topics) > 0 {
-			b = append(b, `,"topics":[`...)
-			for i := range r.Topics {
-				t := &r.Topics[i]
-				b = topicHead(b, i, t.Topic, t.TopicID, names)
-				if len(t.Partitions) == 0 {
-					b = append(b, "null}"...)
-					continue
-				}
-				for j := range t.Partitions {
-					p := &t.Partitions[j]
-					b = partHead(b, j, p.Partition)
-					b = append(b, `,"offset":`...)
-					b = strconv.AppendInt(b, p.Offset, 10)
-					b = append(b, '}')
-				}
-				b = append(b, "]}"...)
-			}
-			b = append(b, ']')
-		}
-		return append(b, '}')
-	case *kmsg.HeartbeatRequest:
-		b = append(b, `,"req":{`...)
-		b = groupMember(b, r.Group, r.MemberID, r.InstanceID, r.Generation)
-		return append(b, '}')
+		b = append(b, ']')
 	}
-	return b
+	return append(b, '}')
 }
 
 // groupMember appends the group, member_id, instance_id and generation
@@ -154,111 +170,127 @@ func groupMember(b []byte, group, member string, instance *string, generation in
 func appendResponse(b []byte, resp kmsg.Response, names *decode.Topics) []byte {
 	switch r := resp.(type) {
 	case *kmsg.ProduceResponse:
-		if len(r.Topics) == 0 {
-			return b
-		}
-		b = append(b, `,"resp":{"topics":[`...)
-		for i := range r.Topics {
-			t := &r.Topics[i]
-			b = topicHead(b, i, t.Topic, t.TopicID, names)
-			if len(t.Partitions) == 0 {
-				b = append(b, "null}"...)
-				continue
-			}
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				b = partHead(b, j, p.Partition)
-				b = append(b, `,"offset":`...)
-				b = strconv.AppendInt(b, p.BaseOffset, 10)
-				b = errorCodeField(b, p.ErrorCode)
-				b = append(b, '}')
-			}
-			b = append(b, "]}"...)
-		}
-		return append(b, "]}"...)
+		return appendProduceResponse(b, r, names)
 	case *kmsg.FetchResponse:
-		if len(r.Topics) == 0 {
-			return b
-		}
-		b = append(b, `,"resp":{"topics":[`...)
-		for i := range r.Topics {
-			t := &r.Topics[i]
-			b = topicHead(b, i, t.Topic, t.TopicID, names)
-			if len(t.Partitions) == 0 {
-				b = append(b, "null}"...)
-				continue
-			}
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				b = partHead(b, j, p.Partition)
-				b = errorCodeField(b, p.ErrorCode)
-				b = append(b, `,"high_watermark":`...)
-				b = strconv.AppendInt(b, p.HighWatermark, 10)
-				if r.Version >= 4 {
-					b = append(b, `,"last_stable_offset":`...)
-					b = strconv.AppendInt(b, p.LastStableOffset, 10)
-				}
-				if r.Version >= 5 {
-					b = append(b, `,"log_start_offset":`...)
-					b = strconv.AppendInt(b, p.LogStartOffset, 10)
-				}
-				b = appendBatches(b, p.RecordBatches)
-				b = append(b, '}')
-			}
-			b = append(b, "]}"...)
-		}
-		return append(b, "]}"...)
+		return appendFetchResponse(b, r, names)
 	case *kmsg.ListOffsetsResponse:
-		if len(r.Topics) == 0 {
-			return b
-		}
-		b = append(b, `,"resp":{"topics":[`...)
-		for i := range r.Topics {
-			t := &r.Topics[i]
-			b = topicHead(b, i, t.Topic, [16]byte{}, nil)
-			if len(t.Partitions) == 0 {
-				b = append(b, "null}"...)
-				continue
-			}
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				off := p.Offset
-				if r.Version == 0 && len(p.OldStyleOffsets) > 0 {
-					off = p.OldStyleOffsets[0]
-				}
-				b = partHead(b, j, p.Partition)
-				b = append(b, `,"offset":`...)
-				b = strconv.AppendInt(b, off, 10)
-				b = errorCodeField(b, p.ErrorCode)
-				b = append(b, '}')
-			}
-			b = append(b, "]}"...)
-		}
-		return append(b, "]}"...)
+		return appendListOffsetsResponse(b, r)
 	case *kmsg.OffsetCommitResponse:
-		if len(r.Topics) == 0 {
-			return b
-		}
-		b = append(b, `,"resp":{"topics":[`...)
-		for i := range r.Topics {
-			t := &r.Topics[i]
-			b = topicHead(b, i, t.Topic, t.TopicID, names)
-			if len(t.Partitions) == 0 {
-				b = append(b, "null}"...)
-				continue
-			}
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				b = partHead(b, j, p.Partition)
-				b = errorCodeField(b, p.ErrorCode)
-				b = append(b, '}')
-			}
-			b = append(b, "]}"...)
-		}
-		return append(b, "]}"...)
+		return appendOffsetCommitResponse(b, r, names)
 	}
 	// HeartbeatResponse: nothing of it is summarized.
 	return b
+}
+
+func appendProduceResponse(b []byte, r *kmsg.ProduceResponse, names *decode.Topics) []byte {
+	if len(r.Topics) == 0 {
+		return b
+	}
+	b = append(b, `,"resp":{"topics":[`...)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		b = topicHead(b, i, t.Topic, t.TopicID, names)
+		if len(t.Partitions) == 0 {
+			b = append(b, "null}"...)
+			continue
+		}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			b = partHead(b, j, p.Partition)
+			b = append(b, `,"offset":`...)
+			b = strconv.AppendInt(b, p.BaseOffset, 10)
+			b = errorCodeField(b, p.ErrorCode)
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}"...)
+}
+
+func appendFetchResponse(b []byte, r *kmsg.FetchResponse, names *decode.Topics) []byte {
+	if len(r.Topics) == 0 {
+		return b
+	}
+	b = append(b, `,"resp":{"topics":[`...)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		b = topicHead(b, i, t.Topic, t.TopicID, names)
+		if len(t.Partitions) == 0 {
+			b = append(b, "null}"...)
+			continue
+		}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			b = partHead(b, j, p.Partition)
+			b = errorCodeField(b, p.ErrorCode)
+			b = append(b, `,"high_watermark":`...)
+			b = strconv.AppendInt(b, p.HighWatermark, 10)
+			if r.Version >= 4 {
+				b = append(b, `,"last_stable_offset":`...)
+				b = strconv.AppendInt(b, p.LastStableOffset, 10)
+			}
+			if r.Version >= 5 {
+				b = append(b, `,"log_start_offset":`...)
+				b = strconv.AppendInt(b, p.LogStartOffset, 10)
+			}
+			b = appendBatches(b, p.RecordBatches)
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}"...)
+}
+
+func appendListOffsetsResponse(b []byte, r *kmsg.ListOffsetsResponse) []byte {
+	if len(r.Topics) == 0 {
+		return b
+	}
+	b = append(b, `,"resp":{"topics":[`...)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		b = topicHead(b, i, t.Topic, [16]byte{}, nil)
+		if len(t.Partitions) == 0 {
+			b = append(b, "null}"...)
+			continue
+		}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			off := p.Offset
+			if r.Version == 0 && len(p.OldStyleOffsets) > 0 {
+				off = p.OldStyleOffsets[0]
+			}
+			b = partHead(b, j, p.Partition)
+			b = append(b, `,"offset":`...)
+			b = strconv.AppendInt(b, off, 10)
+			b = errorCodeField(b, p.ErrorCode)
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}"...)
+}
+
+func appendOffsetCommitResponse(b []byte, r *kmsg.OffsetCommitResponse, names *decode.Topics) []byte {
+	if len(r.Topics) == 0 {
+		return b
+	}
+	b = append(b, `,"resp":{"topics":[`...)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		b = topicHead(b, i, t.Topic, t.TopicID, names)
+		if len(t.Partitions) == 0 {
+			b = append(b, "null}"...)
+			continue
+		}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			b = partHead(b, j, p.Partition)
+			b = errorCodeField(b, p.ErrorCode)
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}"...)
 }
 
 // topicHead appends the start of the i'th topic object of a summary, up
