@@ -62,7 +62,7 @@ goldens:
 FUZZMINIMIZE ?= 200x
 FUZZ_TARGETS := ./decode:FuzzFramer ./decode:FuzzRequest ./decode:FuzzResponse \
                 ./correlate:FuzzCorrelator ./capture:FuzzReader ./capture:FuzzResync \
-                ./capture:FuzzTLSRecord
+                ./capture:FuzzTLSRecord ./capture:FuzzFastReader ./jsonout:FuzzFastExchange
 .PHONY: fuzz-short
 
 fuzz:

@@ -100,3 +100,40 @@ func benchFile(b *testing.B, path string) {
 		}
 	}
 }
+
+// BenchmarkFileRead measures reading the records of the capture named by
+// KWIRE_BENCH_CAPTURE (make bench-capture writes one), the work of Files'
+// reading goroutine: with pcapgo alone, and with the fast reading of
+// plain packet blocks beside it (file_fast.go).
+func BenchmarkFileRead(b *testing.B) {
+	path := os.Getenv("KWIRE_BENCH_CAPTURE")
+	if path == "" {
+		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench` (or `make bench-capture` and point it at the file)")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Skipf("KWIRE_BENCH_CAPTURE=%s: %v", path, err)
+	}
+	for _, bc := range []struct {
+		name   string
+		noFast bool
+	}{{"reader=pcapgo", true}, {"reader=fast", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(fi.Size())
+			for b.Loop() {
+				r, err := openFile(path, bc.noFast)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				for r.next(); !r.done; r.next() {
+					n += len(r.data)
+				}
+				r.f.Close()
+				if r.err != nil || n == 0 {
+					b.Fatalf("read %d bytes: %v", n, r.err)
+				}
+			}
+		})
+	}
+}

@@ -42,7 +42,9 @@ type fileReader struct {
 	ng      *pcapgo.NgReader
 	link    layers.LinkType // of pcap files; pcapng gives it per packet
 	records int
-	rs      *resync // skips damaged records before pcapgo reads them
+	rs      *resync     // skips damaged records before pcapgo reads them
+	fast    *fastReader // reads plain records instead of pcapgo (file_fast.go)
+	noFast  bool        // Options.ReferenceRead
 	// damage is what rs skipped, copied once the file is done: Run's
 	// goroutine reads it, not the reading one.
 	damage fileDamage
@@ -79,7 +81,7 @@ func OpenFiles(paths []string, opts *Options) (*Files, error) {
 		fs.asm.dedup = newDedupe(fs.asm.opts.DedupeWindow, mergeSlots)
 	}
 	for _, p := range paths {
-		r, err := openFile(p)
+		r, err := openFile(p, opts != nil && opts.ReferenceRead)
 		if err != nil {
 			fs.Close()
 			return nil, err
@@ -89,12 +91,12 @@ func OpenFiles(paths []string, opts *Options) (*Files, error) {
 	return fs, nil
 }
 
-func openFile(path string) (*fileReader, error) {
+func openFile(path string, noFast bool) (*fileReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	r := &fileReader{path: path, f: f}
+	r := &fileReader{path: path, f: f, noFast: noFast}
 	if err := r.open(f, false); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -148,6 +150,9 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 	default:
 		return fmt.Errorf("not a pcap or pcapng file (magic 0x%08x); kwire reads pcap and pcapng", binary.BigEndian.Uint32(head))
 	}
+	if !r.noFast {
+		r.fast = &fastReader{}
+	}
 	return nil
 }
 
@@ -156,11 +161,20 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 func (r *fileReader) next() {
 	r.rs.before()
 	var err error
-	if r.pcap != nil {
-		r.data, r.ci, err = r.pcap.ZeroCopyReadPacketData()
+	fast := r.fast != nil && r.fast.next(r) // the record pcapgo would read, read the same way
+	switch {
+	case r.pcap != nil:
+		if !fast {
+			r.data, r.ci, err = r.pcap.ZeroCopyReadPacketData()
+		}
 		r.lt = r.link
-	} else {
-		r.data, r.ci, err = r.ng.ZeroCopyReadPacketData()
+	default:
+		if !fast {
+			r.data, r.ci, err = r.ng.ZeroCopyReadPacketData()
+			if r.fast != nil {
+				r.fast.forget() // it may have read interfaces or a section
+			}
+		}
 		r.lt = layers.LinkTypeNull
 		if len(r.ci.AncillaryData) > 0 {
 			r.lt, _ = r.ci.AncillaryData[0].(layers.LinkType)

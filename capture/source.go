@@ -137,6 +137,10 @@ type Options struct {
 	// and TCP timestamp): the same packet captured twice. Default 2s;
 	// negative disables.
 	DedupeWindow time.Duration
+	// ReferenceRead reads pcapng files with pcapgo alone, without the
+	// fast reading of plain packet blocks beside it (file_fast.go): to
+	// check that the two read the same.
+	ReferenceRead bool
 }
 
 const (

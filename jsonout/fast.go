@@ -96,30 +96,52 @@ type tsCache struct {
 }
 
 func (c *tsCache) append(b []byte, t time.Time) []byte {
-	if c.text == nil || !t.Equal(c.t) {
+	switch {
+	case c.text != nil && t.Equal(c.t):
+	case c.text != nil && t.Unix() == c.t.Unix():
+		// The same second: only the microseconds differ, the six digits
+		// before the closing "Z" (TimeFormat truncates, as this does).
+		c.t = t
+		us := t.Nanosecond() / 1000
+		for i := len(c.text) - 2; i >= len(c.text)-7; i-- {
+			c.text[i] = byte('0' + us%10)
+			us /= 10
+		}
+	default:
 		c.t, c.text = t, t.UTC().AppendFormat(c.text[:0], TimeFormat)
 	}
 	return append(b, c.text...)
 }
 
-// plainASCII[c] is set for the ASCII bytes appendString copies as they are.
-var plainASCII = func() (t [utf8.RuneSelf]bool) {
+// plainASCII[c] is set for the ASCII bytes appendString copies as they
+// are; plainASCIINoHTML[c] for those appendStringNoHTML does.
+var plainASCII, plainASCIINoHTML = func() (t, noHTML [utf8.RuneSelf]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+		noHTML[c] = c != '"' && c != '\\'
+		t[c] = noHTML[c] && c != '<' && c != '>' && c != '&'
 	}
-	return t
+	return t, noHTML
 }()
 
 // appendString appends s as a JSON string as json.Marshal writes it: HTML
 // characters, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD.
-func appendString(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte { return appendJSONString(b, s, &plainASCII) }
+
+// appendStringNoHTML appends s as a JSON string as a json.Encoder with
+// SetEscapeHTML(false) writes it (exchange lines): as appendString, but
+// '<', '>' and '&' as they are.
+func appendStringNoHTML(b []byte, s string) []byte {
+	return appendJSONString(b, s, &plainASCIINoHTML)
+}
+
+func appendJSONString(b []byte, s string, plain *[utf8.RuneSelf]bool) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if plainASCII[c] {
+			if plain[c] {
 				i++
 				continue
 			}

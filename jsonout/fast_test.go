@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/kwire/kwire/correlate"
 )
@@ -51,8 +52,8 @@ func TestFastCommit(t *testing.T) {
 	}
 }
 
-// FuzzAppendString checks appendString against encoding/json on any
-// string.
+// FuzzAppendString checks appendString and appendStringNoHTML against
+// encoding/json on any string.
 func FuzzAppendString(f *testing.F) {
 	for _, s := range awkward {
 		f.Add(s)
@@ -62,5 +63,38 @@ func FuzzAppendString(f *testing.F) {
 		if got := appendString(nil, s); !bytes.Equal(got, want) {
 			t.Fatalf("%q: got %s, want %s", s, got, want)
 		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		want = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+		if got := appendStringNoHTML(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("%q without HTML escapes: got %s, want %s", s, got, want)
+		}
 	})
+}
+
+// TestTimeCache writes times through one tsCache, in an order that keeps
+// and changes the second, and checks each against Time.
+func TestTimeCache(t *testing.T) {
+	base := time.Date(2026, 12, 2, 3, 48, 27, 999_999_999, time.UTC)
+	var c tsCache
+	for i, d := range []time.Duration{0, 0, 1, -999_999_999, 1500, -1, 1_000_000_000, 12345678901, -1 << 40, 1 << 50, 7} {
+		at := base.Add(d)
+		if i%3 == 0 {
+			at = at.In(time.FixedZone("x", 3600))
+		}
+		if got, want := string(c.append(nil, at)), Time(at); got != want {
+			t.Errorf("%v: got %s, want %s", at, got, want)
+		}
+	}
+	for _, at := range []time.Time{time.Unix(0, 1), time.Unix(-1, 999_000), time.Date(12000, 1, 1, 0, 0, 0, 5000, time.UTC), time.Date(-5, 1, 1, 0, 0, 0, 5000, time.UTC)} {
+		for _, d := range []time.Duration{0, time.Microsecond, 999 * time.Microsecond} {
+			if got, want := string(c.append(nil, at.Add(d))), Time(at.Add(d)); got != want {
+				t.Errorf("%v: got %s, want %s", at.Add(d), got, want)
+			}
+		}
+	}
 }

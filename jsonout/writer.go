@@ -28,18 +28,22 @@ type Options struct {
 	// LineFlush flushes after every line (live use: a consumer like jq sees
 	// each event at once). Offline output is buffered.
 	LineFlush bool
+	// Reference writes exchange lines only the reference way (a Summary
+	// through encoding/json), never exchange_fast.go's: to check that the
+	// two give the same bytes.
+	Reference bool
 }
 
 // Writer writes output lines. It implements decode.Handler.
 type Writer struct {
-	bw    *bufio.Writer
-	enc   *json.Encoder
-	opts  Options
-	names decode.Topics
-	err   error
+	bw   *bufio.Writer
+	enc  *json.Encoder
+	opts Options
+	err  error
 
 	scratch []byte      // a line being built (fast.go)
 	commits commitCache // what the last commit line wrote
+	lines   *Lines      // exchange lines
 }
 
 // New returns a Writer on w. opts may be nil.
@@ -51,7 +55,7 @@ func New(w io.Writer, opts *Options) *Writer {
 	}
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	return &Writer{bw: bw, enc: enc, opts: o}
+	return &Writer{bw: bw, enc: enc, opts: o, lines: NewLines(&o)}
 }
 
 // Conn is how a connection appears in output.
@@ -119,38 +123,16 @@ func APIName(key int16) string {
 
 // Exchange writes an exchange line. It implements decode.Handler.
 func (w *Writer) Exchange(e *decode.Exchange) {
-	w.names.Learn(e)
-	code := decode.ErrorCode(e.Resp)
-	l := exchangeLine{
-		V: SchemaVersion, Type: "exchange", TS: Time(e.ReqTime), Conn: ConnOf(e.Conn),
-		APIKey: e.Key, API: APIName(e.Key), APIVersion: e.Version, CorrelationID: e.CorrelationID,
-		ClientID: e.ClientID, Response: e.Response.String(), ResponseSeen: e.Response == decode.ResponseSeen,
-		LatencyUS: e.Latency().Microseconds(), ErrorCode: code, ReqBytes: e.ReqSize, RespBytes: e.RespSize,
+	w.scratch = w.lines.Append(w.scratch[:0], e)
+	if err := w.lines.Err(); err != nil && w.err == nil {
+		w.err = err
 	}
-	if code != 0 {
-		l.Error = ErrorName(code)
-	}
-	if e.ReqErr != nil {
-		l.ReqErr = e.ReqErr.Error()
-	}
-	if e.RespErr != nil {
-		l.RespErr = e.RespErr.Error()
-	}
-	l.Req, l.Resp = Summarize(e.Req, e.Resp, &w.names)
-	switch {
-	case len(e.RecordsNotCopied) == 0:
-	case e.Key == 0: // Produce: the request's records
-		markNotCopied(l.Req, e.RecordsNotCopied)
-	case e.Key == 1: // Fetch: the response's
-		markNotCopied(l.Resp, e.RecordsNotCopied)
-	}
-	l.Req, l.Resp = nilIfEmpty(l.Req), nilIfEmpty(l.Resp)
-	if w.opts.Text {
-		w.line(textExchange(&l))
-		return
-	}
-	w.json(&l)
+	w.write(w.scratch)
 }
+
+// WriteLines writes lines made by a Lines (whole lines, newlines
+// included).
+func (w *Writer) WriteLines(b []byte) { w.write(b) }
 
 func nilIfEmpty(s *Summary) *Summary {
 	if s == nil || reflect.ValueOf(*s).IsZero() {

@@ -28,8 +28,15 @@ import (
 // (decode.Options.DeferResponses): their bodies are copied whole, and this
 // goroutine decodes them (decode.ResponseDecoder) just before next gets
 // them, so that the two goroutines share the work more evenly.
+//
+// kwire read's exchange lines need the exchange as the decoder gave it:
+// they are made on the decoder's goroutine, into the arena, and written
+// on the other just before the exchange is correlated (lines), so that
+// they come before the events the exchange gives, as without a handoff.
 type handoff struct {
 	next       decode.Handler
+	format     func([]byte, *decode.Exchange) []byte // see lines
+	write      func([]byte)
 	recycle    func(kmsg.Request, kmsg.Response) // may be nil
 	rd         *decode.ResponseDecoder           // of the run goroutine
 	cur        *handoffBatch
@@ -62,6 +69,7 @@ type handoffBatch struct {
 
 type handoffItem struct {
 	ex      decode.Exchange
+	line    []byte // made by format, in the arena
 	an      decode.Anomaly
 	conn    capture.Conn
 	anomaly bool
@@ -97,6 +105,9 @@ func (h *handoff) run() {
 			switch {
 			case it.anomaly:
 				h.next.Anomaly(&it.an)
+			case h.write != nil:
+				h.write(it.line)
+				h.next.Exchange(&it.ex)
 			case it.ex.RespBody != nil:
 				// A response the decoder left for this goroutine
 				// (decode.Options.DeferResponses).
@@ -112,6 +123,13 @@ func (h *handoff) run() {
 		}
 		h.free <- b
 	}
+}
+
+// lines makes each exchange's output line with format, on the decoder's
+// goroutine, and has write write it on the other, just before next gets
+// the exchange. Call it before the first exchange.
+func (h *handoff) lines(format func([]byte, *decode.Exchange) []byte, write func([]byte)) {
+	h.format, h.write = format, write
 }
 
 // take returns a free batch, emptied: its messages go back to the
@@ -175,6 +193,10 @@ func (h *handoff) Exchange(e *decode.Exchange) {
 	}
 	b := h.cur
 	n := len(b.arena)
+	if h.format != nil { // before Detach changes the messages
+		b.arena = h.format(b.arena, e)
+		it.line = b.arena[n:len(b.arena):len(b.arena)]
+	}
 	b.arena = correlate.Detach(&it.ex, b.arena)
 	size := len(b.arena) - n
 	switch body := e.RespBody; {

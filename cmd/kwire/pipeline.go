@@ -37,6 +37,9 @@ type pipeline struct {
 	tls *capture.TLSDecrypter
 	// ho, when set, runs correlate and output on a goroutine of their own.
 	ho *handoff
+	// lines, when set, formats exchange lines on the decoder's goroutine,
+	// for ho to write (kwire read).
+	lines *jsonout.Lines
 	// deferredErrors are the decode errors of responses ho decoded.
 	deferredErrors int64
 }
@@ -83,7 +86,7 @@ func (p *pipeline) exchange(e *decode.Exchange) {
 	if p.tap != nil {
 		p.tap.Exchange(e)
 	}
-	if p.exchanges {
+	if p.exchanges && p.lines == nil {
 		p.out.Exchange(e)
 	}
 	p.corr.Exchange(e)
@@ -114,7 +117,8 @@ func (p *pipeline) event(ev correlate.Event) {
 // user interrupts; summary adds the final group report. It always writes
 // the stats line, so that what was decoded before an error is kept.
 func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error {
-	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports, MaxConns: cf.limits.conns})
+	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports, MaxConns: cf.limits.conns,
+		ReferenceRead: referenceFromEnv().read})
 	if err != nil {
 		return err
 	}
@@ -126,11 +130,20 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 	clock := &lastTime{next: entry}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if !p.exchanges && p.tap == nil {
+	switch {
+	case p.tap != nil || p.agent != nil:
+	case !p.exchanges:
 		// Only the correlator reads the exchanges: it can run on the
-		// other core (an exchange line needs the exchange as it is).
+		// other core.
 		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
 		p.dec.SetDeferResponses(true)
+	default:
+		// An exchange line needs the exchange as it is: it is made here,
+		// and written on the other core before the events that the
+		// exchange gives (as p.exchange would write it).
+		p.lines = jsonout.NewLines(cf.outputOptions(p.text))
+		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
+		p.ho.lines(p.lines.Append, p.out.WriteLines)
 	}
 	runErr := src.Run(ctx, clock)
 	if p.ho != nil {
@@ -138,6 +151,12 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 		p.dec.SetDeferResponses(false)
 		p.deferredErrors += p.ho.rd.DecodeErrors
 		p.ho = nil
+	}
+	if p.lines != nil {
+		if err := p.lines.Err(); err != nil && runErr == nil {
+			runErr = fmt.Errorf("write output: %w", err)
+		}
+		p.lines = nil
 	}
 	if err := p.finish(clock.t, clock.t, src.Stats(), summary); err != nil {
 		return err

@@ -69,7 +69,13 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 // writes text.
 func (c *commonFlags) writer(stdout io.Writer) (*jsonout.Writer, bool) {
 	text := c.text || (!c.json && isTerminal(stdout))
-	return jsonout.New(stdout, &jsonout.Options{Text: text}), text
+	return jsonout.New(stdout, c.outputOptions(text)), text
+}
+
+// outputOptions are the output options of the flags; text says whether
+// the output is text.
+func (c *commonFlags) outputOptions(text bool) *jsonout.Options {
+	return &jsonout.Options{Text: text, Reference: referenceFromEnv().lines}
 }
 
 // parseFlags parses args. -h prints the help to stdout and returns

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"strings"
+)
+
+// referenceEnv names the fast paths to leave off, for the tests that
+// hold each to its reference (the dependency it stands beside): a comma
+// list of lines (exchange lines: jsonout's Summary and encoding/json),
+// read (pcapng files: pcapgo alone), or all. It is not a flag: nobody but those tests has a reason to set it.
+const referenceEnv = "KWIRE_REFERENCE"
+
+// reference says which fast paths are off.
+type reference struct {
+	lines, read bool
+}
+
+// referenceFromEnv reads referenceEnv.
+func referenceFromEnv() reference {
+	var r reference
+	for _, name := range strings.Split(os.Getenv(referenceEnv), ",") {
+		switch strings.TrimSpace(name) {
+		case "all":
+			r = reference{lines: true, read: true}
+		case "lines":
+			r.lines = true
+		case "read":
+			r.read = true
+		}
+	}
+	return r
+}
