@@ -61,10 +61,10 @@ type groupAgg struct {
 	// written; commits that failed.
 	handovers, uncleanHandovers, suppressed, uncertain, maybeDup int64
 	commitErrors                                                 atomic.Int64
-	maxSrc map[[2]int32]int64 // (agents' topic partition, routed partition): the latest offset read
-	merged map[itemRef]time.Time // merge key, once decoded
-	order  []itemRef
-	homes  map[*decode.Anomaly]int32
+	maxSrc                                                       map[[2]int32]int64    // (agents' topic partition, routed partition): the latest offset read
+	merged                                                       map[itemRef]time.Time // merge key, once decoded
+	order                                                        []itemRef
+	homes                                                        map[*decode.Anomaly]int32
 	// redelivered counts routed records read again (a router took a
 	// partition over); corrupt those that do not decode.
 	redelivered, corrupt int64
