@@ -52,6 +52,9 @@ type groupAgg struct {
 	ps     map[int32]*partState // of the partitions owned
 	frozen bool
 	fp     *fingerprinter
+	// fresh gives the owner a new merger and correlator: on every
+	// assignment it correlates its partitions again from their start.
+	fresh func()
 	// final is the position of lines written once the input ended.
 	final time.Time
 	// Handover counters (docs/aggregate.md): records found on taking a
@@ -97,6 +100,11 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	rs := &routeStage{opts: opts, topic: topic, routed: routed, group: f.group + ".route", parts: parts, hook: f.hook, stderr: stderr}
 	cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.ConsumeTopics(routed), kgo.ConsumerGroup(f.group),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Eager: every rebalance revokes every partition, and the owner
+		// correlates what it is given from scratch, in capture-time order
+		// (a partition's history correlated into a correlator already
+		// ahead in time invents hazards).
+		kgo.Balancers(kgo.StickyBalancer()), kgo.BlockRebalanceOnPoll(),
 		kgo.AdjustFetchOffsetsFn(fromStart(routed)),
 		kgo.OnOffsetsFetched(g.fetched),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, m map[string][]int32) { g.revoke(ctx, cl, m[routed], true) }),
@@ -108,12 +116,16 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	p := newPipeline(&f.common, stdout, false)
 	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
 	g.ag = &aggregator{p: p}
-	g.ag.m = newMerger(f.maxLateness, f.quietAfter, g.item)
-	g.ag.m.maxSkew = f.maxSkew
-	co := f.common.limits.correlate()
-	co.ConsumerSessionTimeout = f.common.consumerSession
-	co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
-	p.corr = correlate.New(co, correlate.SinkFunc(g.event))
+	g.fresh = func() {
+		g.ag.m = newMerger(f.maxLateness, f.quietAfter, g.item)
+		g.ag.m.maxSkew = f.maxSkew
+		co := f.common.limits.correlate()
+		co.ConsumerSessionTimeout = f.common.consumerSession
+		co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
+		p.corr = correlate.New(co, correlate.SinkFunc(g.event))
+		g.maxSrc, g.merged, g.order, g.homes = map[[2]int32]int64{}, map[itemRef]time.Time{}, nil, map[*decode.Anomaly]int32{}
+	}
+	g.fresh()
 	fmt.Fprintf(stderr, "kwire: aggregating %s as group %s (%d partitions of %s)\n", f.from.url, f.group, parts, routed)
 
 	var wg sync.WaitGroup
@@ -223,6 +235,7 @@ func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Du
 			return fmt.Errorf("write output: %w", err)
 		}
 		g.commit(ctx, cl, metas, offs, false)
+		cl.AllowRebalance()
 		if n == 0 {
 			g.hook.idle("own")
 		}

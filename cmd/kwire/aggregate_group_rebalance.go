@@ -91,6 +91,7 @@ func (g *groupAgg) revoke(ctx context.Context, cl *kgo.Client, qs []int32, revok
 	}
 	g.hook.set("own", ownedList(g.owned))
 	g.mu.Unlock()
+	defer g.fresh() // what it is given next is correlated from scratch
 	if !revoked {
 		return
 	}
