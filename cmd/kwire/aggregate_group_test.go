@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/internal/gen"
 	"github.com/kwire/kwire/internal/wire"
 )
 
@@ -612,4 +613,156 @@ func (s *sentinel) at(t *testing.T, at time.Time, final bool) int64 {
 		t.Fatal(err)
 	}
 	return 1
+}
+
+// twoGroups drives one client identity (client id tg-shared, one host)
+// as members of two groups at once, tg-a and tg-b: kgo consumers with
+// the same client id, heartbeating, fetching and committing for seconds.
+// The correlator binds the client to both and calls its fetches
+// ambiguous; each group's owner only agrees if it sees the client's
+// requests to the other group all along, not only those before the
+// client bound to its own.
+func twoGroups(groups [2]string) gen.Scenario {
+	return gen.Scenario{
+		Name:    "two_groups",
+		Options: gen.Options{Brokers: 1, Kfake: []kfake.Opt{kfake.SeedTopics(2, "tg-orders")}},
+		Run: func(ctx context.Context, c *gen.Cluster) error {
+			prod, err := c.Kgo(kgo.ClientID("tg-producer"), kgo.DefaultProduceTopic("tg-orders"))
+			if err != nil {
+				return err
+			}
+			var wg sync.WaitGroup
+			ctx, cancel := context.WithCancel(ctx)
+			defer func() { cancel(); wg.Wait() }()
+			member := func(group string) error {
+				cl, err := c.Kgo(kgo.ClientID("tg-shared"), kgo.ConsumerGroup(group), kgo.ConsumeTopics("tg-orders"),
+					kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond),
+					kgo.AutoCommitInterval(300*time.Millisecond), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+				if err != nil {
+					return err
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer cl.Close() // leaves the group
+					for ctx.Err() == nil {
+						cl.PollFetches(ctx)
+					}
+				}()
+				return nil
+			}
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			start := time.Now()
+			started := 0
+			for time.Since(start) < 10*time.Second {
+				if started < 2 && time.Since(start) >= time.Duration(started)*time.Second {
+					if err := member(groups[started]); err != nil {
+						return err
+					}
+					started++
+				}
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				prod.Produce(ctx, &kgo.Record{Value: []byte("order")}, nil)
+			}
+			return prod.Flush(ctx)
+		},
+	}
+}
+
+// TestAggregateGroupOtherGroups: a client that is a member of two groups
+// owned by different instances; the union equals the single aggregator
+// only if the router sends the client's requests for one group to the
+// other's owner too (docs/aggregate.md, "Several aggregators").
+func TestAggregateGroupOtherGroups(t *testing.T) {
+	var groups [2]string
+	for i := 0; groups[1] == ""; i++ {
+		g := fmt.Sprintf("tg-%c", 'a'+i)
+		switch {
+		case groups[0] == "":
+			groups[0] = g
+		case routeHash(groupRouteKey(g), 3) != routeHash(groupRouteKey(groups[0]), 3):
+			groups[1] = g
+		}
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := gen.Run(ctx, twoGroups(groups), dir); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now().Add(-time.Hour)
+
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "kwire"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	url := "kafka://" + strings.Join(c.ListenAddrs(), ",") + "/kwire"
+	ins := []*groupInstance{startGroupInstance(t, url)}
+	deadline := time.After(60 * time.Second)
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for !ok() {
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	owning := func() bool {
+		n := 0
+		for _, in := range ins {
+			if len(in.owned("own")) == 0 || len(in.owned("route")) == 0 {
+				return false
+			}
+			n += len(in.owned("own"))
+		}
+		return n == 3
+	}
+	waitFor("the first instance to own every partition", owning)
+	ins = append(ins, startGroupInstance(t, url))
+	waitFor("both instances to own partitions", owning)
+	sent := newSentinel(t, c.ListenAddrs(), "kwire")
+	batches := sent.at(t, began, false)
+	batches += int64(publishAgents(t, url, []agentSpec{{host: "b0", files: []string{filepath.Join(dir, "two_groups.pcapng")}}}))
+	batches += sent.at(t, began.Add(2*time.Hour), true)
+	waitFor("the routers to read every batch", func() bool {
+		return ins[0].hook.read.Load()+ins[1].hook.read.Load() >= batches
+	})
+	i0, i1 := ins[0].idles(), ins[1].idles()
+	waitFor("the owners to catch up", func() bool { return ins[0].idles() >= i0+2 && ins[1].idles() >= i1+2 })
+	for _, in := range ins {
+		in.cancel()
+		<-in.done
+		if in.err != nil {
+			t.Fatal(in.err)
+		}
+	}
+	single := runKwire(t, "aggregate", "--json", "--from", url, "--exit-idle", "1s")
+	want, _ := normalize(t, mergeSummaries(t, single))
+	union, _ := unionByOwner(t, 3, [][]byte{ins[0].out.Bytes(), ins[1].out.Bytes()})
+	got, _ := normalize(t, mergeSummaries(t, union))
+	if extra, missing := multisetDiff(want, got); len(extra)+len(missing) > 0 {
+		t.Errorf("union has %d lines the single aggregator has not:\n%s\nand lacks %d:\n%s", len(extra), strings.Join(extra, "\n"), len(missing), strings.Join(missing, "\n"))
+	}
+	var s correlate.Snapshot
+	for _, l := range strings.Split(strings.TrimSpace(string(single)), "\n") {
+		if strings.Contains(l, `"type":"summary"`) {
+			json.Unmarshal([]byte(l), &s)
+		}
+	}
+	for _, cl := range s.Clients {
+		if cl.ClientID == "tg-shared" {
+			t.Logf("tg-shared: %d bindings, attribution %q, candidates %v", len(cl.Bindings), cl.Attribution, cl.Candidates)
+		}
+	}
+	t.Logf("groups %v; %d lines compared", groups, len(want))
 }
