@@ -50,6 +50,7 @@ type groupAgg struct {
 	mu     sync.Mutex
 	owned  map[int32]bool
 	ps     map[int32]*partState // of the partitions owned
+	gone   map[int32]bool       // revoked once frozen: no record committed
 	frozen bool
 	fp     *fingerprinter
 	// fresh gives the owner a new merger and correlator: on every
@@ -95,7 +96,7 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	g := &groupAgg{parts: parts, name: f.group, hook: f.hook, routed: routed, owned: map[int32]bool{}, ps: map[int32]*partState{},
+	g := &groupAgg{parts: parts, name: f.group, hook: f.hook, routed: routed, owned: map[int32]bool{}, ps: map[int32]*partState{}, gone: map[int32]bool{},
 		maxSrc: map[[2]int32]int64{}, merged: map[itemRef]time.Time{}, homes: map[*decode.Anomaly]int32{}, fp: newFingerprinter()}
 	rs := &routeStage{opts: opts, topic: topic, routed: routed, group: f.group + ".route", parts: parts, hook: f.hook, stderr: stderr}
 	cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.ConsumeTopics(routed), kgo.ConsumerGroup(f.group),
@@ -154,6 +155,7 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	g.ag.m.release(time.Now(), releaseAll)
 	err = g.finish(stdout, rs)
 	g.handOver(cctx, cl, g.final)
+	cl.AllowRebalance() // a blocked rebalance would keep Close from leaving the group
 	cl.Close()
 	return errors.Join(runErr, routeErr, err)
 }

@@ -78,6 +78,12 @@ func (g *groupAgg) revoke(ctx context.Context, cl *kgo.Client, qs []int32, revok
 	defer g.work.Unlock()
 	g.mu.Lock()
 	if g.frozen {
+		// It still writes their last lines (the successor found its
+		// unclean record, and counts), but commits no record over the
+		// successor's.
+		for _, q := range qs {
+			g.gone[q] = true
+		}
 		g.mu.Unlock()
 		return
 	}
@@ -155,12 +161,13 @@ func (g *groupAgg) caughtUp() {
 }
 
 // handOver commits a clean record of every partition still owned, once
-// its last lines are written (at position end).
+// its last lines are written (at position end), but of those the group
+// gave to another member meanwhile.
 func (g *groupAgg) handOver(ctx context.Context, cl *kgo.Client, end time.Time) {
 	g.mu.Lock()
 	metas, offs := map[int32]string{}, map[int32]int64{}
 	for q, ps := range g.ps {
-		if ps.claimed {
+		if ps.claimed && !g.gone[q] {
 			metas[q], offs[q] = ps.record(end, true), ps.offset
 		}
 	}
