@@ -146,6 +146,11 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	if errors.Is(routeErr, context.Canceled) {
 		routeErr = nil
 	}
+	if g.hook.crashes() {
+		cl.AllowRebalance()
+		cl.Close()
+		return nil
+	}
 	// The partitions' handover: claimed before the last lines are
 	// written, given up (clean) once they are, and only then the group
 	// left, so that the next owner finds what this one wrote.

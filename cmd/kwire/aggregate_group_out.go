@@ -164,7 +164,15 @@ type groupHook struct {
 	// read: agents' records routed; produced: routed records produced;
 	// consumed: routed records read.
 	read, produced, consumed atomic.Int64
+	// crash makes the owner stop as a killed instance would: no last
+	// lines, no clean handover record; skipPeriodic leaves out the
+	// unclean records of its polls (killed before they were committed).
+	crash, skipPeriodic atomic.Bool
 }
+
+func (h *groupHook) crashes() bool { return h != nil && h.crash.Load() }
+
+func (h *groupHook) skipsPeriodic() bool { return h != nil && h.skipPeriodic.Load() }
 
 func newGroupHook() *groupHook {
 	return &groupHook{changed: make(chan struct{}, 1), owned: map[string][]int32{}, idles: map[string]int{}}

@@ -183,7 +183,7 @@ var errNothingToCommit = errors.New("no partition of the commit is owned")
 // revoke's), but for sync commits (revoke, claim, the last one), built for
 // exactly what they name.
 func (g *groupAgg) commit(ctx context.Context, cl *kgo.Client, metas map[int32]string, offs map[int32]int64, sync bool) {
-	if len(metas) == 0 {
+	if len(metas) == 0 || (!sync && g.hook.skipsPeriodic()) {
 		return
 	}
 	m := map[string]map[int32]kgo.EpochOffset{g.routed: {}}
