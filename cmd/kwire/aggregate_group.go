@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -41,13 +42,33 @@ type groupAgg struct {
 	parts  int32
 	name   string
 	hook   *groupHook
+	routed string
+	// work is held while a poll's records are merged, correlated and
+	// written, and by the rebalance callbacks: a partition changes hands
+	// between polls, when what was written of it is known.
+	work   sync.Mutex
 	mu     sync.Mutex
 	owned  map[int32]bool
+	ps     map[int32]*partState // of the partitions owned
+	gone   map[int32]bool       // revoked once frozen: no record committed
 	frozen bool
-	maxSrc map[[2]int32]int64 // (agents' topic partition, routed partition): the latest offset read
-	merged map[itemRef]bool
-	order  []itemRef
-	homes  map[*decode.Anomaly]int32
+	fp     *fingerprinter
+	// fresh gives the owner a new merger and correlator: on every
+	// assignment it correlates its partitions again from their start.
+	fresh func()
+	// final is the position of lines written once the input ended.
+	final time.Time
+	// Handover counters (docs/aggregate.md): records found on taking a
+	// partition over, clean and not; lines left out as the previous
+	// owner's; lines written that a drift of positions could duplicate;
+	// lines written after an unclean handover that its owner may have
+	// written; commits that failed.
+	handovers, uncleanHandovers, suppressed, uncertain, maybeDup int64
+	commitErrors                                                 atomic.Int64
+	maxSrc                                                       map[[2]int32]int64    // (agents' topic partition, routed partition): the latest offset read
+	merged                                                       map[itemRef]time.Time // merge key, once decoded
+	order                                                        []itemRef
+	homes                                                        map[*decode.Anomaly]int32
 	// redelivered counts routed records read again (a router took a
 	// partition over); corrupt those that do not decode.
 	redelivered, corrupt int64
@@ -75,14 +96,20 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	g := &groupAgg{parts: parts, name: f.group, hook: f.hook, owned: map[int32]bool{}, maxSrc: map[[2]int32]int64{},
-		merged: map[itemRef]bool{}, homes: map[*decode.Anomaly]int32{}}
+	g := &groupAgg{parts: parts, name: f.group, hook: f.hook, routed: routed, owned: map[int32]bool{}, ps: map[int32]*partState{}, gone: map[int32]bool{},
+		maxSrc: map[[2]int32]int64{}, merged: map[itemRef]time.Time{}, homes: map[*decode.Anomaly]int32{}, fp: newFingerprinter()}
 	rs := &routeStage{opts: opts, topic: topic, routed: routed, group: f.group + ".route", parts: parts, hook: f.hook, stderr: stderr}
 	cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.ConsumeTopics(routed), kgo.ConsumerGroup(f.group),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { g.assign(ctx, m[routed], true) }),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { g.assign(ctx, m[routed], false) }),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { g.assign(ctx, m[routed], false) }),
+		// Eager: every rebalance revokes every partition, and the owner
+		// correlates what it is given from scratch, in capture-time order
+		// (a partition's history correlated into a correlator already
+		// ahead in time invents hazards).
+		kgo.Balancers(kgo.StickyBalancer()), kgo.BlockRebalanceOnPoll(),
+		kgo.AdjustFetchOffsetsFn(fromStart(routed)),
+		kgo.OnOffsetsFetched(g.fetched),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, m map[string][]int32) { g.revoke(ctx, cl, m[routed], true) }),
+		kgo.OnPartitionsLost(func(ctx context.Context, cl *kgo.Client, m map[string][]int32) { g.revoke(ctx, cl, m[routed], false) }),
 	)...)
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)
@@ -90,12 +117,16 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	p := newPipeline(&f.common, stdout, false)
 	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
 	g.ag = &aggregator{p: p}
-	g.ag.m = newMerger(f.maxLateness, f.quietAfter, g.item)
-	g.ag.m.maxSkew = f.maxSkew
-	co := f.common.limits.correlate()
-	co.ConsumerSessionTimeout = f.common.consumerSession
-	co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
-	p.corr = correlate.New(co, correlate.SinkFunc(g.event))
+	g.fresh = func() {
+		g.ag.m = newMerger(f.maxLateness, f.quietAfter, g.item)
+		g.ag.m.maxSkew = f.maxSkew
+		co := f.common.limits.correlate()
+		co.ConsumerSessionTimeout = f.common.consumerSession
+		co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
+		p.corr = correlate.New(co, correlate.SinkFunc(g.event))
+		g.maxSrc, g.merged, g.order, g.homes = map[[2]int32]int64{}, map[itemRef]time.Time{}, nil, map[*decode.Anomaly]int32{}
+	}
+	g.fresh()
 	fmt.Fprintf(stderr, "kwire: aggregating %s as group %s (%d partitions of %s)\n", f.from.url, f.group, parts, routed)
 
 	var wg sync.WaitGroup
@@ -108,7 +139,6 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	g.mu.Lock()
 	g.frozen = true
 	g.mu.Unlock()
-	cl.Close()
 	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
 		runErr = nil
 	}
@@ -116,25 +146,23 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	if errors.Is(routeErr, context.Canceled) {
 		routeErr = nil
 	}
+	if g.hook.crashes() {
+		cl.AllowRebalance()
+		cl.Close()
+		return nil
+	}
+	// The partitions' handover: claimed before the last lines are
+	// written, given up (clean) once they are, and only then the group
+	// left, so that the next owner finds what this one wrote.
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g.claim(cctx, cl, true)
 	g.ag.m.release(time.Now(), releaseAll)
-	return errors.Join(runErr, routeErr, g.finish(stdout, rs))
-}
-
-// assign notes partitions of the routed topic gained or lost.
-func (g *groupAgg) assign(ctx context.Context, ps []int32, gained bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.frozen || ctx.Err() != nil {
-		return
-	}
-	for _, q := range ps {
-		if gained {
-			g.owned[q] = true
-		} else {
-			delete(g.owned, q)
-		}
-	}
-	g.hook.set("own", ownedList(g.owned))
+	err = g.finish(stdout, rs)
+	g.handOver(cctx, cl, g.final)
+	cl.AllowRebalance() // a blocked rebalance would keep Close from leaving the group
+	cl.Close()
+	return errors.Join(runErr, routeErr, err)
 }
 
 func ownedList(m map[int32]bool) []int32 {
@@ -148,6 +176,8 @@ func ownedList(m map[int32]bool) []int32 {
 
 // owns reports whether this instance writes the lines of key.
 func (g *groupAgg) owns(key string) bool { return g.ownsPart(routeHash(key, g.parts)) }
+
+func (g *groupAgg) part(key string) int32 { return routeHash(key, g.parts) }
 
 func (g *groupAgg) ownsPart(q int32) bool {
 	g.mu.Lock()
@@ -174,21 +204,45 @@ func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Du
 				fmt.Fprintf(os.Stderr, "kwire: consuming %s[%d]: %v\n", t, p, err)
 			}
 		})
+		// A partition taken over is claimed before anything of it is
+		// written: a successor then knows this instance may have.
+		g.claim(ctx, cl, false)
+		g.work.Lock()
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if ps := g.state(p.Partition); ps != nil {
+				ps.hwm = p.HighWatermark
+			}
+		})
 		fetches.EachRecord(func(r *kgo.Record) {
 			n++
 			g.hook.count(hookConsumed)
+			ps := g.state(r.Partition)
+			if ps != nil {
+				ps.offset = r.Offset + 1
+			}
 			rt, err := wire.DecodeRouted(r.Value)
 			if err != nil {
 				g.corrupt++
 				return
 			}
-			g.add(r.Partition, rt, now)
+			g.add(r.Partition, ps, rt, now)
 		})
 		mode := releaseWatermark
 		if n == 0 {
 			mode = releaseCaughtUp
 		}
 		ag.m.release(now, mode)
+		if n == 0 {
+			g.caughtUp()
+		}
+		err := ag.p.out.Flush()
+		metas, offs := g.records(false)
+		g.work.Unlock()
+		if err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		g.commit(ctx, cl, metas, offs, false)
+		cl.AllowRebalance()
 		if n == 0 {
 			g.hook.idle("own")
 		}
@@ -197,16 +251,13 @@ func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Du
 		} else if idleExit > 0 && now.Sub(lastNew) >= idleExit {
 			return nil
 		}
-		if err := ag.p.out.Flush(); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
 	}
 	return ctx.Err()
 }
 
 // add merges routed record rt of partition q: each item once, each
 // receipt counted.
-func (g *groupAgg) add(q int32, rt *wire.Routed, now time.Time) {
+func (g *groupAgg) add(q int32, ps *partState, rt *wire.Routed, now time.Time) {
 	m := g.ag.m
 	k := [2]int32{rt.SrcPartition, q}
 	if last, ok := g.maxSrc[k]; ok && rt.SrcOffset <= last {
@@ -221,14 +272,17 @@ func (g *groupAgg) add(q int32, rt *wire.Routed, now time.Time) {
 	}
 	for _, ri := range rt.Items {
 		ref := itemRef{ri.Agent, ri.Seq, ri.Index}
-		if g.merged[ref] {
+		if at, ok := g.merged[ref]; ok {
+			if ps != nil {
+				ps.readMax = maxTime(ps.readMax, at)
+			}
 			continue
 		}
 		if len(g.order) >= groupMerged {
 			delete(g.merged, g.order[0])
 			g.order = g.order[1:]
 		}
-		g.merged[ref] = true
+		g.merged[ref] = time.Time{}
 		g.order = append(g.order, ref)
 		b, err := wire.Decode(ri.Batch, nil)
 		if err != nil || len(b.Items) != 1 || b.Agent != ri.Agent {
@@ -236,6 +290,11 @@ func (g *groupAgg) add(q int32, rt *wire.Routed, now time.Time) {
 			continue
 		}
 		it := b.Items[0]
+		key := m.mergeKey(&it)
+		g.merged[ref] = key
+		if ps != nil {
+			ps.readMax = maxTime(ps.readMax, key)
+		}
 		if it.Kind == wire.KindAnomaly && it.Anomaly != nil {
 			g.homes[it.Anomaly] = ri.Home
 		}
@@ -255,8 +314,13 @@ func (g *groupAgg) item(it *wire.Item, a *agentState) {
 	}
 	home, ok := g.homes[it.Anomaly]
 	delete(g.homes, it.Anomaly)
-	if ok && home >= 0 && g.ownsPart(home) {
-		g.ag.p.out.Anomaly(it.Anomaly)
+	if ok && home >= 0 {
+		if ps := g.writer(home); ps != nil {
+			ts, fp := g.fp.anomaly(it.Anomaly)
+			if g.account(ps, g.pos(), ts, fp) {
+				g.ag.p.out.Anomaly(it.Anomaly)
+			}
+		}
 	}
 	g.ag.p.corr.Anomaly(it.Anomaly)
 }
@@ -269,29 +333,64 @@ func (g *groupAgg) event(ev correlate.Event) {
 	}
 }
 
+// emit writes an event if this instance owns its partition and the
+// partition's previous owner did not write it (account).
 func (g *groupAgg) emit(ev correlate.Event) {
-	if g.ownsEvent(ev) {
+	ps := g.writer(g.eventPart(ev))
+	if ps == nil {
+		return
+	}
+	ts, fp := g.fp.event(ev)
+	if g.account(ps, g.pos(), ts, fp) {
 		g.ag.p.event(ev)
 	}
 }
 
-// ownsEvent: an event of a group belongs to the group's owner; a hazard of
-// a client (producer_acks_weak) to the client's, of a host
-// (client_id_churn) to the host's.
-func (g *groupAgg) ownsEvent(ev correlate.Event) bool {
+// pos is the merge position of what is being correlated: the key of the
+// item released (a partition taken over is correlated again from its
+// start: its items' own positions), or the end once the input ended.
+func (g *groupAgg) pos() time.Time {
+	if !g.final.IsZero() {
+		return g.final
+	}
+	return g.ag.m.cur
+}
+
+// writer returns the state of partition q if this instance writes its
+// lines, else nil.
+func (g *groupAgg) writer(q int32) *partState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.owned[q] {
+		return nil
+	}
+	return g.ps[q]
+}
+
+// state returns the state of partition q if owned (under g.work).
+func (g *groupAgg) state(q int32) *partState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ps[q]
+}
+
+// eventPart is the partition whose owner writes an event: an event of a
+// group belongs to the group's; a hazard of a client (producer_acks_weak)
+// to the client's, of a host (client_id_churn) to the host's.
+func (g *groupAgg) eventPart(ev correlate.Event) int32 {
 	switch ev := ev.(type) {
 	case *correlate.GenerationEvent:
-		return g.owns(groupRouteKey(ev.Group))
+		return g.part(groupRouteKey(ev.Group))
 	case *correlate.MemberEvent:
-		return g.owns(groupRouteKey(ev.Group))
+		return g.part(groupRouteKey(ev.Group))
 	case *correlate.CommitEvent:
-		return g.owns(groupRouteKey(ev.Group))
+		return g.part(groupRouteKey(ev.Group))
 	case *correlate.CoordinatorEvent:
-		return g.owns(groupRouteKey(ev.Group))
+		return g.part(groupRouteKey(ev.Group))
 	case *correlate.HazardEvent:
-		return g.owns(hazardRouteKey(ev))
+		return g.part(hazardRouteKey(ev))
 	}
-	return g.ownsPart(0)
+	return 0
 }
 
 func hazardRouteKey(h *correlate.HazardEvent) string {

@@ -40,6 +40,19 @@ type groupInfo struct {
 	// Redelivered counts routed records read again (a router sent them
 	// again after taking a partition over).
 	Redelivered int64 `json:"redelivered"`
+	// Handovers and UncleanHandovers count the partitions taken over from
+	// a clean or an unclean handover record (docs/aggregate.md);
+	// Suppressed the lines left out as written by a previous owner;
+	// Uncertain the lines written that a drift of positions between
+	// instances could have duplicated; MaybeDuplicate the lines written
+	// after an unclean handover that its owner may have written too;
+	// CommitErrors the handover commits that failed.
+	Handovers        int64 `json:"handovers"`
+	UncleanHandovers int64 `json:"handovers_unclean"`
+	Suppressed       int64 `json:"handover_suppressed"`
+	Uncertain        int64 `json:"handover_uncertain"`
+	MaybeDuplicate   int64 `json:"handover_maybe_duplicate"`
+	CommitErrors     int64 `json:"handover_commit_errors"`
 }
 
 // finish closes the correlator and writes the summary, the stats of the
@@ -48,6 +61,7 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 	ag := g.ag
 	m, p := ag.m, ag.p
 	end := m.end
+	g.final = end // the position of what closing gives
 	p.corr.Close(end)
 	snap := p.corr.Snapshot()
 	unobs := m.cover.patch(snap)
@@ -88,7 +102,9 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 	line.Corrupt = g.corrupt + rs.corrupt.Load()
 	gl := groupLine{aggregateLine: line, Group: groupInfo{Name: g.name, Topic: rs.routed, Partitions: g.parts,
 		Owned: ownedList(g.owned), Groups: len(snap.Groups), Read: rs.read.Load(), Replayed: rs.replayed.Load(),
-		Produced: rs.produced.Load(), Redelivered: g.redelivered}}
+		Produced: rs.produced.Load(), Redelivered: g.redelivered,
+		Handovers: g.handovers, UncleanHandovers: g.uncleanHandovers, Suppressed: g.suppressed, Uncertain: g.uncertain,
+		MaybeDuplicate: g.maybeDup, CommitErrors: g.commitErrors.Load()}}
 	if p.text {
 		_, err := fmt.Fprintf(stdout, "aggregate: group %s, partitions %v of %s (%d groups): %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members)\n",
 			g.name, gl.Group.Owned, rs.routed, gl.Group.Groups, len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(line.Unobserved))
@@ -148,7 +164,15 @@ type groupHook struct {
 	// read: agents' records routed; produced: routed records produced;
 	// consumed: routed records read.
 	read, produced, consumed atomic.Int64
+	// crash makes the owner stop as a killed instance would: no last
+	// lines, no clean handover record; skipPeriodic leaves out the
+	// unclean records of its polls (killed before they were committed).
+	crash, skipPeriodic atomic.Bool
 }
+
+func (h *groupHook) crashes() bool { return h != nil && h.crash.Load() }
+
+func (h *groupHook) skipsPeriodic() bool { return h != nil && h.skipPeriodic.Load() }
 
 func newGroupHook() *groupHook {
 	return &groupHook{changed: make(chan struct{}, 1), owned: map[string][]int32{}, idles: map[string]int{}}

@@ -27,6 +27,7 @@ type merger struct {
 	quietAfter  time.Duration // wall time without a batch: quiet
 	conns       map[connRef]uint64
 	released    time.Time // At of the latest item released
+	cur         time.Time // merge key of the item being released
 	end         time.Time // the latest At of any item
 	late        int64     // items released after a later one
 	duplicates  int64
@@ -307,6 +308,7 @@ func (m *merger) release(now time.Time, mode int) {
 		if p.it.At.After(m.end) {
 			m.end = p.it.At
 		}
+		m.cur = p.key
 		m.next(&p.it, p.agent)
 	}
 }
