@@ -97,12 +97,8 @@ func (d *batchDecoder) conn() {
 }
 
 func (d *batchDecoder) addrPort() netip.AddrPort {
-	s := d.r.string()
-	if s == "" || s == "invalid AddrPort" {
-		return netip.AddrPort{}
-	}
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil {
+	var ap netip.AddrPort
+	if err := ap.UnmarshalBinary(d.r.bytes()); err != nil {
 		d.r.fail("bad address")
 	}
 	return ap
@@ -143,7 +139,6 @@ func (d *batchDecoder) exchange() *decode.Exchange {
 			x.RecordsNotCopied[i] = decode.PartitionIndex{Topic: r.index(), Partition: r.index()}
 		}
 	}
-	d.fetchRecords(x.Resp)
 	return x
 }
 
@@ -176,39 +171,27 @@ func (d *batchDecoder) body(key, version int16, req bool) message {
 			return nil
 		}
 		return m
+	case bodyCompact:
+		switch m := m.(type) {
+		case *kmsg.ProduceRequest:
+			d.produceRequest(m)
+		case *kmsg.ProduceResponse:
+			d.produceResponse(m)
+		case *kmsg.FetchRequest:
+			d.fetchRequest(m)
+		case *kmsg.FetchResponse:
+			d.fetchResponse(m)
+		default:
+			r.fail("compact body of another API")
+			return nil
+		}
+		if r.err != nil {
+			return nil
+		}
+		return m
 	}
 	r.fail("bad body marker")
 	return nil
-}
-
-// fetchRecords puts a Fetch response's record batches back.
-func (d *batchDecoder) fetchRecords(m kmsg.Response) {
-	r := &d.r
-	n := r.count(3)
-	if n == 0 {
-		return
-	}
-	f, ok := m.(*kmsg.FetchResponse)
-	if !ok {
-		r.fail("record segments without a fetch response")
-		return
-	}
-	for range n {
-		ti, pi := r.uvarint(), r.uvarint()
-		if ti >= uint64(len(f.Topics)) || pi >= uint64(len(f.Topics[ti].Partitions)) {
-			r.fail("record segments of no partition")
-			return
-		}
-		if !d.deferRecords {
-			f.Topics[ti].Partitions[pi].RecordBatches = readSegments(r, &d.budget)
-			continue
-		}
-		segs := readSegmentList(r, &d.budget)
-		if r.err != nil {
-			return
-		}
-		d.deferred = append(d.deferred, partSegments{p: &f.Topics[ti].Partitions[pi], segs: segs})
-	}
 }
 
 // partSegments are a Fetch response partition's record batches, as
@@ -223,14 +206,12 @@ type partSegments struct {
 // the response's partitions at them; it returns buf. They are valid until
 // buf is reused: the next call with it. Other items are left as they are.
 func (it *Item) ExpandRecords(buf []byte) []byte {
-	total := 0
-	for _, ps := range it.records {
-		for _, s := range ps.segs {
-			total += s.size
-		}
-	}
 	if len(it.records) == 0 {
 		return buf
+	}
+	total := 0
+	for _, ps := range it.records {
+		total += segsSize(ps.segs)
 	}
 	if cap(buf) < total || buf == nil {
 		buf = make([]byte, total)
@@ -239,12 +220,9 @@ func (it *Item) ExpandRecords(buf []byte) []byte {
 	clear(buf)
 	at := 0
 	for _, ps := range it.records {
-		start := at
-		for _, s := range ps.segs {
-			copy(buf[at:], s.head)
-			at += s.size
-		}
-		ps.p.RecordBatches = buf[start:at:at]
+		n := segsSize(ps.segs)
+		ps.p.RecordBatches = expand(buf[at:at+n:at+n], ps.segs)
+		at += n
 	}
 	return buf
 }

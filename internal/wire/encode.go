@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
 )
@@ -16,6 +14,7 @@ const (
 	bodyNone     = 0
 	bodyWithheld = 1
 	bodyKmsg     = 2
+	bodyCompact  = 3
 )
 
 // Encoder builds one batch at a time. It is not safe for concurrent use.
@@ -28,7 +27,6 @@ type Encoder struct {
 	conns map[*capture.Conn]connDecl
 	next  int
 	tmp   []byte
-	saved [][]byte // appendBody's record bytes set aside
 }
 
 type connDecl struct {
@@ -87,8 +85,8 @@ func (e *Encoder) conn(c *capture.Conn) uint64 {
 	w := &e.w
 	w.byte(byte(kindConn))
 	w.uvarint(c.ID)
-	w.string(c.Client.String())
-	w.string(c.Server.String())
+	e.addrPort(c.Client)
+	e.addrPort(c.Server)
 	w.byte(byte(c.Role))
 	w.time(c.Start)
 	var flags byte
@@ -143,49 +141,30 @@ func (e *Encoder) Exchange(at time.Time, x *decode.Exchange) {
 		w.uvarint(uint64(p.Topic))
 		w.uvarint(uint64(p.Partition))
 	}
-	e.fetchRecords(x.Resp)
 	e.items++
 }
 
-// body writes a message: none, withheld, or re-encoded at its version.
+// addrPort writes ap as netip.AddrPort's binary form (a string).
+func (e *Encoder) addrPort(ap netip.AddrPort) {
+	e.tmp, _ = ap.AppendBinary(e.tmp[:0]) // cannot fail
+	e.w.bytes(e.tmp)
+}
+
+// body writes a message: none, withheld, compact (Produce, Fetch) or
+// re-encoded at its version.
 func (e *Encoder) body(present bool, m message) {
 	switch {
 	case !present:
 		e.w.byte(bodyNone)
 	case m == nil:
 		e.w.byte(bodyWithheld)
+	case compactable(m):
+		e.w.byte(bodyCompact)
+		e.w.compact(m)
 	default:
 		e.w.byte(bodyKmsg)
-		e.appendBody(m)
+		e.tmp = m.AppendTo(e.tmp[:0])
 		e.w.bytes(e.tmp)
-	}
-}
-
-// fetchRecords writes a Fetch response's record batches as segments
-// (records.go); appendBody left them out of its body.
-func (e *Encoder) fetchRecords(m kmsg.Response) {
-	r, ok := m.(*kmsg.FetchResponse)
-	if !ok {
-		e.w.uvarint(0)
-		return
-	}
-	n := 0
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			if r.Topics[i].Partitions[j].RecordBatches != nil {
-				n++
-			}
-		}
-	}
-	e.w.uvarint(uint64(n))
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			if b := r.Topics[i].Partitions[j].RecordBatches; b != nil {
-				e.w.uvarint(uint64(i))
-				e.w.uvarint(uint64(j))
-				appendSegments(&e.w, b)
-			}
-		}
 	}
 }
 

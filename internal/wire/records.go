@@ -1,48 +1,105 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
 
-// Record batches are published as segments: per batch its size and its
-// header, the bytes the correlator reads of it (decode.ScanBatches and the
-// hazard spans read a v2 batch's first 61 bytes, a v0/v1 message's first
-// 18); a cut last batch keeps at most its first 18 bytes, enough for the
-// readers to stop where they stopped. No record key or value is in them:
-// a v2 header ends before the first record, a v0/v1 one before the key.
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A Fetch response's record batches are published as segments: per batch
+// its size and the header fields the correlator reads of it (the base
+// offset, attributes, last offset delta and record count of a v2 batch;
+// the offset and attributes of a v0/v1 message: what decode.ScanBatches
+// and the hazard spans read), not its bytes. A cut last batch, or bytes
+// that are no batch the readers read, keep at most their first 18 bytes,
+// enough for the readers to stop where they stopped. No record key or
+// value is in them: a v2 header ends before the first record, a v0/v1
+// one before the key.
+//
+//	batches  = 0 (nil) | 1+n:uvarint segment{n}
+//	segment  = 2 base:varint size:uvarint attrs:uvarint last_delta:varint
+//	           records:varint                       (a v2 batch)
+//	         | 1 magic:byte base:varint size:uvarint attrs:byte
+//	                                                (a v0/v1 message)
+//	         | 0 size:uvarint head:string           (anything else)
+//
+// base is the batch's base offset minus the previous segment's next offset
+// (0 for the first): 0 for batches that follow each other. records is the
+// record count minus (last_delta + 1): 0 but for compacted batches.
+// Decode rebuilds each batch as its header (the fields above, the rest of
+// the header zero) and zeros, at its size.
 const (
 	v2HeaderLen     = 61
 	legacyHeaderLen = 18
 	tailKeep        = 18
-	maxSegments     = 1 << 20
+
+	segRaw    = 0
+	segLegacy = 1
+	segV2     = 2
 )
 
 // segment is one batch (or the cut rest) of a partition's record bytes.
 type segment struct {
-	size int
-	head []byte
+	size      int
+	base      int64
+	lastDelta int32
+	records   int32
+	attrs     uint16
+	magic     int8   // 2, 0 or 1; -1 for raw
+	head      []byte // raw only
 }
 
-// appendSegments writes b as segments, walking it as decode.ScanBatches
-// does.
-func appendSegments(w *writer, b []byte) {
+// batches writes b as segments, walking it as decode.ScanBatches does.
+func (w *writer) batches(b []byte) {
+	if b == nil {
+		w.uvarint(0)
+		return
+	}
 	n := 0
 	for rest := b; len(rest) > 0; n++ {
 		rest = rest[segmentLen(rest):]
 	}
-	w.uvarint(uint64(n))
+	w.uvarint(uint64(n) + 1)
+	var next int64
 	for len(b) > 0 {
 		size := segmentLen(b)
-		keep := min(size, tailKeep)
-		if size >= 17 && size <= len(b) {
-			switch magic := b[16]; {
-			case magic == 2 && size >= v2HeaderLen:
-				keep = v2HeaderLen
-			case magic < 2 && size >= legacyHeaderLen:
-				keep = legacyHeaderLen
+		seg := b[:size]
+		b = b[size:]
+		magic := int8(-1)
+		// A batch whose length field is not its size is cut: the readers
+		// stop at it, and so must its rebuilt copy.
+		if size >= legacyHeaderLen && int64(size) == int64(int32(binary.BigEndian.Uint32(seg[8:])))+12 {
+			switch m := seg[16]; {
+			case m == 2 && size >= v2HeaderLen:
+				magic = 2
+			case m < 2:
+				magic = int8(m)
 			}
 		}
-		w.uvarint(uint64(size))
-		w.bytes(b[:keep])
-		b = b[size:]
+		base := int64(binary.BigEndian.Uint64(seg[0:8:8]))
+		switch magic {
+		case 2:
+			delta := int32(binary.BigEndian.Uint32(seg[23:]))
+			recs := int32(binary.BigEndian.Uint32(seg[57:]))
+			w.byte(segV2)
+			w.varint(base - next)
+			w.uvarint(uint64(size))
+			w.uvarint(uint64(binary.BigEndian.Uint16(seg[21:])))
+			w.varint(int64(delta))
+			w.varint(int64(recs) - int64(delta) - 1)
+			next = base + int64(delta) + 1
+		case 0, 1:
+			w.byte(segLegacy)
+			w.byte(byte(magic))
+			w.varint(base - next)
+			w.uvarint(uint64(size))
+			w.byte(seg[17])
+			next = base + 1
+		default:
+			w.byte(segRaw)
+			w.uvarint(uint64(size))
+			w.bytes(seg[:min(size, tailKeep)])
+		}
 	}
 }
 
@@ -63,37 +120,68 @@ func segmentLen(b []byte) int {
 	return len(b)
 }
 
-// readSegments reads what appendSegments wrote and puts the bytes back:
-// each head at its place, zeros after it. budget is what may still be
-// allocated; it shrinks by the bytes returned.
-func readSegments(r *reader, budget *int) []byte {
-	segs := readSegmentList(r, budget)
+// batches reads a partition's segments: into p.RecordBatches, or set
+// aside for Item.ExpandRecords (Options.DeferRecords).
+func (d *batchDecoder) batches(p *kmsg.FetchResponseTopicPartition) {
+	r := &d.r
+	n := r.uvarint()
+	if n == 0 || r.err != nil {
+		return
+	}
+	segs := readSegmentList(r, int(min(n-1, 1<<31)), &d.budget)
 	if r.err != nil {
-		return nil
+		return
 	}
-	total := 0
-	for _, s := range segs {
-		total += s.size
+	if d.deferRecords {
+		d.deferred = append(d.deferred, partSegments{p: p, segs: segs})
+		return
 	}
-	out := make([]byte, total)
-	at := 0
-	for _, s := range segs {
-		copy(out[at:], s.head)
-		at += s.size
-	}
-	return out
+	p.RecordBatches = expand(make([]byte, segsSize(segs)), segs)
 }
 
-// readSegmentList reads what appendSegments wrote; budget shrinks by the
-// bytes they stand for.
-func readSegmentList(r *reader, budget *int) []segment {
-	n := r.count(2)
-	segs := make([]segment, 0, min(n, maxSegments))
+// readSegmentList reads n segments; budget shrinks by the bytes they
+// stand for.
+func readSegmentList(r *reader, n int, budget *int) []segment {
+	if n > len(r.b)/3 {
+		r.fail("count past the end")
+		return nil
+	}
+	segs := make([]segment, n)
 	total := 0
-	for range n {
-		s := segment{size: int(min(r.uvarint(), 1<<31)), head: r.bytes()}
-		if len(s.head) > s.size {
-			r.fail("segment head longer than the segment")
+	var next int64
+	for i := range segs {
+		s := &segs[i]
+		switch tag := r.byte(); tag {
+		case segV2:
+			s.magic = 2
+			s.base = next + r.varint()
+			s.size = int(min(r.uvarint(), 1<<31))
+			attrs := r.uvarint()
+			s.lastDelta = r.int32()
+			recs := int64(s.lastDelta) + 1 + r.varint()
+			if attrs > 0xffff || recs != int64(int32(recs)) || s.size < v2HeaderLen {
+				r.fail("bad v2 batch segment")
+			}
+			s.attrs, s.records = uint16(attrs), int32(recs)
+			next = s.base + int64(s.lastDelta) + 1
+		case segLegacy:
+			s.magic = int8(r.byte())
+			s.base = next + r.varint()
+			s.size = int(min(r.uvarint(), 1<<31))
+			s.attrs = uint16(r.byte())
+			if s.magic > 1 || s.size < legacyHeaderLen {
+				r.fail("bad v0/v1 message segment")
+			}
+			next = s.base + 1
+		case segRaw:
+			s.magic = -1
+			s.size = int(min(r.uvarint(), 1<<31))
+			s.head = r.bytes()
+			if len(s.head) > s.size {
+				r.fail("segment head longer than the segment")
+			}
+		default:
+			r.fail("bad segment tag")
 		}
 		if r.err != nil {
 			return nil
@@ -103,8 +191,43 @@ func readSegmentList(r *reader, budget *int) []segment {
 			r.fail("record bytes above the expansion budget")
 			return nil
 		}
-		segs = append(segs, s)
 	}
 	*budget -= total
 	return segs
+}
+
+func segsSize(segs []segment) int {
+	total := 0
+	for i := range segs {
+		total += segs[i].size
+	}
+	return total
+}
+
+// expand writes segs into out, which is zero and segsSize(segs) long,
+// and returns it.
+func expand(out []byte, segs []segment) []byte {
+	at := 0
+	for i := range segs {
+		s := &segs[i]
+		b := out[at : at+s.size]
+		switch s.magic {
+		case 2:
+			binary.BigEndian.PutUint64(b, uint64(s.base))
+			binary.BigEndian.PutUint32(b[8:], uint32(s.size-12))
+			b[16] = 2
+			binary.BigEndian.PutUint16(b[21:], s.attrs)
+			binary.BigEndian.PutUint32(b[23:], uint32(s.lastDelta))
+			binary.BigEndian.PutUint32(b[57:], uint32(s.records))
+		case 0, 1:
+			binary.BigEndian.PutUint64(b, uint64(s.base))
+			binary.BigEndian.PutUint32(b[8:], uint32(s.size-12))
+			b[16] = byte(s.magic)
+			b[17] = byte(s.attrs)
+		default:
+			copy(b, s.head)
+		}
+		at += s.size
+	}
+	return out
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Version is the format version, the first byte of every batch.
-const Version = 1
+const Version = 2
 
 // Errors of Decode.
 var (
