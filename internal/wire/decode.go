@@ -50,15 +50,15 @@ func Decode(value []byte, opts *Options) (*Batch, error) {
 		case kindConn:
 			d.conn()
 		case KindExchange:
-			at := d.r.time()
+			at := d.r.itemAt()
 			x := d.exchange()
 			b.Items = append(b.Items, Item{Kind: k, At: at, Exchange: x, records: d.deferred})
 			d.deferred = nil
 		case KindAnomaly:
-			at := d.r.time()
+			at := d.r.itemAt()
 			b.Items = append(b.Items, Item{Kind: k, At: at, Anomaly: d.anomaly()})
 		case KindCounters:
-			at := d.r.time()
+			at := d.r.itemAt()
 			b.Items = append(b.Items, Item{Kind: k, At: at, Counters: d.counters()})
 		default:
 			d.r.fail(fmt.Sprintf("unknown item kind %d", k))
@@ -119,8 +119,8 @@ func (d *batchDecoder) connRef() *capture.Conn {
 
 func (d *batchDecoder) exchange() *decode.Exchange {
 	r := &d.r
-	x := &decode.Exchange{Conn: d.connRef(), Key: r.int16(), Version: r.int16(), CorrelationID: r.int32(), ClientID: r.string()}
-	x.ReqTime, x.RespTime = r.time(), r.time()
+	x := &decode.Exchange{Conn: d.connRef(), Key: r.int16(), Version: r.int16(), CorrelationID: r.int32(), ClientID: r.str()}
+	x.ReqTime, x.RespTime = r.near(), r.near()
 	x.ReqSize, x.RespSize = int(r.int32()), int(r.int32())
 	x.Response = decode.ResponseState(r.byte())
 	if x.Response > decode.ResponseLost {
@@ -181,6 +181,10 @@ func (d *batchDecoder) body(key, version int16, req bool) message {
 			d.fetchRequest(m)
 		case *kmsg.FetchResponse:
 			d.fetchResponse(m)
+		case *kmsg.OffsetCommitRequest:
+			d.offsetCommitRequest(m)
+		case *kmsg.OffsetCommitResponse:
+			d.offsetCommitResponse(m)
 		default:
 			r.fail("compact body of another API")
 			return nil
@@ -229,7 +233,7 @@ func (it *Item) ExpandRecords(buf []byte) []byte {
 
 func (d *batchDecoder) anomaly() *decode.Anomaly {
 	r := &d.r
-	a := &decode.Anomaly{Conn: d.connRef(), Kind: decode.AnomalyKind(r.string()), Dir: capture.Dir(r.byte()), Time: r.time(), Bytes: r.varint()}
+	a := &decode.Anomaly{Conn: d.connRef(), Kind: decode.AnomalyKind(r.str()), Dir: capture.Dir(r.byte()), Time: r.near(), Bytes: r.varint()}
 	a.Key, a.Version, a.CorrelationID, a.Detail = r.int16(), r.int16(), r.int32(), r.string()
 	return a
 }

@@ -22,19 +22,25 @@
 //	         connection of the batch's table (index 0, 1, ...).
 //	addr     = string: netip.AddrPort's binary form (address bytes,
 //	         zone, port little-endian)
-//	exchange (kind 1) at:time conn:uvarint key:varint version:varint
-//	         correlation:varint client_id:string req_time:time
-//	         resp_time:time req_size:varint resp_size:varint state:byte
+//	exchange (kind 1) at:at conn:uvarint key:varint version:varint
+//	         correlation:varint client_id:sref req_time:near
+//	         resp_time:near req_size:varint resp_size:varint state:byte
 //	         req_err:string resp_err:string req:body resp:body
 //	         not_copied:uvarint (topic:uvarint partition:uvarint)*
 //	body     = 0 (none) | 1 (withheld: an API the correlator does not
 //	         read; decoded as kmsg's default message) | 2 kmsg:string
 //	         (the message re-encoded by kmsg AppendTo at its version)
-//	         | 3 compact (Produce and Fetch requests and responses)
-//	anomaly  (kind 2) at:time conn:uvarint kind:string dir:byte time:time
+//	         | 3 compact (Produce, Fetch, OffsetCommit: below)
+//	anomaly  (kind 2) at:at conn:uvarint kind:sref dir:byte time:near
 //	         bytes:varint key:varint version:varint correlation:varint
 //	         detail:string
-//	counters (kind 3) at:time json:string (Counters, encoding/json)
+//	counters (kind 3) at:at json:string (Counters, encoding/json)
+//	at       = varint: the item's time minus the previous item's of the
+//	         batch (minus 0 for the first)
+//	near     = uvarint: 0 for the zero time, else 1 + the zig-zag
+//	         difference from the item's at
+//	sref     = uvarint: 0 and a string (the batch's string table's next
+//	         entry), or 1 + the index of an entry
 //
 // conn is 0 for none, else 1 + an index into the batch's table. at is the
 // agent's capture clock when its decoder gave the item (the latest packet
@@ -42,11 +48,11 @@
 //
 // # Compact bodies
 //
-// Produce and Fetch are most of the traffic an agent sees; they go as the
-// fields the correlator (and jsonout's exchange summaries, the TUI's error
-// counts) read, in field order, each message at the exchange's version:
+// Produce, Fetch and OffsetCommit are most of what an agent publishes;
+// they go as the fields the correlator (and jsonout's exchange summaries,
+// the TUI's error counts) read, in field order:
 //
-//	topic        = name:string id_len:byte(0|16) id:bytes{id_len}
+//	topic        = name:sref id_len:byte(0|16) id:bytes{id_len}
 //	nstring      = 0 (nil) | 1+len:uvarint bytes
 //	produce_req  = txn:nstring acks timeout
 //	               topics:uvarint (topic partitions:uvarint partition*)*
@@ -62,6 +68,12 @@
 //	               (topic partitions:uvarint (partition error high_watermark
 //	               last_stable log_start preferred_replica
 //	               aborted:uvarint (producer first_offset)* batches)*)*
+//	commit_req   = group:sref generation member:sref instance:nstring
+//	               retention topics:uvarint (topic partitions:uvarint
+//	               (partition offset timestamp leader_epoch
+//	               metadata:nstring)*)*
+//	commit_resp  = throttle topics:uvarint (topic partitions:uvarint
+//	               (partition error)*)*
 //
 // (unnamed fields are varints; aborted is 0 for nil, else 1 + the count).
 // Decode gives kmsg messages with these fields and kmsg's defaults in all
@@ -91,8 +103,9 @@
 // decode already and again here: APIs the correlator does not read are
 // withheld whole.
 //
-// Version 1 (kmsg-encoded Produce and Fetch bodies, 61-byte batch
-// headers, addresses as text) is no longer read: agents and aggregators
+// Version 1 (kmsg-encoded Produce, Fetch and OffsetCommit bodies, 61-byte
+// batch headers, absolute times, strings and addresses as text) is no
+// longer read: agents and aggregators
 // are upgraded together.
 //
 // A newer format gets a new version byte; Decode rejects versions it does

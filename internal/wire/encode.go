@@ -41,7 +41,7 @@ func NewEncoder(agent Agent) *Encoder {
 
 // Reset starts batch number seq, dropping what the previous one held.
 func (e *Encoder) Reset(seq uint64) {
-	e.w.b = e.w.b[:0]
+	e.w.reset()
 	e.w.byte(Version)
 	e.w.string(e.agent.Host)
 	e.w.uvarint(e.agent.Run)
@@ -114,14 +114,14 @@ func (e *Encoder) Exchange(at time.Time, x *decode.Exchange) {
 	ref := e.conn(x.Conn)
 	w := &e.w
 	w.byte(byte(KindExchange))
-	w.time(at)
+	w.itemAt(at)
 	w.uvarint(ref)
 	w.varint(int64(x.Key))
 	w.varint(int64(x.Version))
 	w.varint(int64(x.CorrelationID))
-	w.string(x.ClientID)
-	w.time(x.ReqTime)
-	w.time(x.RespTime)
+	w.str(x.ClientID)
+	w.near(x.ReqTime)
+	w.near(x.RespTime)
 	w.varint(int64(x.ReqSize))
 	w.varint(int64(x.RespSize))
 	w.byte(byte(x.Response))
@@ -173,11 +173,11 @@ func (e *Encoder) Anomaly(at time.Time, a *decode.Anomaly) {
 	ref := e.conn(a.Conn)
 	w := &e.w
 	w.byte(byte(KindAnomaly))
-	w.time(at)
+	w.itemAt(at)
 	w.uvarint(ref)
-	w.string(string(a.Kind))
+	w.str(string(a.Kind))
 	w.byte(byte(a.Dir))
-	w.time(a.Time)
+	w.near(a.Time)
 	w.varint(a.Bytes)
 	w.varint(int64(a.Key))
 	w.varint(int64(a.Version))
@@ -195,7 +195,7 @@ func (e *Encoder) Counters(at time.Time, c *Counters) {
 	}
 	js, _ := json.Marshal(&cc) // plain structs: cannot fail
 	e.w.byte(byte(KindCounters))
-	e.w.time(at)
+	e.w.itemAt(at)
 	e.w.bytes(js)
 	e.items++
 }

@@ -46,8 +46,8 @@ type RoutedItem struct {
 	Index int
 	Home  int32
 	// Batch is a batch of the agents' format (Version) holding the item
-	// alone (Decode
-	// reads it). It may point into the record: keep that unchanged.
+	// alone (Decode reads it). It may point into the record: keep that
+	// unchanged.
 	Batch []byte
 }
 
