@@ -40,29 +40,23 @@ func (w *writer) compact(m message) {
 	}
 }
 
-// topicName writes a topic's name and id (0 or 16 bytes: the zero id is
-// left out).
+// topicName writes a topic's name and id, both of the string table (the
+// id as its 16 bytes, the zero id as the empty string).
 func (w *writer) topicName(name string, id [16]byte) {
 	w.str(name)
 	if id == ([16]byte{}) {
-		w.byte(0)
+		w.str("")
 		return
 	}
-	w.byte(16)
-	w.b = append(w.b, id[:]...)
+	w.strBytes(id[:])
 }
 
 func (r *reader) topicName() (name string, id [16]byte) {
 	name = r.str()
-	switch n := r.byte(); n {
+	switch s := r.str(); len(s) {
 	case 0:
 	case 16:
-		if len(r.b) < 16 {
-			r.fail("short topic id")
-			return
-		}
-		copy(id[:], r.b)
-		r.b = r.b[16:]
+		copy(id[:], s)
 	default:
 		r.fail("bad topic id length")
 	}

@@ -52,7 +52,7 @@
 // they go as the fields the correlator (and jsonout's exchange summaries,
 // the TUI's error counts) read, in field order:
 //
-//	topic        = name:sref id_len:byte(0|16) id:bytes{id_len}
+//	topic        = name:sref id:sref (16 bytes, empty for the zero id)
 //	nstring      = 0 (nil) | 1+len:uvarint bytes
 //	produce_req  = txn:nstring acks timeout
 //	               topics:uvarint (topic partitions:uvarint partition*)*
@@ -81,7 +81,7 @@
 // rack, cluster id; tagged fields). batches are the record batches of a
 // Fetch response partition, reduced to what is read of their headers:
 //
-//	batches  = 0 (nil) | 1+n:uvarint segment{n}
+//	batches  = 0 (nil) | 1 segment* 3
 //	segment  = 2 base:varint size:uvarint attrs:uvarint last_delta:varint
 //	           records:varint                       (a v2 batch)
 //	         | 1 magic:byte base:varint size:uvarint attrs:byte

@@ -16,12 +16,14 @@ import (
 // value is in them: a v2 header ends before the first record, a v0/v1
 // one before the key.
 //
-//	batches  = 0 (nil) | 1+n:uvarint segment{n}
+//	batches  = 0 (nil) | 1 segment* 3
 //	segment  = 2 base:varint size:uvarint attrs:uvarint last_delta:varint
 //	           records:varint                       (a v2 batch)
 //	         | 1 magic:byte base:varint size:uvarint attrs:byte
 //	                                                (a v0/v1 message)
 //	         | 0 size:uvarint head:string           (anything else)
+//
+// (no count first: the batches are walked once, their bytes are cold).
 //
 // base is the batch's base offset minus the previous segment's next offset
 // (0 for the first): 0 for batches that follow each other. records is the
@@ -36,6 +38,7 @@ const (
 	segRaw    = 0
 	segLegacy = 1
 	segV2     = 2
+	segEnd    = 3
 )
 
 // segment is one batch (or the cut rest) of a partition's record bytes.
@@ -55,11 +58,7 @@ func (w *writer) batches(b []byte) {
 		w.uvarint(0)
 		return
 	}
-	n := 0
-	for rest := b; len(rest) > 0; n++ {
-		rest = rest[segmentLen(rest):]
-	}
-	w.uvarint(uint64(n) + 1)
+	w.byte(1)
 	var next int64
 	for len(b) > 0 {
 		size := segmentLen(b)
@@ -101,6 +100,7 @@ func (w *writer) batches(b []byte) {
 			w.bytes(seg[:min(size, tailKeep)])
 		}
 	}
+	w.byte(segEnd)
 }
 
 // segmentLen is the length of b's first batch, or of all of b when the
@@ -124,11 +124,15 @@ func segmentLen(b []byte) int {
 // aside for Item.ExpandRecords (Options.DeferRecords).
 func (d *batchDecoder) batches(p *kmsg.FetchResponseTopicPartition) {
 	r := &d.r
-	n := r.uvarint()
-	if n == 0 || r.err != nil {
+	switch r.byte() {
+	case 0:
+		return
+	case 1:
+	default:
+		r.fail("bad batches marker")
 		return
 	}
-	segs := readSegmentList(r, int(min(n-1, 1<<31)), &d.budget)
+	segs := readSegmentList(r, &d.budget)
 	if r.err != nil {
 		return
 	}
@@ -139,19 +143,20 @@ func (d *batchDecoder) batches(p *kmsg.FetchResponseTopicPartition) {
 	p.RecordBatches = expand(make([]byte, segsSize(segs)), segs)
 }
 
-// readSegmentList reads n segments; budget shrinks by the bytes they
-// stand for.
-func readSegmentList(r *reader, n int, budget *int) []segment {
-	if n > len(r.b)/3 {
-		r.fail("count past the end")
-		return nil
-	}
-	segs := make([]segment, n)
+// readSegmentList reads segments up to their end; budget shrinks by the
+// bytes they stand for.
+func readSegmentList(r *reader, budget *int) []segment {
+	var segs []segment
 	total := 0
 	var next int64
-	for i := range segs {
-		s := &segs[i]
-		switch tag := r.byte(); tag {
+	for {
+		tag := r.byte()
+		if tag == segEnd || r.err != nil {
+			break
+		}
+		segs = append(segs, segment{})
+		s := &segs[len(segs)-1]
+		switch tag {
 		case segV2:
 			s.magic = 2
 			s.base = next + r.varint()

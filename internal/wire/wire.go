@@ -162,6 +162,15 @@ func (w *writer) str(s string) {
 	w.string(s)
 }
 
+// strBytes is str of string(b), which it copies only the first time.
+func (w *writer) strBytes(b []byte) {
+	if i, ok := w.strs[string(b)]; ok {
+		w.uvarint(uint64(i) + 1)
+		return
+	}
+	w.str(string(b))
+}
+
 func timeNanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
