@@ -199,10 +199,11 @@ func (d *batchDecoder) body(key, version int16, req bool) message {
 }
 
 // partSegments are a Fetch response partition's record batches, as
-// segments, for Item.ExpandRecords.
+// encoded (segments, read before), for Item.ExpandRecords.
 type partSegments struct {
 	p    *kmsg.FetchResponseTopicPartition
-	segs []segment
+	enc  []byte
+	size int
 }
 
 // ExpandRecords rebuilds the record batches of a Fetch response decoded
@@ -215,7 +216,7 @@ func (it *Item) ExpandRecords(buf []byte) []byte {
 	}
 	total := 0
 	for _, ps := range it.records {
-		total += segsSize(ps.segs)
+		total += ps.size
 	}
 	if cap(buf) < total || buf == nil {
 		buf = make([]byte, total)
@@ -224,9 +225,10 @@ func (it *Item) ExpandRecords(buf []byte) []byte {
 	clear(buf)
 	at := 0
 	for _, ps := range it.records {
-		n := segsSize(ps.segs)
-		ps.p.RecordBatches = expand(buf[at:at+n:at+n], ps.segs)
-		at += n
+		out := buf[at : at+ps.size : at+ps.size]
+		readSegments(&reader{b: ps.enc}, out, ps.size) // read once already: cannot fail
+		ps.p.RecordBatches = out
+		at += ps.size
 	}
 	return buf
 }

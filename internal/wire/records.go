@@ -41,7 +41,8 @@ const (
 	segEnd    = 3
 )
 
-// segment is one batch (or the cut rest) of a partition's record bytes.
+// segment is one batch (or the cut rest) of a partition's record bytes,
+// as read.
 type segment struct {
 	size      int
 	base      int64
@@ -120,8 +121,9 @@ func segmentLen(b []byte) int {
 	return len(b)
 }
 
-// batches reads a partition's segments: into p.RecordBatches, or set
-// aside for Item.ExpandRecords (Options.DeferRecords).
+// batches reads a partition's segments: into p.RecordBatches, or, with
+// Options.DeferRecords, kept as they are encoded (they point into the
+// batch) for Item.ExpandRecords, which reads them again.
 func (d *batchDecoder) batches(p *kmsg.FetchResponseTopicPartition) {
 	r := &d.r
 	switch r.byte() {
@@ -132,30 +134,32 @@ func (d *batchDecoder) batches(p *kmsg.FetchResponseTopicPartition) {
 		r.fail("bad batches marker")
 		return
 	}
-	segs := readSegmentList(r, &d.budget)
+	start := r.b
+	size := readSegments(r, nil, d.budget)
 	if r.err != nil {
 		return
 	}
+	d.budget -= size
 	if d.deferRecords {
-		d.deferred = append(d.deferred, partSegments{p: p, segs: segs})
+		d.deferred = append(d.deferred, partSegments{p: p, enc: start[:len(start)-len(r.b)], size: size})
 		return
 	}
-	p.RecordBatches = expand(make([]byte, segsSize(segs)), segs)
+	p.RecordBatches = make([]byte, size)
+	readSegments(&reader{b: start}, p.RecordBatches, size)
 }
 
-// readSegmentList reads segments up to their end; budget shrinks by the
-// bytes they stand for.
-func readSegmentList(r *reader, budget *int) []segment {
-	var segs []segment
+// readSegments reads segments up to their end and returns the bytes they
+// stand for, at most budget. With out (zero, and that long), it writes
+// each batch's header at its place.
+func readSegments(r *reader, out []byte, budget int) int {
 	total := 0
 	var next int64
 	for {
 		tag := r.byte()
 		if tag == segEnd || r.err != nil {
-			break
+			return total
 		}
-		segs = append(segs, segment{})
-		s := &segs[len(segs)-1]
+		var s segment
 		switch tag {
 		case segV2:
 			s.magic = 2
@@ -189,50 +193,35 @@ func readSegmentList(r *reader, budget *int) []segment {
 			r.fail("bad segment tag")
 		}
 		if r.err != nil {
-			return nil
+			return 0
+		}
+		if s.size > budget-total {
+			r.fail("record bytes above the expansion budget")
+			return 0
+		}
+		if out != nil {
+			s.put(out[total : total+s.size])
 		}
 		total += s.size
-		if total > *budget {
-			r.fail("record bytes above the expansion budget")
-			return nil
-		}
 	}
-	*budget -= total
-	return segs
 }
 
-func segsSize(segs []segment) int {
-	total := 0
-	for i := range segs {
-		total += segs[i].size
+// put writes s's header into b (zero, s.size long).
+func (s *segment) put(b []byte) {
+	switch s.magic {
+	case 2:
+		binary.BigEndian.PutUint64(b, uint64(s.base))
+		binary.BigEndian.PutUint32(b[8:], uint32(s.size-12))
+		b[16] = 2
+		binary.BigEndian.PutUint16(b[21:], s.attrs)
+		binary.BigEndian.PutUint32(b[23:], uint32(s.lastDelta))
+		binary.BigEndian.PutUint32(b[57:], uint32(s.records))
+	case 0, 1:
+		binary.BigEndian.PutUint64(b, uint64(s.base))
+		binary.BigEndian.PutUint32(b[8:], uint32(s.size-12))
+		b[16] = byte(s.magic)
+		b[17] = byte(s.attrs)
+	default:
+		copy(b, s.head)
 	}
-	return total
-}
-
-// expand writes segs into out, which is zero and segsSize(segs) long,
-// and returns it.
-func expand(out []byte, segs []segment) []byte {
-	at := 0
-	for i := range segs {
-		s := &segs[i]
-		b := out[at : at+s.size]
-		switch s.magic {
-		case 2:
-			binary.BigEndian.PutUint64(b, uint64(s.base))
-			binary.BigEndian.PutUint32(b[8:], uint32(s.size-12))
-			b[16] = 2
-			binary.BigEndian.PutUint16(b[21:], s.attrs)
-			binary.BigEndian.PutUint32(b[23:], uint32(s.lastDelta))
-			binary.BigEndian.PutUint32(b[57:], uint32(s.records))
-		case 0, 1:
-			binary.BigEndian.PutUint64(b, uint64(s.base))
-			binary.BigEndian.PutUint32(b[8:], uint32(s.size-12))
-			b[16] = byte(s.magic)
-			b[17] = byte(s.attrs)
-		default:
-			copy(b, s.head)
-		}
-		at += s.size
-	}
-	return out
 }
