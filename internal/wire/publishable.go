@@ -4,7 +4,7 @@ package wire
 // are published. Any other body (SASL, delegation tokens, transactions,
 // broker-to-broker APIs...) is withheld: the aggregator sees the
 // exchange, its key, version, times and sizes, and kmsg's default message.
-var read = map[int16]bool{
+var read = [...]bool{
 	0: true, 1: true, 2: true, 3: true, 8: true, 9: true, 10: true, 11: true,
 	12: true, 13: true, 14: true, 15: true, 16: true, 68: true,
 }
@@ -14,7 +14,7 @@ var read = map[int16]bool{
 // record batches, which go as segments) are never in a compact body
 // (compact.go).
 func publishable(m message) message {
-	if !read[m.Key()] {
+	if k := m.Key(); k < 0 || int(k) >= len(read) || !read[k] {
 		return nil
 	}
 	return m
