@@ -76,9 +76,9 @@ func (w *writer) batches(b []byte) {
 				magic = int8(m)
 			}
 		}
-		base := int64(binary.BigEndian.Uint64(seg[0:8:8]))
 		switch magic {
 		case 2:
+			base := int64(binary.BigEndian.Uint64(seg))
 			delta := int32(binary.BigEndian.Uint32(seg[23:]))
 			recs := int32(binary.BigEndian.Uint32(seg[57:]))
 			w.byte(segV2)
@@ -89,6 +89,7 @@ func (w *writer) batches(b []byte) {
 			w.varint(int64(recs) - int64(delta) - 1)
 			next = base + int64(delta) + 1
 		case 0, 1:
+			base := int64(binary.BigEndian.Uint64(seg))
 			w.byte(segLegacy)
 			w.byte(byte(magic))
 			w.varint(base - next)
