@@ -52,10 +52,8 @@ func runAgent(ctx context.Context, src capture.Source, p *pipeline, pub *publish
 }
 
 // Batching: a batch goes when it holds publishBatchBytes, or when it is
-// publishBatchAge old (by the capture clock on every item, by the wall
-// clock on every tick: reading the wall clock for every item was a tenth
-// of the agent's publishing CPU); at most publishOpenKeys batches are
-// open at once (one per client).
+// publishBatchAge old (wall clock, checked on every item and tick); at
+// most publishOpenKeys batches are open at once (one per client).
 const (
 	publishBatchBytes = 64 << 10
 	publishBatchAge   = 100 * time.Millisecond
@@ -70,20 +68,22 @@ const (
 // counted. Exchange, Anomaly, tick and close are called on the capture
 // goroutine; produce callbacks touch only the atomics.
 type publisher struct {
-	cl       *kgo.Client
-	topic    string
-	agent    wire.Agent
-	clock    *lastTime // the pipeline's capture clock: an item's At
-	stats    func() (capture.Stats, decode.Stats)
-	open     map[string]*openBatch
-	free     []*wire.Encoder    // encoders of batches sent, for the next ones
-	connKey  map[uint64]connKey // a connection's latest client key
-	seq      uint64
-	limit    int64
-	maxAge   time.Duration // publishBatchAge
-	skew     time.Duration // added to every published time: tests of --max-skew only
-	inflight atomic.Int64
-	n        struct{ batches, items, bytes, dropped, droppedItems, errors atomic.Uint64 }
+	cl      *kgo.Client
+	topic   string
+	agent   wire.Agent
+	clock   *lastTime // the pipeline's capture clock: an item's At
+	stats   func() (capture.Stats, decode.Stats)
+	open    map[string]*openBatch
+	free    []*wire.Encoder    // encoders of batches sent, for the next ones
+	connKey map[uint64]connKey // a connection's latest client key
+	seq     uint64
+	// wall is the wall clock read when the capture clock was wallAt.
+	wall, wallAt time.Time
+	limit        int64
+	maxAge       time.Duration // publishBatchAge
+	skew         time.Duration // added to every published time: tests of --max-skew only
+	inflight     atomic.Int64
+	n            struct{ batches, items, bytes, dropped, droppedItems, errors atomic.Uint64 }
 	// end, once set, is when the capture stopped: the items the decoder
 	// gives from then on (requests never answered, at EOF) are published
 	// at it, as analyze gives them after every file's last packet.
@@ -92,8 +92,7 @@ type publisher struct {
 
 type openBatch struct {
 	enc     *wire.Encoder
-	started time.Time // wall clock
-	first   time.Time // capture clock
+	started time.Time
 }
 
 // connKey is the record key of a connection's exchanges with a client id.
@@ -178,7 +177,7 @@ func (p *publisher) batch(key string) *openBatch {
 		if len(p.open) >= publishOpenKeys {
 			p.flushAll()
 		}
-		b = &openBatch{started: time.Now(), first: p.now()}
+		b = &openBatch{started: time.Now()}
 		if n := len(p.free); n > 0 {
 			b.enc, p.free = p.free[n-1], p.free[:n-1]
 		} else {
@@ -215,9 +214,15 @@ func (p *publisher) Anomaly(a *decode.Anomaly) {
 	p.sent(k, b, at)
 }
 
-// sent flushes b if it is full, or old by the capture clock (at).
+// sent flushes b if it is full or old. The wall clock is read again only
+// once the capture clock (at) moved on by a millisecond: reading it for
+// every item was a tenth of the agent's publishing CPU on a VM, and a
+// live capture's clock is the wall clock.
 func (p *publisher) sent(key string, b *openBatch, at time.Time) {
-	if b.enc.Len() >= publishBatchBytes || at.Sub(b.first) >= p.maxAge {
+	if d := at.Sub(p.wallAt); d >= time.Millisecond || d < 0 {
+		p.wall, p.wallAt = time.Now(), at
+	}
+	if b.enc.Len() >= publishBatchBytes || p.wall.Sub(b.started) >= p.maxAge {
 		p.flush(key, b)
 	}
 }
