@@ -50,15 +50,15 @@ func Decode(value []byte, opts *Options) (*Batch, error) {
 		case kindConn:
 			d.conn()
 		case KindExchange:
-			at := d.r.time()
+			at := d.r.itemAt()
 			x := d.exchange()
 			b.Items = append(b.Items, Item{Kind: k, At: at, Exchange: x, records: d.deferred})
 			d.deferred = nil
 		case KindAnomaly:
-			at := d.r.time()
+			at := d.r.itemAt()
 			b.Items = append(b.Items, Item{Kind: k, At: at, Anomaly: d.anomaly()})
 		case KindCounters:
-			at := d.r.time()
+			at := d.r.itemAt()
 			b.Items = append(b.Items, Item{Kind: k, At: at, Counters: d.counters()})
 		default:
 			d.r.fail(fmt.Sprintf("unknown item kind %d", k))
@@ -97,12 +97,8 @@ func (d *batchDecoder) conn() {
 }
 
 func (d *batchDecoder) addrPort() netip.AddrPort {
-	s := d.r.string()
-	if s == "" || s == "invalid AddrPort" {
-		return netip.AddrPort{}
-	}
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil {
+	var ap netip.AddrPort
+	if err := ap.UnmarshalBinary(d.r.bytes()); err != nil {
 		d.r.fail("bad address")
 	}
 	return ap
@@ -123,8 +119,8 @@ func (d *batchDecoder) connRef() *capture.Conn {
 
 func (d *batchDecoder) exchange() *decode.Exchange {
 	r := &d.r
-	x := &decode.Exchange{Conn: d.connRef(), Key: r.int16(), Version: r.int16(), CorrelationID: r.int32(), ClientID: r.string()}
-	x.ReqTime, x.RespTime = r.time(), r.time()
+	x := &decode.Exchange{Conn: d.connRef(), Key: r.int16(), Version: r.int16(), CorrelationID: r.int32(), ClientID: r.str()}
+	x.ReqTime, x.RespTime = r.near(), r.near()
 	x.ReqSize, x.RespSize = int(r.int32()), int(r.int32())
 	x.Response = decode.ResponseState(r.byte())
 	if x.Response > decode.ResponseLost {
@@ -143,7 +139,6 @@ func (d *batchDecoder) exchange() *decode.Exchange {
 			x.RecordsNotCopied[i] = decode.PartitionIndex{Topic: r.index(), Partition: r.index()}
 		}
 	}
-	d.fetchRecords(x.Resp)
 	return x
 }
 
@@ -176,46 +171,39 @@ func (d *batchDecoder) body(key, version int16, req bool) message {
 			return nil
 		}
 		return m
+	case bodyCompact:
+		switch m := m.(type) {
+		case *kmsg.ProduceRequest:
+			d.produceRequest(m)
+		case *kmsg.ProduceResponse:
+			d.produceResponse(m)
+		case *kmsg.FetchRequest:
+			d.fetchRequest(m)
+		case *kmsg.FetchResponse:
+			d.fetchResponse(m)
+		case *kmsg.OffsetCommitRequest:
+			d.offsetCommitRequest(m)
+		case *kmsg.OffsetCommitResponse:
+			d.offsetCommitResponse(m)
+		default:
+			r.fail("compact body of another API")
+			return nil
+		}
+		if r.err != nil {
+			return nil
+		}
+		return m
 	}
 	r.fail("bad body marker")
 	return nil
 }
 
-// fetchRecords puts a Fetch response's record batches back.
-func (d *batchDecoder) fetchRecords(m kmsg.Response) {
-	r := &d.r
-	n := r.count(3)
-	if n == 0 {
-		return
-	}
-	f, ok := m.(*kmsg.FetchResponse)
-	if !ok {
-		r.fail("record segments without a fetch response")
-		return
-	}
-	for range n {
-		ti, pi := r.uvarint(), r.uvarint()
-		if ti >= uint64(len(f.Topics)) || pi >= uint64(len(f.Topics[ti].Partitions)) {
-			r.fail("record segments of no partition")
-			return
-		}
-		if !d.deferRecords {
-			f.Topics[ti].Partitions[pi].RecordBatches = readSegments(r, &d.budget)
-			continue
-		}
-		segs := readSegmentList(r, &d.budget)
-		if r.err != nil {
-			return
-		}
-		d.deferred = append(d.deferred, partSegments{p: &f.Topics[ti].Partitions[pi], segs: segs})
-	}
-}
-
 // partSegments are a Fetch response partition's record batches, as
-// segments, for Item.ExpandRecords.
+// encoded (segments, read before), for Item.ExpandRecords.
 type partSegments struct {
 	p    *kmsg.FetchResponseTopicPartition
-	segs []segment
+	enc  []byte
+	size int
 }
 
 // ExpandRecords rebuilds the record batches of a Fetch response decoded
@@ -223,14 +211,12 @@ type partSegments struct {
 // the response's partitions at them; it returns buf. They are valid until
 // buf is reused: the next call with it. Other items are left as they are.
 func (it *Item) ExpandRecords(buf []byte) []byte {
-	total := 0
-	for _, ps := range it.records {
-		for _, s := range ps.segs {
-			total += s.size
-		}
-	}
 	if len(it.records) == 0 {
 		return buf
+	}
+	total := 0
+	for _, ps := range it.records {
+		total += ps.size
 	}
 	if cap(buf) < total || buf == nil {
 		buf = make([]byte, total)
@@ -239,19 +225,17 @@ func (it *Item) ExpandRecords(buf []byte) []byte {
 	clear(buf)
 	at := 0
 	for _, ps := range it.records {
-		start := at
-		for _, s := range ps.segs {
-			copy(buf[at:], s.head)
-			at += s.size
-		}
-		ps.p.RecordBatches = buf[start:at:at]
+		out := buf[at : at+ps.size : at+ps.size]
+		readSegments(&reader{b: ps.enc}, out, ps.size) // read once already: cannot fail
+		ps.p.RecordBatches = out
+		at += ps.size
 	}
 	return buf
 }
 
 func (d *batchDecoder) anomaly() *decode.Anomaly {
 	r := &d.r
-	a := &decode.Anomaly{Conn: d.connRef(), Kind: decode.AnomalyKind(r.string()), Dir: capture.Dir(r.byte()), Time: r.time(), Bytes: r.varint()}
+	a := &decode.Anomaly{Conn: d.connRef(), Kind: decode.AnomalyKind(r.str()), Dir: capture.Dir(r.byte()), Time: r.near(), Bytes: r.varint()}
 	a.Key, a.Version, a.CorrelationID, a.Detail = r.int16(), r.int16(), r.int32(), r.string()
 	return a
 }

@@ -7,47 +7,106 @@
 // values; Decode gives the same exchanges and anomalies back, such that
 // the correlator's output from them is the same as from the originals.
 //
-// # Format, version 1
+// # Format, version 2
 //
 // One record value is one Batch of one agent. Integers are Go varints
 // (zig-zag, encoding/binary) unless said uvarint; a string or byte
 // string is a uvarint length and the bytes; a time is a varint of Unix
 // nanoseconds, 0 for the zero time.
 //
-//	batch    = version:byte(1) host:string run:uvarint seq:uvarint item*
+//	batch    = version:byte(2) host:string run:uvarint seq:uvarint item*
 //	item     = kind:byte body
-//	conn     (kind 16) id:uvarint client:string server:string role:byte
+//	conn     (kind 16) id:uvarint client:addr server:addr role:byte
 //	         start:time flags:byte [pid:uvarint comm:string cgroup:uvarint]
 //	         flags: 1 handshake, 2 process present. It declares the next
 //	         connection of the batch's table (index 0, 1, ...).
-//	exchange (kind 1) at:time conn:uvarint key:varint version:varint
-//	         correlation:varint client_id:string req_time:time
-//	         resp_time:time req_size:varint resp_size:varint state:byte
+//	addr     = string: netip.AddrPort's binary form (address bytes,
+//	         zone, port little-endian)
+//	exchange (kind 1) at:at conn:uvarint key:varint version:varint
+//	         correlation:varint client_id:sref req_time:near
+//	         resp_time:near req_size:varint resp_size:varint state:byte
 //	         req_err:string resp_err:string req:body resp:body
 //	         not_copied:uvarint (topic:uvarint partition:uvarint)*
-//	         fetch:uvarint (topic:uvarint partition:uvarint
-//	         segments:uvarint (size:uvarint head:string)*)*
 //	body     = 0 (none) | 1 (withheld: an API the correlator does not
 //	         read; decoded as kmsg's default message) | 2 kmsg:string
 //	         (the message re-encoded by kmsg AppendTo at its version)
-//	anomaly  (kind 2) at:time conn:uvarint kind:string dir:byte time:time
+//	         | 3 compact (Produce, Fetch, OffsetCommit: below)
+//	anomaly  (kind 2) at:at conn:uvarint kind:sref dir:byte time:near
 //	         bytes:varint key:varint version:varint correlation:varint
 //	         detail:string
-//	counters (kind 3) at:time json:string (Counters, encoding/json)
+//	counters (kind 3) at:at json:string (Counters, encoding/json)
+//	at       = varint: the item's time minus the previous item's of the
+//	         batch (minus 0 for the first)
+//	near     = uvarint: 0 for the zero time, else 1 + the zig-zag
+//	         difference from the item's at
+//	sref     = uvarint: 0 and a string (the batch's string table's next
+//	         entry), or 1 + the index of an entry
 //
 // conn is 0 for none, else 1 + an index into the batch's table. at is the
 // agent's capture clock when its decoder gave the item (the latest packet
 // time it had read): the aggregator merges agents' items by it.
 //
+// # Compact bodies
+//
+// Produce, Fetch and OffsetCommit are most of what an agent publishes;
+// they go as the fields the correlator (and jsonout's exchange summaries,
+// the TUI's error counts) read, in field order:
+//
+//	topic        = name:sref id:sref (16 bytes, empty for the zero id)
+//	nstring      = 0 (nil) | 1+len:uvarint bytes
+//	produce_req  = txn:nstring acks timeout
+//	               topics:uvarint (topic partitions:uvarint partition*)*
+//	produce_resp = throttle topics:uvarint (topic partitions:uvarint
+//	               (partition error base_offset log_append_time log_start
+//	               message:nstring)*)*
+//	fetch_req    = replica replica_state_id max_wait min_bytes max_bytes
+//	               isolation session_id session_epoch
+//	               topics:uvarint (topic partitions:uvarint
+//	               (partition fetch_offset)*)*
+//	               forgotten:uvarint (topic partitions:uvarint partition*)*
+//	fetch_resp   = throttle error session_id topics:uvarint
+//	               (topic partitions:uvarint (partition error high_watermark
+//	               last_stable log_start preferred_replica
+//	               aborted:uvarint (producer first_offset)* batches)*)*
+//	commit_req   = group:sref generation member:sref instance:nstring
+//	               retention topics:uvarint (topic partitions:uvarint
+//	               (partition offset timestamp leader_epoch
+//	               metadata:nstring)*)*
+//	commit_resp  = throttle topics:uvarint (topic partitions:uvarint
+//	               (partition error)*)*
+//
+// (unnamed fields are varints; aborted is 0 for nil, else 1 + the count).
+// Decode gives kmsg messages with these fields and kmsg's defaults in all
+// others (a Fetch request's per-partition leader epochs and byte limits,
+// rack, cluster id; tagged fields). batches are the record batches of a
+// Fetch response partition, reduced to what is read of their headers:
+//
+//	batches  = 0 (nil) | 1 segment* 3
+//	segment  = 2 base:varint size:uvarint attrs:uvarint last_delta:varint
+//	           records:varint                       (a v2 batch)
+//	         | 1 magic:byte base:varint size:uvarint attrs:byte
+//	                                                (a v0/v1 message)
+//	         | 0 size:uvarint head:string           (anything else)
+//
+// base is the base offset minus the previous segment's next offset (0 for
+// the first); records is the record count minus last_delta+1. Decode puts
+// each batch back at its size: its header with these fields (length,
+// magic, base offset, attributes, last offset delta, record count; the
+// rest of the header zero) and zeros, so that every header read
+// (decode.ScanBatches, the correlator's spans) gives the same counts,
+// offsets, bytes and attributes. A cut last batch, or bytes the readers
+// do not read as a batch, keep their first 18 bytes at most (raw).
+//
 // What is never published: record keys and values. Produce requests go
-// without their records. A Fetch response's record batches are reduced to
-// segments: per batch its size and its header (61 bytes for a v2 batch,
-// 18 for a v0/v1 message, 18 at most of a cut last batch); Decode puts
-// each header back at its place and zeros in the rest, so that every
-// header read (decode.ScanBatches, the correlator's spans) gives the same
-// counts, offsets, bytes and attributes. SASL authentication bytes and
-// delegation-token HMACs are dropped by decode already and again here:
-// APIs the correlator does not read are withheld whole.
+// without their records, Fetch responses with batch header fields only.
+// SASL authentication bytes and delegation-token HMACs are dropped by
+// decode already and again here: APIs the correlator does not read are
+// withheld whole.
+//
+// Version 1 (kmsg-encoded Produce, Fetch and OffsetCommit bodies, 61-byte
+// batch headers, absolute times, strings and addresses as text) is no
+// longer read: agents and aggregators
+// are upgraded together.
 //
 // A newer format gets a new version byte; Decode rejects versions it does
 // not know (ErrVersion), so that an old aggregator says so instead of

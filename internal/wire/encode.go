@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
 )
@@ -16,6 +14,7 @@ const (
 	bodyNone     = 0
 	bodyWithheld = 1
 	bodyKmsg     = 2
+	bodyCompact  = 3
 )
 
 // Encoder builds one batch at a time. It is not safe for concurrent use.
@@ -28,7 +27,6 @@ type Encoder struct {
 	conns map[*capture.Conn]connDecl
 	next  int
 	tmp   []byte
-	saved [][]byte // appendBody's record bytes set aside
 }
 
 type connDecl struct {
@@ -43,7 +41,7 @@ func NewEncoder(agent Agent) *Encoder {
 
 // Reset starts batch number seq, dropping what the previous one held.
 func (e *Encoder) Reset(seq uint64) {
-	e.w.b = e.w.b[:0]
+	e.w.reset()
 	e.w.byte(Version)
 	e.w.string(e.agent.Host)
 	e.w.uvarint(e.agent.Run)
@@ -87,8 +85,8 @@ func (e *Encoder) conn(c *capture.Conn) uint64 {
 	w := &e.w
 	w.byte(byte(kindConn))
 	w.uvarint(c.ID)
-	w.string(c.Client.String())
-	w.string(c.Server.String())
+	e.addrPort(c.Client)
+	e.addrPort(c.Server)
 	w.byte(byte(c.Role))
 	w.time(c.Start)
 	var flags byte
@@ -116,14 +114,14 @@ func (e *Encoder) Exchange(at time.Time, x *decode.Exchange) {
 	ref := e.conn(x.Conn)
 	w := &e.w
 	w.byte(byte(KindExchange))
-	w.time(at)
+	w.itemAt(at)
 	w.uvarint(ref)
 	w.varint(int64(x.Key))
 	w.varint(int64(x.Version))
 	w.varint(int64(x.CorrelationID))
-	w.string(x.ClientID)
-	w.time(x.ReqTime)
-	w.time(x.RespTime)
+	w.str(x.ClientID)
+	w.near(x.ReqTime)
+	w.near(x.RespTime)
 	w.varint(int64(x.ReqSize))
 	w.varint(int64(x.RespSize))
 	w.byte(byte(x.Response))
@@ -143,49 +141,30 @@ func (e *Encoder) Exchange(at time.Time, x *decode.Exchange) {
 		w.uvarint(uint64(p.Topic))
 		w.uvarint(uint64(p.Partition))
 	}
-	e.fetchRecords(x.Resp)
 	e.items++
 }
 
-// body writes a message: none, withheld, or re-encoded at its version.
+// addrPort writes ap as netip.AddrPort's binary form (a string).
+func (e *Encoder) addrPort(ap netip.AddrPort) {
+	e.tmp, _ = ap.AppendBinary(e.tmp[:0]) // cannot fail
+	e.w.bytes(e.tmp)
+}
+
+// body writes a message: none, withheld, compact (Produce, Fetch) or
+// re-encoded at its version.
 func (e *Encoder) body(present bool, m message) {
 	switch {
 	case !present:
 		e.w.byte(bodyNone)
 	case m == nil:
 		e.w.byte(bodyWithheld)
+	case compactable(m):
+		e.w.byte(bodyCompact)
+		e.w.compact(m)
 	default:
 		e.w.byte(bodyKmsg)
-		e.appendBody(m)
+		e.tmp = m.AppendTo(e.tmp[:0])
 		e.w.bytes(e.tmp)
-	}
-}
-
-// fetchRecords writes a Fetch response's record batches as segments
-// (records.go); appendBody left them out of its body.
-func (e *Encoder) fetchRecords(m kmsg.Response) {
-	r, ok := m.(*kmsg.FetchResponse)
-	if !ok {
-		e.w.uvarint(0)
-		return
-	}
-	n := 0
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			if r.Topics[i].Partitions[j].RecordBatches != nil {
-				n++
-			}
-		}
-	}
-	e.w.uvarint(uint64(n))
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			if b := r.Topics[i].Partitions[j].RecordBatches; b != nil {
-				e.w.uvarint(uint64(i))
-				e.w.uvarint(uint64(j))
-				appendSegments(&e.w, b)
-			}
-		}
 	}
 }
 
@@ -194,11 +173,11 @@ func (e *Encoder) Anomaly(at time.Time, a *decode.Anomaly) {
 	ref := e.conn(a.Conn)
 	w := &e.w
 	w.byte(byte(KindAnomaly))
-	w.time(at)
+	w.itemAt(at)
 	w.uvarint(ref)
-	w.string(string(a.Kind))
+	w.str(string(a.Kind))
 	w.byte(byte(a.Dir))
-	w.time(a.Time)
+	w.near(a.Time)
 	w.varint(a.Bytes)
 	w.varint(int64(a.Key))
 	w.varint(int64(a.Version))
@@ -216,7 +195,7 @@ func (e *Encoder) Counters(at time.Time, c *Counters) {
 	}
 	js, _ := json.Marshal(&cc) // plain structs: cannot fail
 	e.w.byte(byte(KindCounters))
-	e.w.time(at)
+	e.w.itemAt(at)
 	e.w.bytes(js)
 	e.items++
 }

@@ -1,49 +1,108 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
 
-// Record batches are published as segments: per batch its size and its
-// header, the bytes the correlator reads of it (decode.ScanBatches and the
-// hazard spans read a v2 batch's first 61 bytes, a v0/v1 message's first
-// 18); a cut last batch keeps at most its first 18 bytes, enough for the
-// readers to stop where they stopped. No record key or value is in them:
-// a v2 header ends before the first record, a v0/v1 one before the key.
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A Fetch response's record batches are published as segments: per batch
+// its size and the header fields the correlator reads of it (the base
+// offset, attributes, last offset delta and record count of a v2 batch;
+// the offset and attributes of a v0/v1 message: what decode.ScanBatches
+// and the hazard spans read), not its bytes. A cut last batch, or bytes
+// that are no batch the readers read, keep at most their first 18 bytes,
+// enough for the readers to stop where they stopped. No record key or
+// value is in them: a v2 header ends before the first record, a v0/v1
+// one before the key.
+//
+//	batches  = 0 (nil) | 1 segment* 3
+//	segment  = 2 base:varint size:uvarint attrs:uvarint last_delta:varint
+//	           records:varint                       (a v2 batch)
+//	         | 1 magic:byte base:varint size:uvarint attrs:byte
+//	                                                (a v0/v1 message)
+//	         | 0 size:uvarint head:string           (anything else)
+//
+// (no count first: the batches are walked once, their bytes are cold).
+//
+// base is the batch's base offset minus the previous segment's next offset
+// (0 for the first): 0 for batches that follow each other. records is the
+// record count minus (last_delta + 1): 0 but for compacted batches.
+// Decode rebuilds each batch as its header (the fields above, the rest of
+// the header zero) and zeros, at its size.
 const (
 	v2HeaderLen     = 61
 	legacyHeaderLen = 18
 	tailKeep        = 18
-	maxSegments     = 1 << 20
+
+	segRaw    = 0
+	segLegacy = 1
+	segV2     = 2
+	segEnd    = 3
 )
 
-// segment is one batch (or the cut rest) of a partition's record bytes.
+// segment is one batch (or the cut rest) of a partition's record bytes,
+// as read.
 type segment struct {
-	size int
-	head []byte
+	size      int
+	base      int64
+	lastDelta int32
+	records   int32
+	attrs     uint16
+	magic     int8   // 2, 0 or 1; -1 for raw
+	head      []byte // raw only
 }
 
-// appendSegments writes b as segments, walking it as decode.ScanBatches
-// does.
-func appendSegments(w *writer, b []byte) {
-	n := 0
-	for rest := b; len(rest) > 0; n++ {
-		rest = rest[segmentLen(rest):]
+// batches writes b as segments, walking it as decode.ScanBatches does.
+func (w *writer) batches(b []byte) {
+	if b == nil {
+		w.uvarint(0)
+		return
 	}
-	w.uvarint(uint64(n))
+	w.byte(1)
+	var next int64
 	for len(b) > 0 {
 		size := segmentLen(b)
-		keep := min(size, tailKeep)
-		if size >= 17 && size <= len(b) {
-			switch magic := b[16]; {
-			case magic == 2 && size >= v2HeaderLen:
-				keep = v2HeaderLen
-			case magic < 2 && size >= legacyHeaderLen:
-				keep = legacyHeaderLen
+		seg := b[:size]
+		b = b[size:]
+		magic := int8(-1)
+		// A batch whose length field is not its size is cut: the readers
+		// stop at it, and so must its rebuilt copy.
+		if size >= legacyHeaderLen && int64(size) == int64(int32(binary.BigEndian.Uint32(seg[8:])))+12 {
+			switch m := seg[16]; {
+			case m == 2 && size >= v2HeaderLen:
+				magic = 2
+			case m < 2:
+				magic = int8(m)
 			}
 		}
-		w.uvarint(uint64(size))
-		w.bytes(b[:keep])
-		b = b[size:]
+		switch magic {
+		case 2:
+			base := int64(binary.BigEndian.Uint64(seg))
+			delta := int32(binary.BigEndian.Uint32(seg[23:]))
+			recs := int32(binary.BigEndian.Uint32(seg[57:]))
+			w.byte(segV2)
+			w.varint(base - next)
+			w.uvarint(uint64(size))
+			w.uvarint(uint64(binary.BigEndian.Uint16(seg[21:])))
+			w.varint(int64(delta))
+			w.varint(int64(recs) - int64(delta) - 1)
+			next = base + int64(delta) + 1
+		case 0, 1:
+			base := int64(binary.BigEndian.Uint64(seg))
+			w.byte(segLegacy)
+			w.byte(byte(magic))
+			w.varint(base - next)
+			w.uvarint(uint64(size))
+			w.byte(seg[17])
+			next = base + 1
+		default:
+			w.byte(segRaw)
+			w.uvarint(uint64(size))
+			w.bytes(seg[:min(size, tailKeep)])
+		}
 	}
+	w.byte(segEnd)
 }
 
 // segmentLen is the length of b's first batch, or of all of b when the
@@ -63,48 +122,107 @@ func segmentLen(b []byte) int {
 	return len(b)
 }
 
-// readSegments reads what appendSegments wrote and puts the bytes back:
-// each head at its place, zeros after it. budget is what may still be
-// allocated; it shrinks by the bytes returned.
-func readSegments(r *reader, budget *int) []byte {
-	segs := readSegmentList(r, budget)
+// batches reads a partition's segments: into p.RecordBatches, or, with
+// Options.DeferRecords, kept as they are encoded (they point into the
+// batch) for Item.ExpandRecords, which reads them again.
+func (d *batchDecoder) batches(p *kmsg.FetchResponseTopicPartition) {
+	r := &d.r
+	switch r.byte() {
+	case 0:
+		return
+	case 1:
+	default:
+		r.fail("bad batches marker")
+		return
+	}
+	start := r.b
+	size := readSegments(r, nil, d.budget)
 	if r.err != nil {
-		return nil
+		return
 	}
-	total := 0
-	for _, s := range segs {
-		total += s.size
+	d.budget -= size
+	if d.deferRecords {
+		d.deferred = append(d.deferred, partSegments{p: p, enc: start[:len(start)-len(r.b)], size: size})
+		return
 	}
-	out := make([]byte, total)
-	at := 0
-	for _, s := range segs {
-		copy(out[at:], s.head)
-		at += s.size
-	}
-	return out
+	p.RecordBatches = make([]byte, size)
+	readSegments(&reader{b: start}, p.RecordBatches, size)
 }
 
-// readSegmentList reads what appendSegments wrote; budget shrinks by the
-// bytes they stand for.
-func readSegmentList(r *reader, budget *int) []segment {
-	n := r.count(2)
-	segs := make([]segment, 0, min(n, maxSegments))
+// readSegments reads segments up to their end and returns the bytes they
+// stand for, at most budget. With out (zero, and that long), it writes
+// each batch's header at its place.
+func readSegments(r *reader, out []byte, budget int) int {
 	total := 0
-	for range n {
-		s := segment{size: int(min(r.uvarint(), 1<<31)), head: r.bytes()}
-		if len(s.head) > s.size {
-			r.fail("segment head longer than the segment")
+	var next int64
+	for {
+		tag := r.byte()
+		if tag == segEnd || r.err != nil {
+			return total
+		}
+		var s segment
+		switch tag {
+		case segV2:
+			s.magic = 2
+			s.base = next + r.varint()
+			s.size = int(min(r.uvarint(), 1<<31))
+			attrs := r.uvarint()
+			s.lastDelta = r.int32()
+			recs := int64(s.lastDelta) + 1 + r.varint()
+			if attrs > 0xffff || recs != int64(int32(recs)) || s.size < v2HeaderLen {
+				r.fail("bad v2 batch segment")
+			}
+			s.attrs, s.records = uint16(attrs), int32(recs)
+			next = s.base + int64(s.lastDelta) + 1
+		case segLegacy:
+			s.magic = int8(r.byte())
+			s.base = next + r.varint()
+			s.size = int(min(r.uvarint(), 1<<31))
+			s.attrs = uint16(r.byte())
+			if s.magic > 1 || s.size < legacyHeaderLen {
+				r.fail("bad v0/v1 message segment")
+			}
+			next = s.base + 1
+		case segRaw:
+			s.magic = -1
+			s.size = int(min(r.uvarint(), 1<<31))
+			s.head = r.bytes()
+			if len(s.head) > s.size {
+				r.fail("segment head longer than the segment")
+			}
+		default:
+			r.fail("bad segment tag")
 		}
 		if r.err != nil {
-			return nil
+			return 0
+		}
+		if s.size > budget-total {
+			r.fail("record bytes above the expansion budget")
+			return 0
+		}
+		if out != nil {
+			s.put(out[total : total+s.size])
 		}
 		total += s.size
-		if total > *budget {
-			r.fail("record bytes above the expansion budget")
-			return nil
-		}
-		segs = append(segs, s)
 	}
-	*budget -= total
-	return segs
+}
+
+// put writes s's header into b (zero, s.size long).
+func (s *segment) put(b []byte) {
+	switch s.magic {
+	case 2:
+		binary.BigEndian.PutUint64(b, uint64(s.base))
+		binary.BigEndian.PutUint32(b[8:], uint32(s.size-12))
+		b[16] = 2
+		binary.BigEndian.PutUint16(b[21:], s.attrs)
+		binary.BigEndian.PutUint32(b[23:], uint32(s.lastDelta))
+		binary.BigEndian.PutUint32(b[57:], uint32(s.records))
+	case 0, 1:
+		binary.BigEndian.PutUint64(b, uint64(s.base))
+		binary.BigEndian.PutUint32(b[8:], uint32(s.size-12))
+		b[16] = byte(s.magic)
+		b[17] = byte(s.attrs)
+	default:
+		copy(b, s.head)
+	}
 }

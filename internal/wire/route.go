@@ -19,7 +19,7 @@ const RoutedVersion = 0x81
 // A receipt says the router read batch seq of that agent (sent to the one
 // partition that counts the agent's batches). An item is item number
 // index of that agent batch, re-encoded alone as a batch of its own
-// (format version 1, its connection declared in it); home is the
+// (the agents' format, its connection declared in it); home is the
 // partition whose owner writes its output line (anomalies), -1 for none.
 // Items may come from earlier agent batches than the record the router
 // read (a client bound to a group late gets its earlier items again).
@@ -45,8 +45,9 @@ type RoutedItem struct {
 	Seq   uint64
 	Index int
 	Home  int32
-	// Batch is a format version 1 batch holding the item alone (Decode
-	// reads it). It may point into the record: keep that unchanged.
+	// Batch is a batch of the agents' format (Version) holding the item
+	// alone (Decode reads it). It may point into the record: keep that
+	// unchanged.
 	Batch []byte
 }
 

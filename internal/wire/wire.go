@@ -13,7 +13,7 @@ import (
 )
 
 // Version is the format version, the first byte of every batch.
-const Version = 1
+const Version = 2
 
 // Errors of Decode.
 var (
@@ -89,10 +89,21 @@ type PublishStats struct {
 }
 
 // writer appends the format's primitives. skew is added to every
-// non-zero time (Encoder.SetSkew).
+// non-zero time (Encoder.SetSkew). last and at are the previous and the
+// current item's time, strs the batch's string table (Unix nanoseconds;
+// see itemAt, near and str).
 type writer struct {
-	b    []byte
-	skew time.Duration
+	b        []byte
+	skew     time.Duration
+	last, at int64
+	strs     map[string]int
+}
+
+// reset starts a batch: no time before, an empty string table.
+func (w *writer) reset() {
+	w.b = w.b[:0]
+	w.last, w.at = 0, 0
+	clear(w.strs)
 }
 
 func (w *writer) byte(v byte)      { w.b = append(w.b, v) }
@@ -107,6 +118,58 @@ func (w *writer) time(t time.Time) {
 	w.varint(timeNanos(t))
 }
 func (w *writer) errText(err error) { w.string(errString(err)) }
+
+func (w *writer) nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Add(w.skew).UnixNano()
+}
+
+// itemAt writes an item's time as the difference from the previous item's
+// (from 0 for the batch's first).
+func (w *writer) itemAt(t time.Time) {
+	n := w.nanos(t)
+	w.varint(n - w.last)
+	w.last, w.at = n, n
+}
+
+// near writes a time close to the current item's: 0 for the zero time,
+// else 1 + the zig-zag difference from the item's time, as a uvarint.
+func (w *writer) near(t time.Time) {
+	n := w.nanos(t)
+	if n == 0 {
+		w.uvarint(0)
+		return
+	}
+	d := n - w.at
+	w.uvarint((uint64(d<<1) ^ uint64(d>>63)) + 1)
+}
+
+// str writes a string of the batch's string table (client ids, topic
+// names, groups, members): 0 and the string the first time (it gets the
+// next index), 1 + its index after.
+func (w *writer) str(s string) {
+	if i, ok := w.strs[s]; ok {
+		w.uvarint(uint64(i) + 1)
+		return
+	}
+	if w.strs == nil {
+		w.strs = make(map[string]int)
+	}
+	w.strs[s] = len(w.strs)
+	w.uvarint(0)
+	w.string(s)
+}
+
+// strBytes is str of string(b), which it copies only the first time.
+func (w *writer) strBytes(b []byte) {
+	if i, ok := w.strs[string(b)]; ok {
+		w.uvarint(uint64(i) + 1)
+		return
+	}
+	w.str(string(b))
+}
 
 func timeNanos(t time.Time) int64 {
 	if t.IsZero() {
@@ -125,8 +188,10 @@ func errString(err error) string {
 // reader reads the format's primitives; the first error sticks and every
 // later read returns zero values.
 type reader struct {
-	b   []byte
-	err error
+	b        []byte
+	err      error
+	last, at int64    // writer's
+	strs     []string // writer's
 }
 
 func (r *reader) fail(what string) {
@@ -215,6 +280,44 @@ func (r *reader) time() time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
+}
+
+func nanosTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func (r *reader) itemAt() time.Time {
+	r.last += r.varint()
+	r.at = r.last
+	return nanosTime(r.last)
+}
+
+func (r *reader) near() time.Time {
+	v := r.uvarint()
+	if v == 0 {
+		return time.Time{}
+	}
+	v--
+	return nanosTime(r.at + (int64(v>>1) ^ -int64(v&1)))
+}
+
+func (r *reader) str() string {
+	i := r.uvarint()
+	if i == 0 {
+		s := r.string()
+		if r.err == nil {
+			r.strs = append(r.strs, s)
+		}
+		return s
+	}
+	if i > uint64(len(r.strs)) {
+		r.fail("string of no table entry")
+		return ""
+	}
+	return r.strs[i-1]
 }
 
 // count reads a uvarint count of things of at least min bytes each.

@@ -231,10 +231,9 @@ func firstDiff(want, got []byte) string {
 	return ""
 }
 
-// TestEncodeLeavesExchange: the encoder sets a Produce request's records
-// and a Fetch response's record batches aside while it encodes their
-// bodies; the exchange must be as it was afterwards (the correlator reads
-// it next), and the batch must hold no record bytes.
+// TestEncodeLeavesExchange: encoding a Produce request with records and a
+// Fetch response with record batches leaves the exchange as it was (the
+// correlator reads it next), and the batch holds no record bytes.
 func TestEncodeLeavesExchange(t *testing.T) {
 	records := []byte("the records of a produce request, never published")
 	batches := []byte("the record batches of a fetch response, published as headers only")
