@@ -137,25 +137,36 @@ func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writ
 	return errors.Join(runErr, ag.finish(stdout))
 }
 
+// poll fetches what the topic has within a second; closed when cl was
+// closed. Errors other than the poll's own deadline go to w, as
+// "kwire: VERB TOPIC[PARTITION]: ERROR".
+func poll(ctx context.Context, cl *kgo.Client, w io.Writer, verb string) (fetches kgo.Fetches, closed bool) {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	fetches = cl.PollFetches(pctx)
+	cancel()
+	if fetches.IsClientClosed() {
+		return fetches, true
+	}
+	fetches.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(w, "kwire: %s %s[%d]: %v\n", verb, t, p, err)
+		}
+	})
+	return fetches, false
+}
+
 // consume polls the topic until ctx is done (or idle for idleExit), and
 // merges what comes. A poll that finds nothing new means the aggregator
 // is caught up: everything waiting is correlated.
 func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time.Duration) error {
 	lastNew := time.Now()
 	for ctx.Err() == nil {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fetches := cl.PollFetches(pctx)
-		cancel()
-		if fetches.IsClientClosed() {
+		fetches, closed := poll(ctx, cl, os.Stderr, "consuming")
+		if closed {
 			return nil
 		}
 		now := time.Now()
 		n := 0
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				fmt.Fprintf(os.Stderr, "kwire: consuming %s[%d]: %v\n", t, p, err)
-			}
-		})
 		fetches.EachRecord(func(r *kgo.Record) {
 			n++
 			b, err := wire.Decode(r.Value, decodeOptions)

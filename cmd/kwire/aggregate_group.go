@@ -191,19 +191,12 @@ func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Du
 	ag := g.ag
 	lastNew := time.Now()
 	for ctx.Err() == nil {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fetches := cl.PollFetches(pctx)
-		cancel()
-		if fetches.IsClientClosed() {
+		fetches, closed := poll(ctx, cl, os.Stderr, "consuming")
+		if closed {
 			return nil
 		}
 		now := time.Now()
 		n := 0
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				fmt.Fprintf(os.Stderr, "kwire: consuming %s[%d]: %v\n", t, p, err)
-			}
-		})
 		// A partition taken over is claimed before anything of it is
 		// written: a successor then knows this instance may have.
 		g.claim(ctx, cl, false)

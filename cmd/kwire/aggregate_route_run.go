@@ -59,17 +59,10 @@ func (rs *routeStage) run(ctx context.Context) error {
 	defer cl.Close()
 	defer cl.AllowRebalance() // a blocked rebalance would keep Close from leaving the group
 	for ctx.Err() == nil {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fetches := cl.PollFetches(pctx)
-		cancel()
-		if fetches.IsClientClosed() {
+		fetches, closed := poll(ctx, cl, rs.stderr, "routing")
+		if closed {
 			return nil
 		}
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				fmt.Fprintf(rs.stderr, "kwire: routing %s[%d]: %v\n", t, p, err)
-			}
-		})
 		var failed atomic.Pointer[error]
 		rs.mu.Lock()
 		fetches.EachRecord(func(r *kgo.Record) { rs.record(ctx, cl, r, &failed) })
