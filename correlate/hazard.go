@@ -28,6 +28,10 @@ const (
 	HazardInconsistentProtocol = "inconsistent_group_protocol"
 	HazardProducerAcksWeak     = "producer_acks_weak"
 	HazardClientIDChurn        = "client_id_churn"
+	// Transactions (KIP-98), see hazard_txn.go.
+	HazardZombieProducer          = "zombie_producer"
+	HazardHangingTransaction      = "hanging_transaction"
+	HazardTxnOffsetCommitRejected = "txn_offset_commit_rejected"
 )
 
 // Hazard severities (HazardEvent.Severity), least severe first.
@@ -173,6 +177,20 @@ type HazardEvent struct {
 	GroupProtocol string   `json:"group_protocol,omitempty"`
 	// ClientIDs are examples (client_id_churn: the first and last new ids).
 	ClientIDs []string `json:"client_ids,omitempty"`
+
+	// Transactions: the producer's transactional id, producer id and
+	// epoch; CurrentEpoch is the epoch the latest InitProducerID gave,
+	// by FencedBy (client id) (zombie_producer); TxnPartitions and
+	// Groups what the transaction held, TransactionTimeoutMillis its
+	// timeout (hanging_transaction).
+	TransactionalID          string             `json:"transactional_id,omitempty"`
+	ProducerID               *int64             `json:"producer_id,omitempty"`
+	ProducerEpoch            *int16             `json:"producer_epoch,omitempty"`
+	CurrentEpoch             *int16             `json:"current_epoch,omitempty"`
+	FencedBy                 string             `json:"fenced_by,omitempty"`
+	TxnPartitions            map[string][]int32 `json:"partitions,omitempty"`
+	Groups                   []string           `json:"groups,omitempty"`
+	TransactionTimeoutMillis int32              `json:"transaction_timeout_ms,omitempty"`
 
 	// Reason says why the broker removed a member (member_expired):
 	// session_timeout (no request within its session timeout) or
@@ -540,6 +558,7 @@ func (c *Correlator) hazardExchange(e *decode.Exchange) {
 // everything still waiting.
 func (c *Correlator) hazardTick(final bool) {
 	c.settleBeyond(final)
+	c.txnTick()
 	h := c.hz()
 	if c.now.Sub(c.loss.forgotAt) >= time.Minute {
 		c.loss.forgotAt = c.now
