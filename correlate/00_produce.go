@@ -8,7 +8,7 @@ import (
 
 // produceTxn follows transactional Produce requests (key 0, v3+ with a
 // transactional id): the producer id and epoch are in each record batch's
-// header (read with kmsg.RecordBatch). Under KIP-890 part 2 (Produce v12+,
+// header (decode.BatchProducer; kept when the records are dropped). Under KIP-890 part 2 (Produce v12+,
 // transaction version 2) the first Produce to a partition adds it to the
 // transaction without AddPartitionsToTxn; before that it was added
 // already, so adding it again changes nothing.
@@ -32,11 +32,11 @@ func (c *Correlator) produceTxn(e *decode.Exchange, req *kmsg.ProduceRequest) {
 	for _, rt := range req.Topics {
 		topic := c.topicKey(rt.Topic, rt.TopicID)
 		for _, p := range rt.Partitions {
-			var b kmsg.RecordBatch
-			if len(p.Records) == 0 || b.ReadFrom(p.Records) != nil || b.ProducerID < 0 {
+			id, ep, ok := decode.BatchProducer(p.Records)
+			if !ok || id < 0 {
 				continue
 			}
-			pid, epoch = b.ProducerID, b.ProducerEpoch
+			pid, epoch = id, ep
 			key := tp{topic, p.Partition}
 			if code := codes[key]; code != 0 {
 				if refused == 0 || isFenceCode(code) {
