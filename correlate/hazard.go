@@ -93,6 +93,12 @@ func SeverityRank(s string) int {
 //	inconsistent_group_protocol  warn      group/client, until the client's JoinGroup is accepted
 //	producer_acks_weak           info      client (host + client id)/topic/acks
 //	client_id_churn              warn      client host, until ChurnWindow passes without a new client id
+//	zombie_producer              warn      transactional id/producer id/epoch: a request of an epoch that a
+//	                                       newer InitProducerID fenced, answered PRODUCER_FENCED or
+//	                                       INVALID_PRODUCER_EPOCH
+//	hanging_transaction          warn      transactional id/producer id/begin: no EndTxn within the
+//	                                       transaction timeout (absence-based)
+//	txn_offset_commit_rejected   warn      group/partition/transactional id/producer id/epoch
 //
 // Every member the broker removes also counts toward rebalance_storm.
 // Every accepted commit below the previous one is a commit_regression,
