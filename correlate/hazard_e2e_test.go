@@ -239,7 +239,7 @@ func hazardNumber(kind, key string, ev *HazardEvent) (int64, bool) {
 	}
 	switch kind + "." + key {
 	case "commit_regression.committed", "commit_gap.committed", "commit_beyond_fetch.committed",
-		"commit_rejected.offset", "non_owner_commit.offset":
+		"commit_rejected.offset", "non_owner_commit.offset", "txn_offset_commit_rejected.offset":
 		return v(ev.Offset)
 	case "commit_regression.previous", "commit_gap.committed_before", "commit_rejected.committed", "non_owner_commit.previous":
 		return v(ev.PreviousOffset)

@@ -18,7 +18,7 @@ import (
 // AddPartitionsToTxn or AddOffsetsToTxn, and EndTxn bumps the epoch; a
 // client capped at Kafka 3.7's versions uses the older requests.
 func init() {
-	for _, s := range []Scenario{txnClean, hZombieProducer, hHangingTransaction} {
+	for _, s := range []Scenario{txnClean, hZombieProducer, hHangingTransaction, hTxnOffsetCommitRejected} {
 		Register(s)
 	}
 	RegisterChild("txn-producer", childTxnProducer)
@@ -286,6 +286,90 @@ var hHangingTransaction = Scenario{
 		c.AddHazard(Hazard{Kind: "hanging_transaction", ClientID: "txh-producer", TransactionalID: txn,
 			Numbers: map[string]int64{"transaction_timeout_ms": 3000},
 			Note:    "SIGKILLed mid-transaction: no EndTxn; kfake aborted it at the 3s timeout"})
+		return nil
+	},
+}
+
+var hTxnOffsetCommitRejected = Scenario{
+	Name: "h_txn_offset_commit_rejected",
+	Doc: "txr-member (kgo, group txr-group, no autocommit) consumes 10 records of txr-orders (2 partitions); " +
+		"txr-producer (transactional id txr-1) begins a transaction, writes to txr-out and commits txr-group's " +
+		"offset for txr-orders[0] inside it with the member's id and the generation before its current one, as a " +
+		"producer that missed a rebalance would (a TxnOffsetCommit built with kmsg, sent by the kgo client): the " +
+		"broker answers ILLEGAL_GENERATION, and the producer aborts",
+	Options: Options{Link: LinkEthernet, Kfake: []kfake.Opt{kfake.SeedTopics(2, "txr-orders", "txr-out")}},
+	Timeout: 45 * time.Second,
+	Run: func(ctx context.Context, c *Cluster) error {
+		const topic, group, txn = "txr-orders", "txr-group", "txr-1"
+		if err := produceN(ctx, c, "txr-plain", topic, 0, 10); err != nil {
+			return err
+		}
+		m, err := c.Kgo(kgo.ClientID("txr-member"), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+		if err != nil {
+			return err
+		}
+		for got := 0; got < 10; {
+			fs := m.PollFetches(ctx)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			got += len(fs.Records())
+		}
+		member, gen := m.GroupMetadata()
+		p, err := txnClient(c, "txr-producer", txn, "txr-out", 10*time.Second)
+		if err != nil {
+			return err
+		}
+		if err := p.BeginTransaction(); err != nil {
+			return err
+		}
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: value(0, 60)}).FirstErr(); err != nil {
+			return err
+		}
+		id, epoch, err := p.ProducerID(ctx)
+		if err != nil {
+			return err
+		}
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txn, group, id, epoch
+		req.MemberID, req.Generation = member, gen-1
+		// TxnOffsetCommit v6+ names topics by id (KIP-516).
+		mreq := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		mreq.Topics = append(mreq.Topics, mt)
+		mresp, err := mreq.RequestWith(ctx, p)
+		if err != nil || len(mresp.Topics) != 1 {
+			return fmt.Errorf("metadata for %s: %v", topic, err)
+		}
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = topic, mresp.Topics[0].TopicID
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 5
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, p)
+		if err != nil {
+			return fmt.Errorf("TxnOffsetCommit: %w", err)
+		}
+		var code int16
+		for _, t := range resp.Topics {
+			for _, pt := range t.Partitions {
+				code = pt.ErrorCode
+			}
+		}
+		if code == 0 || code == 47 || code == 90 {
+			return fmt.Errorf("TxnOffsetCommit with generation %d answered %d, not a generation error: %w", gen-1, code, ErrRetry)
+		}
+		if err := p.EndTransaction(ctx, kgo.TryAbort); err != nil {
+			return err
+		}
+		p.Close()
+		m.Close()
+		c.AddHazard(Hazard{Kind: "txn_offset_commit_rejected", Group: group, Topic: topic, Partition: i32(0), ClientID: "txr-producer",
+			TransactionalID: txn, Generation: i32(gen - 1), Numbers: map[string]int64{"error_code": int64(code), "offset": 5},
+			Note: "TxnOffsetCommit with the generation before the member's current one, answered " + errName(code)})
 		return nil
 	},
 }
