@@ -104,6 +104,7 @@ type txnState struct {
 	hangSeen bool // hanging_transaction reported for this transaction
 
 	committed, aborted, timedOut, fenced int64
+	durMax, durTotal                     int64 // ended transactions' durations, ms
 }
 
 // txn returns the state of transactional id, creating it.
@@ -239,7 +240,9 @@ func (c *Correlator) endTxn(t *txnState, e *decode.Exchange, commit bool, by str
 		ev.at = at.UTC()
 	}
 	ev.EndedBy, ev.Began = by, timePtr(t.began)
-	ev.DurationMillis = i64(millis(at.Sub(t.began)))
+	d := max(millis(at.Sub(t.began)), 0)
+	ev.DurationMillis = i64(d)
+	t.durMax, t.durTotal = max(t.durMax, d), t.durTotal+d
 	ev.Partitions = partsMap(t.parts)
 	ev.Groups = sortedKeys(t.groups)
 	t.open, t.parts, t.groups = false, nil, nil

@@ -127,3 +127,31 @@ func mergeKeys(a, b map[string][]string) map[string]bool {
 	}
 	return out
 }
+
+// TestTransactionSnapshot: the summary counts each transactional id's
+// transactions by how they ended.
+func TestTransactionSnapshot(t *testing.T) {
+	tests := []struct {
+		file string
+		want map[string][3]int64 // committed, aborted, timed out
+	}{
+		{"txn_clean.pcapng", map[string][3]int64{"txc-producer-1": {3, 1, 0}, "txc-etl-1": {1, 0, 0}}},
+		{"h_hanging_transaction.pcapng", map[string][3]int64{"txh-1": {0, 0, 1}}},
+		{"h_txn_offset_commit_rejected.pcapng", map[string][3]int64{"txr-1": {0, 1, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			c, _ := analyze(t, tt.file)
+			got := map[string][3]int64{}
+			for _, x := range c.Snapshot().Transactions {
+				got[x.TransactionalID] = [3]int64{x.Committed, x.Aborted, x.TimedOut}
+				if x.OpenSince != nil {
+					t.Errorf("%s still open at the end", x.TransactionalID)
+				}
+			}
+			if !reflect.DeepEqual(tt.want, got) {
+				t.Errorf("committed, aborted, timed out:\n-want %v\n+got  %v", tt.want, got)
+			}
+		})
+	}
+}
