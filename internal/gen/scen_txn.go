@@ -63,15 +63,23 @@ var txnClean = Scenario{
 			}
 		}
 		p.Close()
-		opts := append([]kgo.Opt{kgo.SeedBrokers(c.Addrs()...), c.Hooks()}, c.opts.ClientOpts...)
-		opts = append(opts, kgo.ClientID("txc-etl"), kgo.TransactionalID("txc-etl-1"), kgo.TransactionTimeout(10*time.Second),
-			kgo.ConsumerGroup("txc-etl"), kgo.ConsumeTopics("txc-in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic("txc-out"),
-			kgo.MaxVersions(kversion.V3_7_0()), kgo.ProducerLinger(0))
-		s, err := kgo.NewGroupTransactSession(opts...)
+		// The group's generations go to the truth through the house's
+		// member probe (Commit "none": the session commits, not the probe).
+		args := GMemberArgs{ClientID: "txc-etl", Group: "txc-etl", Topics: []string{"txc-in"}, Commit: "none",
+			Extra: []kgo.Opt{kgo.TransactionalID("txc-etl-1"), kgo.TransactionTimeout(10 * time.Second),
+				kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+				kgo.DefaultProduceTopic("txc-out"), kgo.MaxVersions(kversion.V3_7_0()), kgo.ProducerLinger(0)}}
+		probe := newProbe(args.Group, args.ClientID, "", c.groups.add)
+		member, err := args.opts(probe)
 		if err != nil {
 			return err
 		}
+		opts := append([]kgo.Opt{kgo.SeedBrokers(c.Addrs()...), c.Hooks()}, c.opts.ClientOpts...)
+		s, err := kgo.NewGroupTransactSession(append(opts, member...)...)
+		if err != nil {
+			return err
+		}
+		probe.cl.Store(s.Client())
 		defer s.Close()
 		copied := 0
 		for copied < 30 {
@@ -103,7 +111,8 @@ var txnClean = Scenario{
 			}
 		}
 		c.Note("txn_clean: txc-etl copied %d committed records (the aborted transaction's 10 were not delivered read_committed)", copied)
-		return nil
+		s.Close()
+		return c.RecordGroups(ctx, "txc-etl")
 	},
 	Attempts: 2,
 }
@@ -304,11 +313,18 @@ var hTxnOffsetCommitRejected = Scenario{
 		if err := produceN(ctx, c, "txr-plain", topic, 0, 10); err != nil {
 			return err
 		}
-		m, err := c.Kgo(kgo.ClientID("txr-member"), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+		args := GMemberArgs{ClientID: "txr-member", Group: group, Topics: []string{topic}, Commit: "none",
+			Extra: []kgo.Opt{kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}}
+		probe := newProbe(group, args.ClientID, "", c.groups.add)
+		mopts, err := args.opts(probe)
 		if err != nil {
 			return err
 		}
+		m, err := c.Kgo(mopts...)
+		if err != nil {
+			return err
+		}
+		probe.cl.Store(m)
 		for got := 0; got < 10; {
 			fs := m.PollFetches(ctx)
 			if ctx.Err() != nil {
@@ -367,6 +383,9 @@ var hTxnOffsetCommitRejected = Scenario{
 		}
 		p.Close()
 		m.Close()
+		if err := c.RecordGroups(ctx, group); err != nil {
+			return err
+		}
 		c.AddHazard(Hazard{Kind: "txn_offset_commit_rejected", Group: group, Topic: topic, Partition: i32(0), ClientID: "txr-producer",
 			TransactionalID: txn, Generation: i32(gen - 1), Numbers: map[string]int64{"error_code": int64(code), "offset": 5},
 			Note: "TxnOffsetCommit with the generation before the member's current one, answered " + errName(code)})
