@@ -34,4 +34,21 @@ func (c *Correlator) txnOffsetCommit(e *decode.Exchange, req *kmsg.TxnOffsetComm
 	}
 	t.adopt(c, e, req.ProducerID, req.ProducerEpoch)
 	c.addGroup(t, e, req.Group)
+	if t.offsets == nil {
+		t.offsets = map[string]map[tp]txnOffset{}
+	}
+	if t.offsets[req.Group] == nil {
+		if len(t.offsets) >= c.opts.MaxGroups {
+			return
+		}
+		t.offsets[req.Group] = map[tp]txnOffset{}
+	}
+	for _, rt := range req.Topics {
+		topic := c.topicKey(rt.Topic, rt.TopicID)
+		for _, p := range rt.Partitions {
+			if len(t.offsets[req.Group]) < c.opts.MaxPartitionsPerGroup {
+				t.offsets[req.Group][tp{topic, p.Partition}] = txnOffset{p.Offset, req.MemberID, req.Generation}
+			}
+		}
+	}
 }

@@ -102,6 +102,10 @@ type txnState struct {
 	parts    map[tp]struct{}
 	groups   map[string]struct{}
 	hangSeen bool // hanging_transaction reported for this transaction
+	// offsets are the TxnOffsetCommits accepted in the transaction, by
+	// group: they become the group's committed offsets only when the
+	// transaction commits (KIP-98).
+	offsets map[string]map[tp]txnOffset
 
 	committed, aborted, timedOut, fenced int64
 	durMax, durTotal                     int64 // ended transactions' durations, ms
@@ -245,8 +249,34 @@ func (c *Correlator) endTxn(t *txnState, e *decode.Exchange, commit bool, by str
 	t.durMax, t.durTotal = max(t.durMax, d), t.durTotal+d
 	ev.Partitions = partsMap(t.parts)
 	ev.Groups = sortedKeys(t.groups)
-	t.open, t.parts, t.groups = false, nil, nil
+	if commit {
+		c.applyTxnOffsets(t, at)
+	}
+	t.open, t.parts, t.groups, t.offsets = false, nil, nil, nil
 	c.emit(ev)
+}
+
+// txnOffset is one partition of an accepted TxnOffsetCommit.
+type txnOffset struct {
+	offset int64
+	member string
+	gen    int32
+}
+
+// applyTxnOffsets makes a committed transaction's offsets the groups'
+// committed offsets, as the broker does at its commit marker.
+func (c *Correlator) applyTxnOffsets(t *txnState, at time.Time) {
+	for _, group := range sortedKeys(t.offsets) {
+		g := c.groups[group]
+		if g == nil {
+			continue
+		}
+		for p, o := range t.offsets[group] {
+			if ps := c.part(g, p); ps != nil {
+				ps.setCommitted(o.offset, at.UTC(), o.member, o.gen, "commit")
+			}
+		}
+	}
 }
 
 // partsMap turns a partition set into topic -> sorted partitions.

@@ -112,7 +112,10 @@ var txnClean = Scenario{
 		}
 		c.Note("txn_clean: txc-etl copied %d committed records (the aborted transaction's 10 were not delivered read_committed)", copied)
 		s.Close()
-		return c.RecordGroups(ctx, "txc-etl")
+		if err := c.RecordGroups(ctx, "txc-etl"); err != nil {
+			return err
+		}
+		return c.RecordEndOffsets(ctx, "txc-in")
 	},
 	Attempts: 2,
 }
@@ -384,6 +387,9 @@ var hTxnOffsetCommitRejected = Scenario{
 		p.Close()
 		m.Close()
 		if err := c.RecordGroups(ctx, group); err != nil {
+			return err
+		}
+		if err := c.RecordEndOffsets(ctx, topic); err != nil {
 			return err
 		}
 		c.AddHazard(Hazard{Kind: "txn_offset_commit_rejected", Group: group, Topic: topic, Partition: i32(0), ClientID: "txr-producer",
