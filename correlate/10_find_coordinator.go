@@ -33,8 +33,12 @@ type coordState struct {
 // v0-v3 ask for one key, v4+ for a batch (KIP-699). The client asking is
 // bound to each group; the answer names its coordinator.
 func (c *Correlator) findCoordinator(e *decode.Exchange, req *kmsg.FindCoordinatorRequest) {
+	if req.CoordinatorType == 1 {
+		c.txnCoordinator(e, req)
+		return
+	}
 	if req.CoordinatorType != 0 {
-		return // transactional ids
+		return // share groups (KIP-932) and others
 	}
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
@@ -58,6 +62,26 @@ func (c *Correlator) findCoordinator(e *decode.Exchange, req *kmsg.FindCoordinat
 	for _, co := range resp.Coordinators {
 		if g := c.groups[co.Key]; g != nil {
 			c.coordinatorAnswer(g, e, co.NodeID, co.Host, co.Port, co.ErrorCode)
+		}
+	}
+}
+
+// txnCoordinator learns transactional ids' coordinators (key type 1) from
+// FindCoordinator answers, for ids already followed or not.
+func (c *Correlator) txnCoordinator(e *decode.Exchange, req *kmsg.FindCoordinatorRequest) {
+	resp, _ := e.Resp.(*kmsg.FindCoordinatorResponse)
+	if resp == nil {
+		return
+	}
+	if req.Version < 4 {
+		if req.CoordinatorKey != "" && resp.ErrorCode == 0 {
+			c.txn(req.CoordinatorKey).coordinator = hostPort(resp.Host, resp.Port)
+		}
+		return
+	}
+	for _, co := range resp.Coordinators {
+		if co.Key != "" && co.ErrorCode == 0 {
+			c.txn(co.Key).coordinator = hostPort(co.Host, co.Port)
 		}
 	}
 }

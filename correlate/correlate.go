@@ -36,6 +36,9 @@ type Correlator struct {
 	groups          map[string]*groupState
 	clients         map[clientKey]*clientState
 	sessions        map[sessionKey]*fetchSession
+	// txns: transactional id -> its producer and open transaction
+	// (txn.go), at most MaxClients.
+	txns map[string]*txnState
 
 	now       time.Time // latest capture time seen
 	lastSweep time.Time
@@ -118,6 +121,18 @@ func (c *Correlator) dispatch(e *decode.Exchange) {
 		c.listGroups(e)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		c.consumerGroupHeartbeat(e, req)
+	case *kmsg.ProduceRequest:
+		c.produceTxn(e, req)
+	case *kmsg.InitProducerIDRequest:
+		c.initProducerID(e, req)
+	case *kmsg.AddPartitionsToTxnRequest:
+		c.addPartitionsToTxn(e, req)
+	case *kmsg.AddOffsetsToTxnRequest:
+		c.addOffsetsToTxn(e, req)
+	case *kmsg.EndTxnRequest:
+		c.endTxnReq(e, req)
+	case *kmsg.TxnOffsetCommitRequest:
+		c.txnOffsetCommit(e, req)
 	}
 }
 

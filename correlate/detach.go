@@ -28,7 +28,13 @@ func Detach(e *decode.Exchange, arena []byte) []byte {
 	}
 	switch r := e.Req.(type) {
 	case *kmsg.ProduceRequest:
-		decode.DropRecords(r)
+		decode.DropRecords(r) // transactional: batch headers kept, copied below
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				p := &r.Topics[i].Partitions[j]
+				p.Records = keep(p.Records)
+			}
+		}
 	case *kmsg.JoinGroupRequest:
 		for i := range r.Protocols {
 			r.Protocols[i].Metadata = keep(r.Protocols[i].Metadata)

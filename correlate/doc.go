@@ -6,8 +6,8 @@
 // It takes in decode.Exchange values (Correlator.Exchange, synchronously,
 // in capture order) and gives out events through a Sink as it learns them
 // (GenerationEvent, MemberEvent, CommitEvent, CoordinatorEvent,
-// HazardEvent) and, on demand, a Snapshot of the state for the final
-// summary and report.
+// TransactionEvent, HazardEvent) and, on demand, a Snapshot of the state
+// for the final summary and report.
 //
 // Time comes only from capture timestamps, and every map is iterated in
 // sorted order before anything is emitted, so an offline run is
@@ -34,6 +34,11 @@
 //     group request of that client, for as long as its member lives, not
 //     for the life of one connection (field report 1). A client bound to
 //     several groups is ambiguous and is not guessed.
+//   - Transactions (KIP-98): InitProducerID, AddPartitionsToTxn,
+//     AddOffsetsToTxn, TxnOffsetCommit, EndTxn, transactional Produce
+//     (producer id and epoch from batch headers; KIP-890 part 2 adds
+//     partitions and groups implicitly) and FindCoordinator key type 1,
+//     per transactional id and producer id/epoch (TransactionEvent).
 //
 // Topic ids (Fetch v13+, OffsetCommit v10+, KIP-848) are named from Metadata
 // responses; until one is, the topic appears as "id:" followed by 32 hex
@@ -58,7 +63,8 @@
 // member not owning the partition; fetches by such a member; offset
 // resets; commits on receive; expiries, late heartbeats, rebalance storms
 // and slow rebalances; mixed assignors; weak producer acks; client id
-// churn. HazardEvent lists the kinds, their severities and episodes;
+// churn; zombie transactional producers, hanging transactions and refused
+// TxnOffsetCommits. HazardEvent lists the kinds, their severities and episodes;
 // Options.Hazards their thresholds. Each is judged from the exchanges the
 // capture holds: what it does not show is not guessed.
 package correlate

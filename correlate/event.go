@@ -7,13 +7,14 @@ import (
 )
 
 // Event is something the Correlator learned. Concrete types: *GenerationEvent,
-// *MemberEvent, *CommitEvent, *CoordinatorEvent, *HazardEvent. Events are
+// *MemberEvent, *CommitEvent, *CoordinatorEvent, *TransactionEvent,
+// *HazardEvent. Events are
 // marshalled with encoding/json; the writer adds "v", "type" (Type) and "ts"
 // (Time), so no event has fields of those names. Field names are part of the
 // NDJSON schema.
 type Event interface {
 	// Type is the NDJSON "type": "generation", "member", "commit",
-	// "coordinator" or "hazard".
+	// "coordinator", "transaction" or "hazard".
 	Type() string
 	// Time is the capture time the event happened at (the NDJSON "ts").
 	Time() time.Time

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,15 +47,74 @@ type fuzzRecorder struct {
 	byKey map[int16]int
 	last  time.Time
 	hosts map[string]uint8
+	// txn, when set, keeps only the exchanges of transactional producers
+	// (FindCoordinator, transactional Produce with their batch headers
+	// only, InitProducerID, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+	// TxnOffsetCommit), up to fuzzSeedTxnPerKey of each: enough for a
+	// zombie's fenced Produce after a second instance's transactions.
+	txn bool
+	// produced: transactional Produce kept, by transactional id, producer
+	// id and epoch and first partition: only the first of each is kept.
+	produced map[string]bool
 }
 
-func (r *fuzzRecorder) Exchange(e *decode.Exchange) {
-	switch e.Key {
-	case 0, 18, 71, 72:
-		return // Produce, ApiVersions, telemetry: large, and not the correlator's
+// fuzzProduceKey names a transactional Produce by its transactional id,
+// its first batch's producer id and epoch, and its first partition.
+func fuzzProduceKey(p *kmsg.ProduceRequest) string {
+	k := strVal(p.TransactionID)
+	for _, t := range p.Topics {
+		for _, pt := range t.Partitions {
+			id, ep, _ := decode.BatchProducer(pt.Records)
+			return fmt.Sprint(k, "/", id, "/", ep, "/", t.Topic, t.TopicID, "/", pt.Partition)
+		}
 	}
-	if e.Req == nil || r.n >= fuzzSeedMax || r.byKey[e.Key] >= fuzzSeedPerKey {
+	return k
+}
+
+// fuzzTxnKeys are the keys of transactional producers.
+var fuzzTxnKeys = map[int16]bool{0: true, 10: true, 22: true, 24: true, 25: true, 26: true, 28: true}
+
+const fuzzSeedTxnPerKey = 12
+
+func (r *fuzzRecorder) Exchange(e *decode.Exchange) {
+	perKey := fuzzSeedPerKey
+	if r.txn {
+		if !fuzzTxnKeys[e.Key] {
+			return
+		}
+		perKey = fuzzSeedTxnPerKey
+	}
+	switch e.Key {
+	case 18, 71, 72:
+		return // ApiVersions, telemetry: not the correlator's
+	case 0:
+		// Produce: large, and only transactional ones are the
+		// correlator's; their batch headers are all it reads.
+		p, ok := e.Req.(*kmsg.ProduceRequest)
+		if !ok || p.TransactionID == nil {
+			return
+		}
+		if r.txn {
+			if r.produced[fuzzProduceKey(p)] {
+				return
+			}
+			perKey = fuzzSeedMax
+		}
+		cp := *p
+		cp.Topics = make([]kmsg.ProduceRequestTopic, len(p.Topics))
+		for i, t := range p.Topics {
+			cp.Topics[i] = t
+			cp.Topics[i].Partitions = slices.Clone(t.Partitions)
+		}
+		decode.DropRecords(&cp)
+		defer func(req kmsg.Request) { e.Req = req }(e.Req)
+		e.Req = &cp
+	}
+	if e.Req == nil || r.n >= fuzzSeedMax || r.byKey[e.Key] >= perKey {
 		return
+	}
+	if p, ok := e.Req.(*kmsg.ProduceRequest); ok && r.txn {
+		r.produced[fuzzProduceKey(p)] = true
 	}
 	r.n++
 	r.byKey[e.Key]++
@@ -107,14 +168,15 @@ func trimmed(resp kmsg.Response) kmsg.Response {
 	return &cp
 }
 
-// fuzzSeed returns the first exchanges of a generated capture as fuzz input.
-func fuzzSeed(f testing.TB, file string) []byte {
+// fuzzSeed returns the first exchanges of a generated capture as fuzz
+// input (txn: only its transactional producers', see fuzzRecorder).
+func fuzzSeed(f testing.TB, file string, txn bool) []byte {
 	src, err := capture.OpenFiles([]string{filepath.Join("..", "testdata", file)}, nil)
 	if err != nil {
 		return nil
 	}
 	defer src.Close()
-	r := &fuzzRecorder{hosts: map[string]uint8{}, byKey: map[int16]int{}}
+	r := &fuzzRecorder{hosts: map[string]uint8{}, byKey: map[int16]int{}, txn: txn, produced: map[string]bool{}}
 	if err := src.Run(context.Background(), decode.New(r, nil)); err != nil {
 		f.Fatal(err)
 	}
@@ -128,7 +190,12 @@ func fuzzSeed(f testing.TB, file string) []byte {
 // whose evidence may be incomplete is info and says what was lost.
 func FuzzCorrelator(f *testing.F) {
 	for _, file := range fuzzSeedFiles {
-		if seed := fuzzSeed(f, file); seed != nil {
+		if seed := fuzzSeed(f, file, false); seed != nil {
+			f.Add(seed)
+		}
+	}
+	for _, file := range fuzzTxnSeedFiles {
+		if seed := fuzzSeed(f, file, true); seed != nil {
 			f.Add(seed)
 		}
 	}
@@ -151,9 +218,13 @@ func FuzzCorrelator(f *testing.F) {
 		c.Close(now.Add(time.Hour))
 		for _, ev := range events {
 			switch ev.Type() {
-			case "generation", "member", "commit", "coordinator", "hazard":
+			case "generation", "member", "commit", "coordinator", "hazard", "transaction":
 			default:
 				t.Fatalf("event type %q", ev.Type())
+			}
+			if te, ok := ev.(*TransactionEvent); ok && te.EndedBy != "" && te.ErrorCode == 0 &&
+				(te.DurationMillis == nil || *te.DurationMillis < 0 || te.Began == nil) {
+				t.Fatalf("transaction %s %s of %q: began %v, duration %v", te.Action, te.EndedBy, te.TransactionalID, te.Began, te.DurationMillis)
 			}
 			if h, ok := ev.(*HazardEvent); ok && (h.EvidenceComplete != nil) != (h.Loss != nil) ||
 				ok && h.EvidenceComplete != nil && (*h.EvidenceComplete || h.Severity != SeverityInfo || !h.Loss.any()) {
@@ -171,6 +242,9 @@ func FuzzCorrelator(f *testing.F) {
 
 var fuzzSeedFiles = []string{"group.pcapng", "newest.pcapng", "sarama.pcapng", "g_848.pcapng",
 	"g_static.pcapng", "h_commit_gap.pcapng", "h_member_expired.pcapng", "h_non_owner_fetch.pcapng"}
+
+// fuzzTxnSeedFiles seed the transactional paths (see fuzzRecorder.txn).
+var fuzzTxnSeedFiles = []string{"txn_clean.pcapng", "h_zombie_producer.pcapng", "h_hanging_transaction.pcapng", "newest.pcapng"}
 
 var fuzzAddrs = []string{"10.0.0.1:5000", "10.0.0.1:5001", "10.0.0.2:5000", "10.0.0.9:9092", "10.0.0.8:9092"}
 var fuzzClientIDs = []string{"a", "a", "b", ""}
@@ -261,4 +335,47 @@ func fuzzExchange(in []byte, now *time.Time) (*decode.Exchange, []byte, bool) {
 		conn.Process = &capture.Process{PID: uint32(client), Comm: "fuzz"}
 	}
 	return e, in, true
+}
+
+// TestFuzzTxnSeeds: the transactional seeds, replayed as FuzzCorrelator
+// replays its input, reach the paths they are there for: transactions
+// that begin and end, and the zombie's fenced epoch.
+func TestFuzzTxnSeeds(t *testing.T) {
+	tests := []struct {
+		name, file string
+		want       []string // event types, actions and hazard kinds that must appear
+	}{
+		{"clean", "txn_clean.pcapng", []string{TxnInit, TxnBegin, TxnPartitionsAdded, TxnOffsetsAdded, TxnCommit, TxnAbort}},
+		{"zombie", "h_zombie_producer.pcapng", []string{TxnInit, TxnCommit, HazardZombieProducer}},
+		{"hanging", "h_hanging_transaction.pcapng", []string{TxnInit, TxnBegin, TxnAbort, HazardHangingTransaction}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := fuzzSeed(t, tt.file, true)
+			seen := map[string]bool{}
+			c := New(nil, SinkFunc(func(ev Event) {
+				switch ev := ev.(type) {
+				case *TransactionEvent:
+					seen[ev.Action] = true
+				case *HazardEvent:
+					seen[ev.Kind] = true
+				}
+			}))
+			now := base
+			for len(in) >= fuzzHeader {
+				e, rest, ok := fuzzExchange(in, &now)
+				if !ok {
+					break
+				}
+				in = rest
+				c.Exchange(e)
+			}
+			c.Close(now.Add(time.Hour)) // as FuzzCorrelator closes
+			for _, w := range tt.want {
+				if !seen[w] {
+					t.Errorf("%s not reached by the seed of %s (reached: %v)", w, tt.file, sortedKeys(seen))
+				}
+			}
+		})
+	}
 }

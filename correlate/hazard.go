@@ -28,6 +28,10 @@ const (
 	HazardInconsistentProtocol = "inconsistent_group_protocol"
 	HazardProducerAcksWeak     = "producer_acks_weak"
 	HazardClientIDChurn        = "client_id_churn"
+	// Transactions (KIP-98), see hazard_txn.go.
+	HazardZombieProducer          = "zombie_producer"
+	HazardHangingTransaction      = "hanging_transaction"
+	HazardTxnOffsetCommitRejected = "txn_offset_commit_rejected"
 )
 
 // Hazard severities (HazardEvent.Severity), least severe first.
@@ -89,6 +93,12 @@ func SeverityRank(s string) int {
 //	inconsistent_group_protocol  warn      group/client, until the client's JoinGroup is accepted
 //	producer_acks_weak           info      client (host + client id)/topic/acks
 //	client_id_churn              warn      client host, until ChurnWindow passes without a new client id
+//	zombie_producer              warn      transactional id/producer id/epoch: a request of an epoch that a
+//	                                       newer InitProducerID fenced, answered PRODUCER_FENCED or
+//	                                       INVALID_PRODUCER_EPOCH
+//	hanging_transaction          warn      transactional id/producer id/begin: no EndTxn within the
+//	                                       transaction timeout (absence-based)
+//	txn_offset_commit_rejected   warn      group/partition/transactional id/producer id/epoch
 //
 // Every member the broker removes also counts toward rebalance_storm.
 // Every accepted commit below the previous one is a commit_regression,
@@ -173,6 +183,20 @@ type HazardEvent struct {
 	GroupProtocol string   `json:"group_protocol,omitempty"`
 	// ClientIDs are examples (client_id_churn: the first and last new ids).
 	ClientIDs []string `json:"client_ids,omitempty"`
+
+	// Transactions: the producer's transactional id, producer id and
+	// epoch; CurrentEpoch is the epoch the latest InitProducerID gave,
+	// by FencedBy (client id) (zombie_producer); TxnPartitions and
+	// Groups what the transaction held, TransactionTimeoutMillis its
+	// timeout (hanging_transaction).
+	TransactionalID          string             `json:"transactional_id,omitempty"`
+	ProducerID               *int64             `json:"producer_id,omitempty"`
+	ProducerEpoch            *int16             `json:"producer_epoch,omitempty"`
+	CurrentEpoch             *int16             `json:"current_epoch,omitempty"`
+	FencedBy                 string             `json:"fenced_by,omitempty"`
+	TxnPartitions            map[string][]int32 `json:"partitions,omitempty"`
+	Groups                   []string           `json:"groups,omitempty"`
+	TransactionTimeoutMillis int32              `json:"transaction_timeout_ms,omitempty"`
 
 	// Reason says why the broker removed a member (member_expired):
 	// session_timeout (no request within its session timeout) or
@@ -540,6 +564,7 @@ func (c *Correlator) hazardExchange(e *decode.Exchange) {
 // everything still waiting.
 func (c *Correlator) hazardTick(final bool) {
 	c.settleBeyond(final)
+	c.txnTick()
 	h := c.hz()
 	if c.now.Sub(c.loss.forgotAt) >= time.Minute {
 		c.loss.forgotAt = c.now

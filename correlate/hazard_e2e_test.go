@@ -28,14 +28,16 @@ type hazardTruth struct {
 
 // truthHazard is one hazard a scenario drove (internal/gen Hazard).
 type truthHazard struct {
-	Kind       string           `json:"kind"`
-	Group      string           `json:"group"`
-	Topic      string           `json:"topic"`
-	Partition  *int32           `json:"partition"`
-	MemberID   string           `json:"member_id"`
-	ClientID   string           `json:"client_id"`
-	Generation *int32           `json:"generation"`
-	Numbers    map[string]int64 `json:"numbers"`
+	Kind       string `json:"kind"`
+	Group      string `json:"group"`
+	Topic      string `json:"topic"`
+	Partition  *int32 `json:"partition"`
+	MemberID   string `json:"member_id"`
+	ClientID   string `json:"client_id"`
+	Generation *int32 `json:"generation"`
+	// TransactionalID names a transactional producer's hazards.
+	TransactionalID string           `json:"transactional_id"`
+	Numbers         map[string]int64 `json:"numbers"`
 	// Reason is why the broker removed a member (member_expired); Cause
 	// the hazard kind that explains this one.
 	Reason string `json:"reason"`
@@ -188,6 +190,8 @@ func matchHazard(want truthHazard, ev *HazardEvent) string {
 		return "member " + ev.MemberID
 	case want.Generation != nil && (ev.Generation == nil || *ev.Generation != *want.Generation):
 		return "generation"
+	case want.TransactionalID != "" && ev.TransactionalID != want.TransactionalID:
+		return "transactional id " + ev.TransactionalID
 	case !clientMatches(want.ClientID, ev):
 		return "client " + ev.ClientID
 	case want.Reason != "" && ev.Reason != want.Reason:
@@ -235,7 +239,7 @@ func hazardNumber(kind, key string, ev *HazardEvent) (int64, bool) {
 	}
 	switch kind + "." + key {
 	case "commit_regression.committed", "commit_gap.committed", "commit_beyond_fetch.committed",
-		"commit_rejected.offset", "non_owner_commit.offset":
+		"commit_rejected.offset", "non_owner_commit.offset", "txn_offset_commit_rejected.offset":
 		return v(ev.Offset)
 	case "commit_regression.previous", "commit_gap.committed_before", "commit_rejected.committed", "non_owner_commit.previous":
 		return v(ev.PreviousOffset)
@@ -249,7 +253,10 @@ func hazardNumber(kind, key string, ev *HazardEvent) (int64, bool) {
 		return n - 1, true
 	case "commit_beyond_fetch.high_watermark":
 		return v(ev.HighWatermark)
-	case "commit_rejected.error_code", "inconsistent_group_protocol.error_code":
+	case "hanging_transaction.transaction_timeout_ms":
+		return int64(ev.TransactionTimeoutMillis), true
+	case "commit_rejected.error_code", "inconsistent_group_protocol.error_code", "zombie_producer.error_code",
+		"txn_offset_commit_rejected.error_code":
 		return int64(ev.ErrorCode), true
 	case "non_owner_fetch.owner_generation":
 		if ev.OwnerGeneration == nil {

@@ -30,6 +30,8 @@ type Snapshot struct {
 	Hazards        []HazardEvent  `json:"hazards"`
 	HazardCounts   map[string]int `json:"hazard_counts"`
 	HazardsDropped int64          `json:"hazards_dropped,omitempty"`
+	// Transactions are the transactional ids followed (absent: none).
+	Transactions []Transaction `json:"transactions,omitempty"`
 }
 
 // Group is one group in a Snapshot.
@@ -246,6 +248,7 @@ func (c *Correlator) Snapshot() *Snapshot {
 	}
 	s.Clients, s.Unattributed = c.clientSnapshots()
 	s.Hazards, s.HazardCounts, s.HazardsDropped = c.hazardSnapshot()
+	s.Transactions = c.txnSnapshots()
 	return s
 }
 

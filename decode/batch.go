@@ -35,6 +35,7 @@ const (
 	batchMagicOff     = 16
 	batchAttrOff      = 21
 	batchLastDeltaOff = 23
+	batchProducerOff  = 43 // producer id (int64), then epoch (int16)
 	batchNumRecsOff   = 57
 	batchHeaderLen    = 61
 	legacyHeaderLen   = 8 + 4 + 4 + 1 + 1 // offset, size, crc, magic, attributes
@@ -86,4 +87,14 @@ func ScanBatches(b []byte) Batches {
 		r.Bytes += size
 	}
 	return r
+}
+
+// BatchProducer returns the producer id and epoch in the header of the
+// first record batch of b (magic 2, KIP-98); ok is false when b does not
+// start with one. Only the header's 61 bytes are read.
+func BatchProducer(b []byte) (id int64, epoch int16, ok bool) {
+	if len(b) < batchHeaderLen || b[batchMagicOff] != 2 {
+		return -1, -1, false
+	}
+	return int64(binary.BigEndian.Uint64(b[batchProducerOff:])), int16(binary.BigEndian.Uint16(b[batchProducerOff+8:])), true
 }

@@ -178,11 +178,19 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 }
 
 // DropRecords clears the record bytes of a Produce request (what
-// Options.DropProduceRecords does).
+// Options.DropProduceRecords does). A transactional request keeps each
+// partition's first batch header (61 bytes, still aliasing the frame):
+// its producer id and epoch identify the producer instance (BatchProducer).
 func DropRecords(r *kmsg.ProduceRequest) {
+	txn := r.TransactionID != nil
 	for i := range r.Topics {
 		for j := range r.Topics[i].Partitions {
-			r.Topics[i].Partitions[j].Records = nil
+			rec := &r.Topics[i].Partitions[j].Records
+			if _, _, ok := BatchProducer(*rec); txn && ok {
+				*rec = (*rec)[:batchHeaderLen:batchHeaderLen]
+				continue
+			}
+			*rec = nil
 		}
 	}
 }

@@ -87,6 +87,21 @@ func textEvent(ev correlate.Event) string {
 		return s
 	case *correlate.HazardEvent:
 		return fmt.Sprintf("%s HAZARD %s %s: %s", ts, strings.ToUpper(e.Severity), e.Kind, e.Summary)
+	case *correlate.TransactionEvent:
+		s := fmt.Sprintf("%s TXN %s %s pid %d epoch %d (%s@%s)", ts, e.Action, e.TransactionalID, e.ProducerID, e.ProducerEpoch, e.ClientID, e.ClientHost)
+		if e.Group != "" {
+			s += " group " + e.Group
+		}
+		if len(e.Partitions) > 0 {
+			s += " " + correlate.AssignmentText(e.Partitions)
+		}
+		if e.DurationMillis != nil {
+			s += fmt.Sprintf(" after %dms (%s)", *e.DurationMillis, e.EndedBy)
+		}
+		if e.Error != "" {
+			s += " " + e.Error
+		}
+		return s
 	case *correlate.CoordinatorEvent:
 		s := fmt.Sprintf("%s COORDINATOR %s -> node %d %s:%d (from %s, %s)", ts, e.Group, e.NodeID, e.Host, e.Port, e.LearnedFrom, e.Source)
 		if e.Error != "" {

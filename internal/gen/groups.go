@@ -115,14 +115,16 @@ type FinalMember struct {
 // numbers that prove it. Numbers keys are documented per kind in the
 // scenario that records it.
 type Hazard struct {
-	Kind       string           `json:"kind"`
-	Group      string           `json:"group,omitempty"`
-	Topic      string           `json:"topic,omitempty"`
-	Partition  *int32           `json:"partition,omitempty"`
-	MemberID   string           `json:"member_id,omitempty"`
-	ClientID   string           `json:"client_id,omitempty"`
-	Generation *int32           `json:"generation,omitempty"`
-	Numbers    map[string]int64 `json:"numbers,omitempty"`
+	Kind       string `json:"kind"`
+	Group      string `json:"group,omitempty"`
+	Topic      string `json:"topic,omitempty"`
+	Partition  *int32 `json:"partition,omitempty"`
+	MemberID   string `json:"member_id,omitempty"`
+	ClientID   string `json:"client_id,omitempty"`
+	Generation *int32 `json:"generation,omitempty"`
+	// TransactionalID names a transactional producer's hazards.
+	TransactionalID string           `json:"transactional_id,omitempty"`
+	Numbers         map[string]int64 `json:"numbers,omitempty"`
 	// Reason says why the broker removed a member (member_expired):
 	// ReasonSessionTimeout or ReasonRebalanceTimeout.
 	Reason string `json:"reason,omitempty"`

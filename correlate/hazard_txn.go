@@ -1,0 +1,126 @@
+package correlate
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// isFenceCode says whether a broker's answer fences the producer epoch
+// that sent the request: PRODUCER_FENCED (KIP-588) or its older name,
+// INVALID_PRODUCER_EPOCH.
+func isFenceCode(code int16) bool {
+	return code == kerr.ProducerFenced.Code || code == kerr.InvalidProducerEpoch.Code
+}
+
+// txnRefused judges a transactional request the broker refused, or sent
+// by an epoch older than the transactional id's latest InitProducerID:
+// when the broker's answer fences the epoch, its sender is a zombie
+// producer (KIP-98): a newer instance of the same transactional id took
+// over, and this one keeps sending. Other refusals change nothing.
+func (c *Correlator) txnRefused(t *txnState, e *decode.Exchange, pid int64, epoch int16, code int16) {
+	if !isFenceCode(code) {
+		return
+	}
+	t.fenced++
+	k := c.keyOf(e)
+	ev := &HazardEvent{Kind: HazardZombieProducer, Severity: SeverityWarn, ClientID: k.clientID, ClientHost: k.host,
+		TransactionalID: t.id, ProducerID: i64(pid), ProducerEpoch: i16p(epoch), ErrorCode: code, Error: errName(code),
+		at: e.ReqTime.UTC()}
+	api := kmsg.NameForKey(e.Key)
+	if t.stale(pid, epoch) && t.initEvidence != nil {
+		ev.CurrentEpoch, ev.FencedBy = i16p(t.initEpoch), t.initClient.clientID
+		ev.Evidence = []Evidence{*t.initEvidence, c.evidenceOf(e)}
+		ev.Summary = fmt.Sprintf("producer %s on %s (transactional id %s, producer id %d, epoch %d) keeps sending after "+
+			"InitProducerID by %s on %s gave epoch %d at %s: its %s was answered %s; two instances of one "+
+			"transactional id run at once, and this one's writes are refused", k.clientID, k.host, t.id, pid, epoch,
+			t.initClient.clientID, t.initClient.host, t.initEpoch, t.initEvidence.TS.Format(time.RFC3339Nano), api, errName(code))
+	} else {
+		ev.Evidence = []Evidence{c.evidenceOf(e)}
+		ev.Summary = fmt.Sprintf("producer %s on %s (transactional id %s, producer id %d, epoch %d): its %s was answered %s: "+
+			"a newer instance of the transactional id fenced it (its InitProducerID is not in the capture)",
+			k.clientID, k.host, t.id, pid, epoch, api, errName(code))
+	}
+	c.report(episodeKey(HazardZombieProducer, t.id, strconv.FormatInt(pid, 10), strconv.Itoa(int(epoch))), ev)
+}
+
+// txnCommitRejected reports a TxnOffsetCommit the broker refused
+// (txn_offset_commit_rejected): the group's progress is not part of the
+// transaction, and the group will replay what the transaction produced
+// from.
+func (c *Correlator) txnCommitRejected(t *txnState, e *decode.Exchange, req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse) {
+	k := c.keyOf(e)
+	offsets := map[tp]int64{}
+	for _, rt := range req.Topics {
+		topic := c.topicKey(rt.Topic, rt.TopicID)
+		for _, p := range rt.Partitions {
+			offsets[tp{topic, p.Partition}] = p.Offset
+		}
+	}
+	for _, rt := range resp.Topics {
+		topic := c.topicKey(rt.Topic, rt.TopicID)
+		for _, p := range rt.Partitions {
+			if p.ErrorCode == 0 {
+				continue
+			}
+			key := tp{topic, p.Partition}
+			ev := partHazardEvent(HazardTxnOffsetCommitRejected, SeverityWarn, req.Group, key, e.ReqTime)
+			ev.MemberID, ev.Generation = req.MemberID, i32p(req.Generation)
+			ev.ClientID, ev.ClientHost, ev.TransactionalID = k.clientID, k.host, t.id
+			ev.ProducerID, ev.ProducerEpoch = i64(req.ProducerID), i16p(req.ProducerEpoch)
+			ev.ErrorCode, ev.Error = p.ErrorCode, errName(p.ErrorCode)
+			if off, ok := offsets[key]; ok {
+				ev.Offset = i64(off)
+			}
+			ev.Evidence = []Evidence{c.evidenceOf(e)}
+			ev.Summary = fmt.Sprintf("TxnOffsetCommit of group %s for %s[%d] by %s (transactional id %s) was answered %s: "+
+				"the offset is not part of the transaction, so the group will process again what it produced from",
+				req.Group, topic, p.Partition, k.clientID, t.id, errName(p.ErrorCode))
+			c.report(episodeKey(HazardTxnOffsetCommitRejected, req.Group, topic, strconv.Itoa(int(p.Partition)),
+				t.id, strconv.FormatInt(req.ProducerID, 10), strconv.Itoa(int(req.ProducerEpoch))), ev)
+		}
+	}
+}
+
+// txnTick looks for transactions open past their timeout
+// (hanging_transaction): partitions added and no EndTxn within the
+// transaction timeout InitProducerID asked for (Kafka's 60 s default when
+// the capture does not show it), counted from the transaction's begin, as
+// the broker counts it. The broker then aborts the transaction; until it
+// does, read_committed consumers of its partitions wait at its first
+// offset (the last stable offset does not move). It rests on the absence
+// of an EndTxn from the producer's client.
+func (c *Correlator) txnTick() {
+	for _, t := range c.sortedTxns() {
+		if !t.open || t.hangSeen {
+			continue
+		}
+		timeout, assumed := int64(t.timeoutMillis), ""
+		if timeout <= 0 {
+			timeout, assumed = defaultTxnTimeoutMs, " (assumed: the InitProducerID is not in the capture)"
+		}
+		deadline := t.began.Add(time.Duration(timeout) * time.Millisecond)
+		if c.now.Before(deadline) {
+			continue
+		}
+		t.hangSeen = true
+		ev := &HazardEvent{Kind: HazardHangingTransaction, Severity: SeverityWarn, ClientID: t.client.clientID,
+			ClientHost: t.client.host, TransactionalID: t.id, ProducerID: i64(t.producerID), ProducerEpoch: i16p(t.epoch),
+			TxnPartitions: partsMap(t.parts), Groups: sortedKeys(t.groups), TransactionTimeoutMillis: int32(timeout),
+			DurationMillis: timeout, at: deadline.UTC(), Evidence: []Evidence{t.beganEv},
+			absent: &absence{clients: []clientKey{t.client}, from: t.began, to: deadline}}
+		ev.Summary = fmt.Sprintf("transaction of %s on %s (transactional id %s, producer id %d, epoch %d) began at %s "+
+			"with %d partitions and %d groups and saw no EndTxn within its %d ms timeout%s: read_committed consumers "+
+			"of its partitions waited until the broker aborted it", t.client.clientID, t.client.host, t.id, t.producerID,
+			t.epoch, t.began.Format(time.RFC3339Nano), len(t.parts), len(t.groups), timeout, assumed)
+		c.report(episodeKey(HazardHangingTransaction, t.id, strconv.FormatInt(t.producerID, 10), t.began.String()), ev)
+		c.endTxn(t, nil, false, TxnEndedByTimeout, deadline)
+	}
+}
+
+func i16p(v int16) *int16 { return &v }

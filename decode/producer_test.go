@@ -1,0 +1,46 @@
+package decode
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestBatchProducerAndDrop: the producer id and epoch are read from a batch
+// header built by kmsg, and survive DropRecords only for transactional
+// Produce requests.
+func TestBatchProducerAndDrop(t *testing.T) {
+	b := kmsg.RecordBatch{Magic: 2, ProducerID: 7391, ProducerEpoch: 12, NumRecords: 1, Records: []byte{1, 2, 3}}
+	raw := b.AppendTo(nil)
+	if id, ep, ok := BatchProducer(raw); !ok || id != 7391 || ep != 12 {
+		t.Fatalf("BatchProducer = %d, %d, %v; want 7391, 12, true", id, ep, ok)
+	}
+	if _, _, ok := BatchProducer(raw[:batchHeaderLen-1]); ok {
+		t.Error("a cut header was read")
+	}
+	txn := "t"
+	tests := []struct {
+		name    string
+		txnID   *string
+		wantLen int
+	}{
+		{"transactional keeps the header", &txn, batchHeaderLen},
+		{"plain drops everything", nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &kmsg.ProduceRequest{TransactionID: tt.txnID, Topics: []kmsg.ProduceRequestTopic{{Topic: "x",
+				Partitions: []kmsg.ProduceRequestTopicPartition{{Records: append([]byte(nil), raw...)}}}}}
+			DropRecords(req)
+			got := req.Topics[0].Partitions[0].Records
+			if len(got) != tt.wantLen {
+				t.Fatalf("%d bytes kept, want %d", len(got), tt.wantLen)
+			}
+			if tt.wantLen > 0 {
+				if id, ep, ok := BatchProducer(got); !ok || id != 7391 || ep != 12 {
+					t.Errorf("after drop: %d, %d, %v", id, ep, ok)
+				}
+			}
+		})
+	}
+}
