@@ -1,6 +1,10 @@
 package wire
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
 
 // Produce and Fetch are most of what an agent sees (87% of the items of
 // the bulk capture), and re-encoding them with kmsg was most of an agent's
@@ -90,9 +94,15 @@ func (r *reader) nullString() *string {
 
 // produce_req = txn:nstring acks:varint timeout:varint
 //
-//	topics:uvarint (topic partitions:uvarint partition:varint*)*
+//	topics:uvarint (topic partitions:uvarint (partition:varint
+//	[producer:varint epoch:varint])*)*
+//
+// producer and epoch (of the first record batch, -1 if none) only when
+// txn is a transactional id: the correlator follows transactional
+// producers by them (decode.BatchProducer).
 func (w *writer) produceRequest(m *kmsg.ProduceRequest) {
 	w.nullString(m.TransactionID)
+	txn := m.TransactionID != nil && *m.TransactionID != ""
 	w.varint(int64(m.Acks))
 	w.varint(int64(m.TimeoutMillis))
 	w.uvarint(uint64(len(m.Topics)))
@@ -102,6 +112,14 @@ func (w *writer) produceRequest(m *kmsg.ProduceRequest) {
 		w.uvarint(uint64(len(t.Partitions)))
 		for j := range t.Partitions {
 			w.varint(int64(t.Partitions[j].Partition))
+			if txn {
+				id, epoch, ok := decode.BatchProducer(t.Partitions[j].Records)
+				if !ok {
+					id, epoch = -1, -1
+				}
+				w.varint(id)
+				w.varint(int64(epoch))
+			}
 		}
 	}
 }
@@ -109,6 +127,7 @@ func (w *writer) produceRequest(m *kmsg.ProduceRequest) {
 func (d *batchDecoder) produceRequest(m *kmsg.ProduceRequest) {
 	r := &d.r
 	m.TransactionID = r.nullString()
+	txn := m.TransactionID != nil && *m.TransactionID != ""
 	m.Acks, m.TimeoutMillis = r.int16(), r.int32()
 	m.Topics = make([]kmsg.ProduceRequestTopic, r.count(2))
 	for i := range m.Topics {
@@ -117,8 +136,16 @@ func (d *batchDecoder) produceRequest(m *kmsg.ProduceRequest) {
 		t.Topic, t.TopicID = r.topicName()
 		t.Partitions = make([]kmsg.ProduceRequestTopicPartition, r.count(1))
 		for j := range t.Partitions {
-			t.Partitions[j].Default()
-			t.Partitions[j].Partition = r.int32()
+			p := &t.Partitions[j]
+			p.Default()
+			p.Partition = r.int32()
+			if txn {
+				// The first batch's header, records left out, as
+				// analyze keeps it.
+				if id, epoch := r.varint(), r.int16(); id >= 0 {
+					p.Records = (&kmsg.RecordBatch{Magic: 2, ProducerID: id, ProducerEpoch: epoch}).AppendTo(nil)
+				}
+			}
 		}
 	}
 }

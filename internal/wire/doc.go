@@ -56,6 +56,8 @@
 //	nstring      = 0 (nil) | 1+len:uvarint bytes
 //	produce_req  = txn:nstring acks timeout
 //	               topics:uvarint (topic partitions:uvarint partition*)*
+//	               (a transactional id: each partition followed by its
+//	               first batch's producer id and epoch, -1 -1 if none)
 //	produce_resp = throttle topics:uvarint (topic partitions:uvarint
 //	               (partition error base_offset log_append_time log_start
 //	               message:nstring)*)*
