@@ -121,7 +121,7 @@ func normalize(t *testing.T, out []byte) (lines []string, agg *aggregateLine) {
 		if !compared[fmt.Sprint(v["type"])] {
 			continue
 		}
-		dropConnIDs(v)
+		withoutConnIDs(v)
 		b, _ := json.Marshal(v)
 		ks = append(ks, keyed{fmt.Sprint(v["ts"]), string(b)})
 	}
@@ -130,26 +130,6 @@ func normalize(t *testing.T, out []byte) (lines []string, agg *aggregateLine) {
 		lines = append(lines, k.line)
 	}
 	return lines, agg
-}
-
-func dropConnIDs(v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		if _, ok := v["broker"]; ok {
-			if _, ok := v["client"]; ok {
-				delete(v, "id")
-			}
-		}
-		delete(v, "learned_on_conn")
-		delete(v, "conn_id")
-		for _, x := range v {
-			dropConnIDs(x)
-		}
-	case []any:
-		for _, x := range v {
-			dropConnIDs(x)
-		}
-	}
 }
 
 // TestAggregateEqualsAnalyze: three agents, one per broker capture of a
