@@ -41,19 +41,27 @@ func (d *decoder) tcpChecksum() (right, known bool) {
 // what checksum offload leaves in a capture taken on the sending host:
 // zero, or the pseudo-header's sum alone, for the NIC to finish.
 func (d *decoder) tcpChecksumOffload() (right, known, offload bool) {
+	r, known, offload := d.residue()
+	return r == 0xffff, known, offload
+}
+
+// residue returns the folded ones-complement sum of the current packet's
+// pseudo-header and segment, checksum field included: 0xffff when its
+// checksum is right (RFC 793, RFC 8200 section 8.1); known is false when
+// the capture cannot tell (a segment it cut short, an IP header that does
+// not give the length); offload as for tcpChecksumOffload.
+func (d *decoder) residue() (r uint16, known, offload bool) {
 	seg := len(d.tcp.Contents) + len(d.tcp.Payload)
 	if d.claimed < 0 || d.claimed != len(d.tcp.Payload) || len(d.tcp.Contents)%2 != 0 {
-		return false, false, false
+		return 0, false, false
 	}
-	// RFC 793 (and RFC 8200 section 8.1): the pseudo-header, then the
-	// segment, checksum field included: a right one sums to all ones.
 	pseudo := sum16(0, d.src)
 	pseudo = sum16(pseudo, d.dst)
 	pseudo += 6 + uint64(seg>>16) + uint64(seg&0xffff)
 	sum := sum16(pseudo, d.tcp.Contents)
 	sum = sum16(sum, d.tcp.Payload)
 	partial, field := uint16(fold(pseudo)), d.tcp.Checksum
-	return fold(sum) == 0xffff, true, field == 0 || field == partial || field == ^partial
+	return uint16(fold(sum)), true, field == 0 || field == partial || field == ^partial
 }
 
 // fold folds a ones-complement sum into 16 bits.

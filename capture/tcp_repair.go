@@ -35,21 +35,6 @@ const (
 	wordFlags   = 12
 )
 
-// residue returns the folded ones-complement sum of the current packet's
-// pseudo-header and segment, 0xffff when its checksum is right; known is
-// false when the capture cannot tell (see tcpChecksumOffload).
-func (d *decoder) residue() (r uint16, known bool) {
-	seg := len(d.tcp.Contents) + len(d.tcp.Payload)
-	if d.claimed < 0 || d.claimed != len(d.tcp.Payload) || len(d.tcp.Contents)%2 != 0 {
-		return 0, false
-	}
-	pseudo := sum16(0, d.src)
-	pseudo = sum16(pseudo, d.dst)
-	pseudo += 6 + uint64(seg>>16) + uint64(seg&0xffff)
-	sum := sum16(pseudo, d.tcp.Contents)
-	return uint16(fold(sum16(sum, d.tcp.Payload))), true
-}
-
 // wordBefore returns what the header word at off was before damage, if
 // that word alone was damaged and the packet's sum is r (not 0xffff). A
 // value 0 could also have been 0xffff (the same in ones-complement): alt.
@@ -64,14 +49,13 @@ func (d *decoder) wordBefore(off int, r uint16) (w uint16, alt bool) {
 // (sums), or, before anything is known of the direction, wrong other than
 // as checksum offload leaves it. It returns the packet's sum.
 func (d *decoder) sumSuspect(sums *checksums) (uint16, bool) {
-	r, known := d.residue()
+	r, known, offload := d.residue()
 	if !known || r == 0xffff {
 		return r, false
 	}
 	if sums != nil && sums.probed > 0 {
 		return r, sums.trusted()
 	}
-	_, _, offload := d.tcpChecksumOffload()
 	return r, !offload
 }
 
@@ -109,8 +93,7 @@ func (a *Assembler) portFix(tcp *layers.TCP) bool {
 			} else {
 				dp = p
 			}
-			s, d2 := netip.AddrPortFrom(src, sp), netip.AddrPortFrom(dst, dp)
-			if a.open[connKey{s, d2}] || a.open[connKey{d2, s}] {
+			if a.isOpen(netip.AddrPortFrom(src, sp), netip.AddrPortFrom(dst, dp)) {
 				d.setWord(off, p)
 				return true
 			}
@@ -200,9 +183,13 @@ func (d *decoder) setFlags(w uint16) {
 // being assembled.
 func (a *Assembler) known() bool {
 	d := &a.dec
-	s := netip.AddrPortFrom(addrOf(d.src), uint16(d.tcp.SrcPort))
-	t := netip.AddrPortFrom(addrOf(d.dst), uint16(d.tcp.DstPort))
-	return a.open[connKey{s, t}] || a.open[connKey{t, s}]
+	return a.isOpen(netip.AddrPortFrom(addrOf(d.src), uint16(d.tcp.SrcPort)), netip.AddrPortFrom(addrOf(d.dst), uint16(d.tcp.DstPort)))
+}
+
+// isOpen reports whether a connection between x and y, either way, is
+// being assembled.
+func (a *Assembler) isOpen(x, y netip.AddrPort) bool {
+	return a.open[connKey{x, y}] || a.open[connKey{y, x}]
 }
 
 // ipFix sets back one damaged word of the current packet's IPv4 header,
