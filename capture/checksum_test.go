@@ -21,9 +21,6 @@ func TestDamagedPackets(t *testing.T) {
 		{at: 2, seq: 4, flags: "PA", data: "bbb"},
 		{at: 3, seq: 7, flags: "PA", data: "ccc"},
 	})
-	// tcpAt returns the offset of the TCP header of the segment carrying
-	// payload (the synthetic segments have no options).
-	tcpAt := func(file []byte, payload string) int { return bytes.Index(file, []byte(payload)) - 20 }
 	tests := []struct {
 		name    string
 		damage  func(file []byte)
@@ -151,3 +148,7 @@ func TestRepairedHeaders(t *testing.T) {
 		})
 	}
 }
+
+// tcpAt returns the offset in file of the TCP header of the segment
+// carrying payload (the synthetic segments have no options).
+func tcpAt(file []byte, payload string) int { return bytes.Index(file, []byte(payload)) - 20 }

@@ -18,7 +18,6 @@ func TestTCPHeaderRepair(t *testing.T) {
 		{at: 2, seq: 9, flags: "PA", data: "bbbbbbbb"},
 		{at: 3, seq: 17, flags: "PA", data: "cccccccc"},
 	})
-	tcpAt := func(file []byte, payload string) int { return bytes.Index(file, []byte(payload)) - 20 }
 	whole := []string{"c1 to_server data aaaaaaaa", "c1 to_server data bbbbbbbb", "c1 to_server data cccccccc", "c1 to_server close eof", "c1 to_client close eof"}
 	tests := []struct {
 		name     string
