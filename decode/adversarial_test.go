@@ -856,3 +856,46 @@ func TestBufferedBound(t *testing.T) {
 		})
 	}
 }
+
+// TestBufferedBoundClaims: many streams at once start frames whose
+// length claims megabytes and stop after a few bytes (a damaged file:
+// flipped length prefixes, connections cut by damaged headers). Each
+// stream's buffer is sized for the frame it claims, so the decoder
+// counts capacity, not the bytes so far, against Options.MaxBuffered:
+// before, 200 such streams held 600 MB of buffers with --max-buffer 16
+// MB (issue 15).
+func TestBufferedBoundClaims(t *testing.T) {
+	const maxBuffered, conns = 16 << 20, 200
+	frame := reqFrame(produceReq(1, 3<<20), 9, 1, "p")
+	r := &recorder{}
+	d := New(r, &Options{MaxBuffered: maxBuffered})
+	live := newHeapProbe(nil)
+	start, peak := live.peak, uint64(0)
+	for c := range conns {
+		conn := newConn(capture.RolePort, true)
+		conn.ID = uint64(c + 1)
+		d.Chunk(&capture.Chunk{Conn: conn, Dir: capture.ToServer, Kind: capture.Data, Data: frame[:200], Time: t0})
+		if c%20 == 19 {
+			runtime.GC()
+			peak = max(peak, live.read()-start)
+		}
+	}
+	held := int64(0)
+	for _, cs := range d.conns {
+		held += int64(cap(cs.dir[0].buf) + cap(cs.dir[1].buf))
+	}
+	t.Logf("%d streams claiming %d KB, 200 bytes each: buffers of %d MB at the end, live heap peak +%d MB",
+		conns, len(frame)>>10, held>>20, peak>>20)
+	if held > maxBuffered+int64(len(frame)) || peak > 2*maxBuffered {
+		t.Errorf("buffers of %d MB, live heap grew %d MB; --max-buffer is %d MB", held>>20, peak>>20, maxBuffered>>20)
+	}
+	if d.Stats().BufferLimit == 0 {
+		t.Errorf("buffer_limit_frames = 0, want > 0")
+	}
+	for c := range conns {
+		d.Chunk(&capture.Chunk{Conn: &capture.Conn{ID: uint64(c + 1)}, Kind: capture.Close, Reason: capture.CloseEOF})
+	}
+	if d.buffered != 0 {
+		t.Errorf("buffered %d after close, want 0", d.buffered)
+	}
+}

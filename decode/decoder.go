@@ -122,9 +122,13 @@ func (d *Decoder) Chunk(c *capture.Chunk) {
 }
 
 // buffered is the bytes cs holds: partial frames, bodies of requests
-// awaiting responses, responses held for requests not yet seen.
+// awaiting responses, responses held for requests not yet seen. A
+// partial frame counts its buffer's capacity, not the bytes in it so
+// far: the buffer is sized for the whole frame its length claims (up to
+// maxKeptStream), and in a damaged file many streams at once claim
+// frames far longer than what follows.
 func (cs *connState) buffered() int64 {
-	return int64(len(cs.dir[0].buf)+len(cs.dir[1].buf)+cs.earlyBytes) + cs.pendingBytes
+	return int64(cap(cs.dir[0].buf)+cap(cs.dir[1].buf)+cs.earlyBytes) + cs.pendingBytes
 }
 
 // shed keeps the decoder within Options.MaxBuffered: the connection that
@@ -169,9 +173,9 @@ func (d *Decoder) shed(cs *connState, c *capture.Chunk) {
 			s.skipped += n
 		}
 		d.stats.SkippedBytes += n
+		d.buffered -= int64(cap(s.buf))
 		s.drop()
 		s.buf = nil
-		d.buffered -= n
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 // host; every cap has a counter that says when it bit:
 //
 //	--max-conns       capture stats conns_over_cap, packets_over_cap
+//	--max-reorder-mb  capture stats buffer_limit_gaps
 //	--max-pending     decode stats pending_overflow (and a pending_overflow anomaly)
 //	--max-groups      summary stats.limits.groups_dropped
 //	--max-members     summary stats.limits.members_dropped
@@ -24,12 +25,17 @@ type limitFlags struct {
 	conns, pending                       int
 	groups, members, partitions, clients int
 	topicIDs                             int
+	// reorderMB is --max-reorder-mb of read and analyze (kwire live has
+	// its own, with its other capture flags).
+	reorderMB int
 }
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
 	// kwire live has its own --max-conns, with its other capture flags.
 	if fs.Name() != "live" {
 		fs.IntVar(&l.conns, "max-conns", 100000, "most TCP connections tracked at once; packets of further ones are dropped and counted (conns_over_cap)")
+		fs.IntVar(&l.reorderMB, "max-reorder-mb", 125, "most out-of-order bytes held for reassembly, in `MiB`, a sixteenth of it per connection; "+
+			"beyond it the missing bytes become counted gaps (buffer_limit_gaps). A damaged file's sequence numbers fill it")
 	}
 	fs.IntVar(&l.pending, "max-pending", 1024, "most requests awaiting a response on one connection; beyond it the oldest is reported missing (pending_overflow)")
 	fs.IntVar(&l.groups, "max-groups", 10000, "most consumer groups tracked; requests for more are counted and ignored (groups_dropped)")
@@ -43,4 +49,16 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 func (l *limitFlags) correlate() *correlate.Options {
 	return &correlate.Options{MaxGroups: l.groups, MaxMembersPerGroup: l.members,
 		MaxPartitionsPerGroup: l.partitions, MaxClients: l.clients, MaxTopicIDs: l.topicIDs}
+}
+
+// reorderPages returns the reassembly bounds of --max-reorder-mb, in
+// pages of 1900 bytes (capture.Options): the default, 125 MiB, is the
+// capture package's own (about 65536 pages, 4096 per connection); zero
+// or less leaves the capture package's defaults.
+func (l *limitFlags) reorderPages() (perConn, total int) {
+	if l.reorderMB <= 0 {
+		return 0, 0
+	}
+	total = max(1, l.reorderMB<<20/1900)
+	return max(1, total/16), total
 }

@@ -23,6 +23,9 @@ import (
 // benchmark and soak runs that measure kwire live as its own process
 // (KWIRE_TEST_CPUPROFILE and KWIRE_TEST_MEMPROFILE profile it).
 func TestMain(m *testing.M) {
+	if path := os.Getenv("KWIRE_TEST_RUSAGE"); path != "" {
+		rusageChild(path) // see peakRSS
+	}
 	if os.Getenv("KWIRE_TEST_KFAKE") == "1" {
 		serveKfake() // a transport for the agent benchmarks
 	}

@@ -117,8 +117,9 @@ func (p *pipeline) event(ev correlate.Event) {
 // user interrupts; summary adds the final group report. It always writes
 // the stats line, so that what was decoded before an error is kept.
 func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error {
+	perConn, total := cf.limits.reorderPages()
 	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports, MaxConns: cf.limits.conns,
-		ReferenceRead: referenceFromEnv().read})
+		MaxBufferedPagesPerConn: perConn, MaxBufferedPagesTotal: total, ReferenceRead: referenceFromEnv().read})
 	if err != nil {
 		return err
 	}
