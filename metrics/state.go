@@ -23,7 +23,7 @@ type stateCollector struct {
 	groups     []groupRow
 	members    []memberRow
 	parts      []partRow
-	unattr     []partRow // per topic (group and partition unused)
+	unattr     []partRow   // per topic (group and partition unused)
 	txns       []txnRow    // transactional ids (txn.go)
 	stable     []stableRow // transactional partitions (txn.go)
 	cs         capture.Stats
