@@ -48,6 +48,11 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 		return
 	}
 	nc := c.recordsNotCopied(e, resp)
+	rc := req.IsolationLevel == 1
+	if c.tcounts == nil {
+		c.tcounts = make(map[tp]txnCounts)
+	}
+	clear(c.tcounts)
 	for _, t := range resp.Topics {
 		topic := c.topicKey(t.Topic, t.TopicID)
 		for i := range t.Partitions {
@@ -55,20 +60,25 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 			p := tp{topic, rp.Partition}
 			b := decode.ScanBatches(rp.RecordBatches)
 			bp := &b
+			n := txnCounts{readCommitted: rc, lastControl: -1}
 			if nc[p] {
 				bp = nil
+			} else if b.Control > 0 || len(rp.AbortedTransactions) > 0 {
+				n = c.abort.countTxn(rp.RecordBatches, rp.AbortedTransactions, rc)
+				c.tcounts[p] = n
 			}
 			for _, f := range c.fetchTargets(a, k, p) {
 				if f == nil {
 					continue
 				}
-				f.got(rp, bp, e.RespTime.UTC(), a.member, k)
+				f.got(rp, bp, e.RespTime.UTC(), a.member, k, n)
 				if off, ok := offsets[p]; ok && f.position < 0 {
 					f.position, f.positionAt = off, e.ReqTime.UTC() // from the session
 				}
 			}
 		}
 	}
+	c.stableFetch(e, req, resp, offsets, c.tcounts)
 }
 
 // fetchAsk is what a Fetch request asks for, worked out once per exchange
@@ -160,9 +170,10 @@ func (c *Correlator) recordsNotCopied(e *decode.Exchange, resp *kmsg.FetchRespon
 
 // got records one partition of a Fetch response; b is nil when its record
 // bytes were not copied.
-func (f *fetchState) got(rp *kmsg.FetchResponseTopicPartition, b *decode.Batches, at time.Time, member string, k clientKey) {
+// n counts its transaction markers and aborted records.
+func (f *fetchState) got(rp *kmsg.FetchResponseTopicPartition, b *decode.Batches, at time.Time, member string, k clientKey, n txnCounts) {
 	f.fetches++
-	f.lastFetch, f.fetchedBy, f.client = at, member, k
+	f.lastFetch, f.fetchedBy, f.client, f.readCommitted = at, member, k, n.readCommitted
 	if rp.ErrorCode != 0 {
 		f.errCode, f.errAt = rp.ErrorCode, at
 		return
@@ -173,6 +184,8 @@ func (f *fetchState) got(rp *kmsg.FetchResponseTopicPartition, b *decode.Batches
 		return
 	}
 	f.records += b.Records
+	f.control += n.control
+	f.aborted += n.aborted
 	f.bytes += b.Bytes
 	f.batches += int64(b.Batches)
 	if b.NextOffset > f.delivered {

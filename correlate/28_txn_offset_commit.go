@@ -43,11 +43,12 @@ func (c *Correlator) txnOffsetCommit(e *decode.Exchange, req *kmsg.TxnOffsetComm
 		}
 		t.offsets[req.Group] = map[tp]txnOffset{}
 	}
+	ev := c.evidenceOf(e)
 	for _, rt := range req.Topics {
 		topic := c.topicKey(rt.Topic, rt.TopicID)
 		for _, p := range rt.Partitions {
 			if len(t.offsets[req.Group]) < c.opts.MaxPartitionsPerGroup {
-				t.offsets[req.Group][tp{topic, p.Partition}] = txnOffset{p.Offset, req.MemberID, req.Generation}
+				t.offsets[req.Group][tp{topic, p.Partition}] = txnOffset{p.Offset, req.MemberID, req.Generation, ev}
 			}
 		}
 	}

@@ -22,6 +22,11 @@ type Correlator struct {
 	spans []span       // scanSpans' output, reused
 	ask   fetchAsk     // the current Fetch's partitions (askedBy)
 	got   []gotPart    // fetchHazards' response partitions, reused
+	abort abortTracker // aborted transactions of a Fetch partition, reused
+	// tcounts and stableSeen are fetch's and stableFetch's per-response
+	// scratch, reused.
+	tcounts    map[tp]txnCounts
+	stableSeen []tp
 
 	// Topic ids (topic_ids.go): names learned from Metadata, and ids used
 	// as "id:<hex>" keys (with the clock of their last use); at most
@@ -39,6 +44,9 @@ type Correlator struct {
 	// txns: transactional id -> its producer and open transaction
 	// (txn.go), at most MaxClients.
 	txns map[string]*txnState
+	// stable: partition -> its last stable offset as Fetch responses
+	// showed it (stable.go), at most MaxPartitionsPerGroup.
+	stable map[tp]*stableState
 
 	now       time.Time // latest capture time seen
 	lastSweep time.Time

@@ -63,8 +63,10 @@
 // member not owning the partition; fetches by such a member; offset
 // resets; commits on receive; expiries, late heartbeats, rebalance storms
 // and slow rebalances; mixed assignors; weak producer acks; client id
-// churn; zombie transactional producers, hanging transactions and refused
-// TxnOffsetCommits. HazardEvent lists the kinds, their severities and episodes;
+// churn; zombie transactional producers, hanging transactions (no EndTxn,
+// or a last stable offset stuck under read_committed consumers), refused
+// TxnOffsetCommits and offsets committed in aborted transactions.
+// HazardEvent lists the kinds, their severities and episodes;
 // Options.Hazards their thresholds. Each is judged from the exchanges the
 // capture holds: what it does not show is not guessed.
 package correlate

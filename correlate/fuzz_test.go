@@ -56,7 +56,13 @@ type fuzzRecorder struct {
 	// produced: transactional Produce kept, by transactional id, producer
 	// id and epoch and first partition: only the first of each is kept.
 	produced map[string]bool
+	// fetchAt is the last Fetch kept (txn): incremental Fetches that ask
+	// and get nothing (a consumer waiting) are kept fuzzTxnFetchEvery
+	// apart, so that a few span a stuck last stable offset (LSOStuck).
+	fetchAt time.Time
 }
+
+const fuzzTxnFetchEvery = 1500 * time.Millisecond
 
 // fuzzProduceKey names a transactional Produce by its transactional id,
 // its first batch's producer id and epoch, and its first partition.
@@ -71,8 +77,9 @@ func fuzzProduceKey(p *kmsg.ProduceRequest) string {
 	return k
 }
 
-// fuzzTxnKeys are the keys of transactional producers.
-var fuzzTxnKeys = map[int16]bool{0: true, 10: true, 22: true, 24: true, 25: true, 26: true, 28: true}
+// fuzzTxnKeys are the keys of transactional producers, and Fetch: the
+// last stable offset and the markers read_committed consumers see.
+var fuzzTxnKeys = map[int16]bool{0: true, 1: true, 10: true, 22: true, 24: true, 25: true, 26: true, 28: true}
 
 const fuzzSeedTxnPerKey = 12
 
@@ -113,6 +120,15 @@ func (r *fuzzRecorder) Exchange(e *decode.Exchange) {
 	if e.Req == nil || r.n >= fuzzSeedMax || r.byKey[e.Key] >= perKey {
 		return
 	}
+	if r.txn && e.Key == 1 {
+		req, _ := e.Req.(*kmsg.FetchRequest)
+		resp, _ := e.Resp.(*kmsg.FetchResponse)
+		idle := req != nil && len(req.Topics) == 0 && (resp == nil || len(resp.Topics) == 0)
+		if idle && e.ReqTime.Sub(r.fetchAt) < fuzzTxnFetchEvery {
+			return
+		}
+		r.fetchAt = e.ReqTime
+	}
 	if p, ok := e.Req.(*kmsg.ProduceRequest); ok && r.txn {
 		r.produced[fuzzProduceKey(p)] = true
 	}
@@ -141,16 +157,21 @@ func (r *fuzzRecorder) Exchange(e *decode.Exchange) {
 		r.out = binary.BigEndian.AppendUint32(r.out, 0xffffffff)
 		return
 	}
-	resp := trimmed(e.Resp).AppendTo(nil)
+	limit := 100
+	if r.txn {
+		limit = 600 // whole batches: the markers follow the data
+	}
+	resp := trimmed(e.Resp, limit).AppendTo(nil)
 	r.out = binary.BigEndian.AppendUint32(r.out, uint32(len(resp)))
 	r.out = append(r.out, resp...)
 }
 
 func (r *fuzzRecorder) Anomaly(*decode.Anomaly) {}
 
-// trimmed returns resp with Fetch record batches cut to their first 100
-// bytes (a partial batch), to keep seeds small; resp is not modified.
-func trimmed(resp kmsg.Response) kmsg.Response {
+// trimmed returns resp with Fetch record batches cut to their first limit
+// bytes (100: a partial batch; more: the whole batches that fit), to keep
+// seeds small; resp is not modified.
+func trimmed(resp kmsg.Response, limit int) kmsg.Response {
 	fr, ok := resp.(*kmsg.FetchResponse)
 	if !ok {
 		return resp
@@ -161,11 +182,28 @@ func trimmed(resp kmsg.Response) kmsg.Response {
 		cp.Topics[i] = t
 		cp.Topics[i].Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
 		for j, p := range t.Partitions {
-			p.RecordBatches = p.RecordBatches[:min(len(p.RecordBatches), 100)]
+			p.RecordBatches = p.RecordBatches[:cut(p.RecordBatches, limit)]
 			cp.Topics[i].Partitions[j] = p
 		}
 	}
 	return &cp
+}
+
+// cut returns where to cut batches b: limit 100 cuts inside the first
+// batch, a larger limit after the last whole batch within it.
+func cut(b []byte, limit int) int {
+	if limit <= 100 {
+		return min(len(b), limit)
+	}
+	n := 0
+	for n+12 <= len(b) {
+		size := 12 + int(int32(binary.BigEndian.Uint32(b[n+8:])))
+		if size < 12 || n+size > len(b) || n+size > limit {
+			break
+		}
+		n += size
+	}
+	return n
 }
 
 // fuzzSeed returns the first exchanges of a generated capture as fuzz
@@ -244,7 +282,8 @@ var fuzzSeedFiles = []string{"group.pcapng", "newest.pcapng", "sarama.pcapng", "
 	"g_static.pcapng", "h_commit_gap.pcapng", "h_member_expired.pcapng", "h_non_owner_fetch.pcapng"}
 
 // fuzzTxnSeedFiles seed the transactional paths (see fuzzRecorder.txn).
-var fuzzTxnSeedFiles = []string{"txn_clean.pcapng", "h_zombie_producer.pcapng", "h_hanging_transaction.pcapng", "newest.pcapng"}
+var fuzzTxnSeedFiles = []string{"txn_clean.pcapng", "h_zombie_producer.pcapng", "h_hanging_transaction.pcapng", "newest.pcapng",
+	"h_txn_offsets_aborted.pcapng", "h_hanging_lso.pcapng", "txn_read_committed.pcapng"}
 
 var fuzzAddrs = []string{"10.0.0.1:5000", "10.0.0.1:5001", "10.0.0.2:5000", "10.0.0.9:9092", "10.0.0.8:9092"}
 var fuzzClientIDs = []string{"a", "a", "b", ""}
@@ -348,6 +387,9 @@ func TestFuzzTxnSeeds(t *testing.T) {
 		{"clean", "txn_clean.pcapng", []string{TxnInit, TxnBegin, TxnPartitionsAdded, TxnOffsetsAdded, TxnCommit, TxnAbort}},
 		{"zombie", "h_zombie_producer.pcapng", []string{TxnInit, TxnCommit, HazardZombieProducer}},
 		{"hanging", "h_hanging_transaction.pcapng", []string{TxnInit, TxnBegin, TxnAbort, HazardHangingTransaction}},
+		{"offsets aborted", "h_txn_offsets_aborted.pcapng", []string{TxnOffsetsAdded, TxnAbort, HazardTxnOffsetsAborted}},
+		{"stuck last stable offset", "h_hanging_lso.pcapng", []string{TxnBegin, HazardHangingTransaction, "lso"}},
+		{"read_committed", "txn_read_committed.pcapng", []string{TxnCommit, TxnAbort, "markers", "aborted"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -359,6 +401,9 @@ func TestFuzzTxnSeeds(t *testing.T) {
 					seen[ev.Action] = true
 				case *HazardEvent:
 					seen[ev.Kind] = true
+					if ev.LastStableOffset != nil {
+						seen["lso"] = true
+					}
 				}
 			}))
 			now := base
@@ -371,6 +416,10 @@ func TestFuzzTxnSeeds(t *testing.T) {
 				c.Exchange(e)
 			}
 			c.Close(now.Add(time.Hour)) // as FuzzCorrelator closes
+			for _, sp := range c.Snapshot().StablePartitions {
+				seen["markers"] = seen["markers"] || sp.TransactionMarkers > 0
+				seen["aborted"] = seen["aborted"] || sp.AbortedTransactions > 0
+			}
 			for _, w := range tt.want {
 				if !seen[w] {
 					t.Errorf("%s not reached by the seed of %s (reached: %v)", w, tt.file, sortedKeys(seen))

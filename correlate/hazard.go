@@ -32,6 +32,7 @@ const (
 	HazardZombieProducer          = "zombie_producer"
 	HazardHangingTransaction      = "hanging_transaction"
 	HazardTxnOffsetCommitRejected = "txn_offset_commit_rejected"
+	HazardTxnOffsetsAborted       = "txn_offsets_aborted"
 )
 
 // Hazard severities (HazardEvent.Severity), least severe first.
@@ -97,8 +98,13 @@ func SeverityRank(s string) int {
 //	                                       newer InitProducerID fenced, answered PRODUCER_FENCED or
 //	                                       INVALID_PRODUCER_EPOCH
 //	hanging_transaction          warn      transactional id/producer id/begin: no EndTxn within the
-//	                                       transaction timeout (absence-based)
+//	                                       transaction timeout (absence-based); topic/partition/last stable
+//	                                       offset: the LSO below the high watermark, unmoved for LSOStuck
+//	                                       while read_committed consumers wait at it (absence-based)
 //	txn_offset_commit_rejected   warn      group/partition/transactional id/producer id/epoch
+//	txn_offsets_aborted          warn      group/partition/transactional id/producer id/begin: offsets a
+//	                                       TxnOffsetCommit put in a transaction that then aborted (absence-based
+//	                                       when the abort is kwire's timeout inference)
 //
 // Every member the broker removes also counts toward rebalance_storm.
 // Every accepted commit below the previous one is a commit_regression,
@@ -131,6 +137,9 @@ type HazardEvent struct {
 	DeliveredTo    *int64 `json:"delivered_to,omitempty"`
 	HighWatermark  *int64 `json:"high_watermark,omitempty"`
 	LogStartOffset *int64 `json:"log_start_offset,omitempty"`
+	// LastStableOffset is the partition's (KIP-98), from Fetch responses
+	// (hanging_transaction of a partition).
+	LastStableOffset *int64 `json:"last_stable_offset,omitempty"`
 	// FromOffset and ToOffset bound the records concerned: a reset from
 	// FromOffset to ToOffset; the records FromOffset..ToOffset replayed
 	// (commit_regression, commit_rejected).
@@ -305,6 +314,13 @@ type HazardOptions struct {
 	// ResetWindow bounds an offset reset sequence (out of range or no
 	// committed offset, ListOffsets, Fetch; default 60s).
 	ResetWindow time.Duration
+	// LSOStuck is how long a partition's last stable offset may stay
+	// below its high watermark, unmoved, while read_committed consumers
+	// wait at it, before it is a hanging_transaction (default 10s: Kafka
+	// Streams' exactly-once transactions commit every 100ms and time out
+	// at 10s; raise it for producers that hold transactions open longer,
+	// such as Flink's checkpoint-long ones).
+	LSOStuck time.Duration
 	// LossSettle is how long after its window an absence-based hazard is
 	// held, so that loss in the window is noticed first: a lost segment is
 	// reported once the reassembly stops waiting for it (default 10s of
@@ -333,6 +349,7 @@ func (o HazardOptions) withDefaults() HazardOptions {
 	setDefault(&o.RejectedGrace, 30*time.Second)
 	setDefault(&o.FetchGrace, 2*time.Second)
 	setDefault(&o.ResetWindow, 60*time.Second)
+	setDefault(&o.LSOStuck, 10*time.Second)
 	setDefault(&o.LossSettle, 10*time.Second)
 	setDefault(&o.MaxHazards, 10000)
 	setDefault(&o.MaxEpisodes, 100000)

@@ -2,7 +2,6 @@ package correlate
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -181,32 +180,23 @@ func (mp *memberPart) add(ss []span) {
 
 // scanSpans reads the complete batch headers of a Fetch response
 // partition (KIP-98 v2 layout; legacy message sets as one record each).
-// A transactional batch is data only when the response names no aborted
-// transaction. The spans are appended to out.
-func scanSpans(out []span, b []byte, aborted bool, at time.Time) []span {
-	for len(b) >= 17 {
-		base := int64(binary.BigEndian.Uint64(b))
-		size := int64(int32(binary.BigEndian.Uint32(b[8:]))) + 12
-		if size < 17 || size > int64(len(b)) {
-			break
-		}
-		batch := b[:size]
-		b = b[size:]
-		switch magic := batch[16]; {
-		case magic == 2 && size >= 61:
-			attrs := binary.BigEndian.Uint16(batch[21:])
-			delta := int64(int32(binary.BigEndian.Uint32(batch[23:])))
-			n := int64(int32(binary.BigEndian.Uint32(batch[57:])))
-			control, txn := attrs&0x20 != 0, attrs&0x10 != 0
-			out = append(out, span{base: base, next: base + delta + 1, at: at,
-				data: !control && !(txn && aborted) && n == delta+1})
-		case magic < 2 && size >= 18:
-			out = append(out, span{base: base, next: base + 1, at: at, data: batch[17]&0x07 == 0})
-		default:
+// A transactional batch is data unless ab (reset with the response's
+// AbortedTransactions) says its transaction aborted. The spans are
+// appended to out.
+func scanSpans(out []span, b []byte, ab *abortTracker, at time.Time) []span {
+	for {
+		h, rest, ok := nextBatch(b)
+		if !ok {
 			return out
 		}
+		b = rest
+		if !h.ok {
+			out = append(out, span{base: h.base, next: h.next, at: at, data: !h.legacyCompress})
+			continue
+		}
+		aborted := ab.aborted(h.next-1, h.pid, h.control, h.txn)
+		out = append(out, span{base: h.base, next: h.next, at: at, data: !h.control && !aborted && h.records == h.next-h.base})
 	}
-	return out
 }
 
 // fetchHazards records what a group's Fetch delivered to its member, and
@@ -278,7 +268,8 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 			mp.notCopied++
 			continue
 		}
-		ss := scanSpans(c.spans[:0], rp.RecordBatches, len(rp.AbortedTransactions) > 0, e.RespTime.UTC())
+		c.abort.reset(rp.AbortedTransactions)
+		ss := scanSpans(c.spans[:0], rp.RecordBatches, &c.abort, e.RespTime.UTC())
 		c.spans = ss
 		if len(ss) == 0 {
 			continue

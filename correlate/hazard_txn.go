@@ -124,3 +124,50 @@ func (c *Correlator) txnTick() {
 }
 
 func i16p(v int16) *int16 { return &v }
+
+// txnOffsetsAborted reports the offsets TxnOffsetCommits put in t's
+// transaction, which ended aborted (txn_offsets_aborted): they never
+// become the group's committed offsets (KIP-98), so the group resumes from
+// its committed offset and processes again what the transaction consumed.
+// e is the exchange that ended it (nil: kwire's timeout inference, which
+// rests on the absence of an EndTxn, as hanging_transaction does).
+func (c *Correlator) txnOffsetsAborted(t *txnState, offsets map[string]map[tp]txnOffset, e *decode.Exchange, by string, at time.Time) {
+	var end []Evidence
+	how := "was aborted by its EndTxn"
+	switch {
+	case e != nil && by == TxnEndedByInit:
+		end, how = []Evidence{c.evidenceOf(e)}, "was aborted by a new InitProducerID of its transactional id"
+	case e != nil:
+		end = []Evidence{c.evidenceOf(e)}
+	default:
+		how = "saw no EndTxn within its timeout, so the broker aborts it"
+	}
+	for _, group := range sortedKeys(offsets) {
+		g := c.groups[group]
+		for _, p := range sortedTPs(offsets[group]) {
+			o := offsets[group][p]
+			ev := partHazardEvent(HazardTxnOffsetsAborted, SeverityWarn, group, p, at)
+			ev.MemberID, ev.Generation = o.member, i32p(o.gen)
+			ev.ClientID, ev.ClientHost, ev.TransactionalID = t.client.clientID, t.client.host, t.id
+			ev.ProducerID, ev.ProducerEpoch, ev.Offset = i64(t.producerID), i16p(t.epoch), i64(o.offset)
+			ev.Evidence = append([]Evidence{o.ev}, end...)
+			stays := "its committed offset is not in the capture"
+			if ps := g.partOf(p); ps != nil && ps.hasCommitted {
+				ev.PreviousOffset = i64(ps.committed)
+				stays = fmt.Sprintf("its committed offset stays %d", ps.committed)
+				if o.offset > ps.committed {
+					ev.FromOffset, ev.ToOffset, ev.Replayed = i64(ps.committed), i64(o.offset-1), i64(o.offset-ps.committed)
+					stays += fmt.Sprintf(" and records %d..%d will be processed again", ps.committed, o.offset-1)
+				}
+			}
+			ev.Summary = fmt.Sprintf("%s %s/%d: the transaction of %s on %s (transactional id %s, producer id %d, epoch %d) "+
+				"committed offset %d for the group (TxnOffsetCommit at %s) and %s: the offset is discarded, %s",
+				group, p.topic, p.partition, t.client.clientID, t.client.host, t.id, t.producerID, t.epoch, o.offset,
+				o.ev.TS.Format(time.RFC3339Nano), how, stays)
+			if e == nil {
+				ev.absent = &absence{clients: []clientKey{t.client}, from: t.began, to: at}
+			}
+			c.report(partKey(HazardTxnOffsetsAborted, group, p, t.id, strconv.FormatInt(t.producerID, 10), t.began.String()), ev)
+		}
+	}
+}

@@ -33,6 +33,8 @@ type fetchState struct {
 	logStart   int64 // -1 unknown
 	delivered  int64 // offset after the last complete batch delivered; -1 none
 	records    int64
+	control    int64 // of which transaction markers (control records)
+	aborted    int64 // of which aborted records a read_committed consumer drops
 	bytes      int64
 	batches    int64
 	fetches    int64 // responses with the partition
@@ -42,6 +44,9 @@ type fetchState struct {
 	errAt      time.Time
 	fetchedBy  string    // member id of the last fetch, when known
 	client     clientKey // client of the last fetch
+	// readCommitted: the last fetch was read_committed (KIP-98): it
+	// reads up to the last stable offset only.
+	readCommitted bool
 }
 
 func newFetchState() *fetchState {
@@ -174,4 +179,13 @@ func fetchOf(m map[tp]*fetchState, p tp) *fetchState {
 		m[p] = f
 	}
 	return f
+}
+
+// partOf returns g's state for p without creating it; nil when g is nil or
+// does not have it.
+func (g *groupState) partOf(p tp) *partState {
+	if g == nil {
+		return nil
+	}
+	return g.parts[p]
 }

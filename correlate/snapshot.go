@@ -32,6 +32,9 @@ type Snapshot struct {
 	HazardsDropped int64          `json:"hazards_dropped,omitempty"`
 	// Transactions are the transactional ids followed (absent: none).
 	Transactions []Transaction `json:"transactions,omitempty"`
+	// StablePartitions are the transactional partitions: last stable
+	// offset against high watermark (absent: none).
+	StablePartitions []StablePartition `json:"stable_partitions,omitempty"`
 }
 
 // Group is one group in a Snapshot.
@@ -121,17 +124,28 @@ type Fetch struct {
 	HighWatermark *int64 `json:"high_watermark"`
 	LastStable    *int64 `json:"last_stable_offset"`
 	LogStart      *int64 `json:"log_start_offset"`
-	// Lag is HighWatermark - Position.
+	// Lag is HighWatermark - Position; for a read_committed consumer
+	// (ReadCommitted), LastStable - Position: it reads no further until
+	// the open transactions there end (KIP-98).
 	Lag *int64 `json:"lag"`
+	// ReadCommitted: the last Fetch was read_committed (isolation level
+	// 1).
+	ReadCommitted bool `json:"read_committed,omitempty"`
 	// DeliveredTo is the offset after the last complete batch delivered.
 	DeliveredTo *int64 `json:"delivered_to"`
 	// Records, Bytes and Batches count record batches delivered, from
 	// their headers, whole (a batch starting before the fetch offset
 	// counts whole; control batches count).
 	Records int64 `json:"records"`
-	Bytes   int64 `json:"bytes"`
-	Batches int64 `json:"batches"`
-	Fetches int64 `json:"fetches"`
+	// ControlRecords are, of Records, transaction markers (each takes an
+	// offset; no application sees them); AbortedRecords those of aborted
+	// transactions, which a read_committed consumer drops (KIP-98).
+	// Records - ControlRecords - AbortedRecords reached the application.
+	ControlRecords int64 `json:"control_records,omitempty"`
+	AbortedRecords int64 `json:"aborted_records,omitempty"`
+	Bytes          int64 `json:"bytes"`
+	Batches        int64 `json:"batches"`
+	Fetches        int64 `json:"fetches"`
 	// NotCopied counts responses whose record bytes the source did not
 	// copy (eBPF --snap): Records, Bytes, Batches and DeliveredTo leave
 	// them out.
@@ -249,6 +263,7 @@ func (c *Correlator) Snapshot() *Snapshot {
 	s.Clients, s.Unattributed = c.clientSnapshots()
 	s.Hazards, s.HazardCounts, s.HazardsDropped = c.hazardSnapshot()
 	s.Transactions = c.txnSnapshots()
+	s.StablePartitions = c.stableSnapshots()
 	return s
 }
 
@@ -264,11 +279,16 @@ func (f *fetchState) snapshot() Fetch {
 	o := Fetch{
 		Position: i64p(f.position), HighWatermark: i64p(f.hwm), LastStable: i64p(f.lso),
 		LogStart: i64p(f.logStart), DeliveredTo: i64p(f.delivered),
-		Records: f.records, Bytes: f.bytes, Batches: f.batches, Fetches: f.fetches, NotCopied: f.notCopied,
-		LastFetch: timePtr(f.lastFetch), FetchedBy: f.fetchedBy,
+		Records: f.records, ControlRecords: f.control, AbortedRecords: f.aborted, Bytes: f.bytes, Batches: f.batches,
+		Fetches: f.fetches, NotCopied: f.notCopied, LastFetch: timePtr(f.lastFetch), FetchedBy: f.fetchedBy,
+		ReadCommitted: f.readCommitted,
 	}
-	if f.hwm >= 0 && f.position >= 0 {
-		lag := f.hwm - f.position
+	end := f.hwm
+	if f.readCommitted && f.lso >= 0 {
+		end = f.lso
+	}
+	if end >= 0 && f.position >= 0 {
+		lag := end - f.position
 		o.Lag = &lag
 	}
 	if f.errCode != 0 {

@@ -44,3 +44,55 @@ func (c *Correlator) txnSnapshots() []Transaction {
 	}
 	return out
 }
+
+// StablePartition is one transactional partition in a Snapshot: its last
+// stable offset (KIP-98) against its high watermark, as the last Fetch
+// response with it showed them. Listed: partitions fetched read_committed,
+// or seen with a transaction marker, an aborted transaction or a last
+// stable offset below the high watermark.
+type StablePartition struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	LastStable    int64  `json:"last_stable_offset"`
+	HighWatermark int64  `json:"high_watermark"`
+	// Unstable is HighWatermark - LastStable: offsets that open
+	// transactions hold back from read_committed consumers.
+	Unstable int64 `json:"unstable"`
+	// StuckSince is when the last stable offset took its value, while it
+	// is below the high watermark; StuckMillis how long it had not moved
+	// at the last read_committed Fetch; MaxStuckMillis the longest it
+	// stayed below the high watermark unmoved (this one included).
+	StuckSince     *time.Time `json:"stuck_since,omitempty"`
+	StuckMillis    int64      `json:"stuck_ms,omitempty"`
+	MaxStuckMillis int64      `json:"max_stuck_ms"`
+	// HeldBy is the transactional id of the open transaction holding the
+	// partition, when the capture shows it.
+	HeldBy string `json:"held_by,omitempty"`
+	// ReadCommittedFetches counts read_committed Fetch responses with the
+	// partition in their request or session; TransactionMarkers and
+	// AbortedTransactions the markers (control batches) and aborted
+	// transactions the responses showed, each once.
+	ReadCommittedFetches int64 `json:"read_committed_fetches"`
+	TransactionMarkers   int64 `json:"transaction_markers"`
+	AbortedTransactions  int64 `json:"aborted_transactions"`
+}
+
+// stableSnapshots returns the transactional partitions, sorted.
+func (c *Correlator) stableSnapshots() []StablePartition {
+	var out []StablePartition
+	for _, p := range sortedTPs(c.stable) {
+		s := c.stable[p]
+		o := StablePartition{Topic: p.topic, Partition: p.partition, LastStable: s.lso, HighWatermark: s.hw,
+			Unstable: max(s.hw-s.lso, 0), MaxStuckMillis: s.maxStuck, ReadCommittedFetches: s.rcFetches,
+			TransactionMarkers: s.markers, AbortedTransactions: s.aborted}
+		if s.lso < s.hw {
+			o.StuckSince, o.StuckMillis = timePtr(s.since), max(millis(s.last.Sub(s.since)), 0)
+			o.MaxStuckMillis = max(o.MaxStuckMillis, o.StuckMillis)
+			if t := c.txnHolding(p); t != nil {
+				o.HeldBy = t.id
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}

@@ -252,8 +252,12 @@ func (c *Correlator) endTxn(t *txnState, e *decode.Exchange, commit bool, by str
 	if commit {
 		c.applyTxnOffsets(t, at)
 	}
+	offsets := t.offsets
 	t.open, t.parts, t.groups, t.offsets = false, nil, nil, nil
 	c.emit(ev)
+	if !commit && len(offsets) > 0 {
+		c.txnOffsetsAborted(t, offsets, e, by, at)
+	}
 }
 
 // txnOffset is one partition of an accepted TxnOffsetCommit.
@@ -261,6 +265,7 @@ type txnOffset struct {
 	offset int64
 	member string
 	gen    int32
+	ev     Evidence // the TxnOffsetCommit
 }
 
 // applyTxnOffsets makes a committed transaction's offsets the groups'

@@ -18,6 +18,7 @@ func textReport(s *correlate.Snapshot) string {
 	for i := range s.Groups {
 		groupReport(&b, &s.Groups[i])
 	}
+	txnReport(&b, s)
 	hazardReport(&b, s)
 	for _, u := range s.Unattributed {
 		fmt.Fprintf(&b, "\nfetches not attributed to one group: %s@%s (%s", u.ClientID, u.ClientHost, u.Status)

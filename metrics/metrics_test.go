@@ -39,6 +39,12 @@ func (h *handler) Anomaly(*decode.Anomaly)     {}
 
 func runCapture(t *testing.T, opts *Options) *pipe {
 	t.Helper()
+	return runCaptureOf(t, capturePath, opts)
+}
+
+// runCaptureOf is runCapture of the capture at path.
+func runCaptureOf(t *testing.T, path string, opts *Options) *pipe {
+	t.Helper()
 	p := &pipe{x: New(opts), genByGr: map[string]int{}}
 	corr := correlate.New(nil, correlate.SinkFunc(func(ev correlate.Event) {
 		p.x.Event(ev)
@@ -47,7 +53,7 @@ func runCapture(t *testing.T, opts *Options) *pipe {
 		}
 	}))
 	dec := decode.New(&handler{x: p.x, corr: corr}, nil)
-	src, err := capture.OpenFiles([]string{capturePath}, nil)
+	src, err := capture.OpenFiles([]string{path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,9 @@ type stateCollector struct {
 	groups     []groupRow
 	members    []memberRow
 	parts      []partRow
-	unattr     []partRow // per topic (group and partition unused)
+	unattr     []partRow   // per topic (group and partition unused)
+	txns       []txnRow    // transactional ids (txn.go)
+	stable     []stableRow // transactional partitions (txn.go)
 	cs         capture.Stats
 	ds         decode.Stats
 	cr         correlate.Stats
@@ -72,6 +74,7 @@ func newStateCollector(o *Options) *stateCollector {
 	def("high_watermark", "High watermark in the last Fetch response for a group partition.", c.partLabels...)
 	def("unattributed_fetch_records_total", "Records fetched by consumers kwire could not tie to one group.", "topic")
 	def("unattributed_fetch_bytes_total", "Bytes fetched by consumers kwire could not tie to one group.", "topic")
+	c.defTxn(def)
 	return c
 }
 
@@ -112,8 +115,10 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 		}
 	}
 	unattr = byTopic(unattr)
+	txns, stable := txnRows(s), c.stableRows(s)
 	c.mu.Lock()
 	c.groups, c.members, c.parts, c.unattr, c.cr = groups, members, parts, unattr, s.Stats
+	c.txns, c.stable = txns, stable
 	c.mu.Unlock()
 }
 
@@ -186,6 +191,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+	c.collectTxn(ch)
 	for _, u := range c.unattr {
 		ch <- prometheus.MustNewConstMetric(c.descs["unattributed_fetch_records_total"], prometheus.CounterValue, float64(u.records), u.topic)
 		ch <- prometheus.MustNewConstMetric(c.descs["unattributed_fetch_bytes_total"], prometheus.CounterValue, float64(u.bytes), u.topic)

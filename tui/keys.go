@@ -17,11 +17,12 @@ const (
 	viewHazards
 	viewEvidence
 	viewTraffic
+	viewTxns // transactional ids and partitions (txns.go)
 	viewHelp
 	numViews
 )
 
-var viewNames = [numViews]string{"Groups", "Group", "Hazards", "Evidence", "Traffic", "Help"}
+var viewNames = [numViews]string{"Groups", "Group", "Hazards", "Evidence", "Traffic", "Transactions", "Help"}
 
 // String is the view's name, as the tab bar and the help write it.
 func (v view) String() string { return viewNames[v] }
@@ -73,7 +74,7 @@ var bindings = []binding{
 		help: "open: the selected group's detail, or the selected hazard's evidence", action: (*UI).open},
 	{keys: []key{special(tcell.KeyEscape)}, label: "esc", where: everywhere,
 		help: "back: close the group, the evidence or the help; clear the filter", action: (*UI).back},
-	{keys: []key{char('/')}, label: "/", where: in(viewGroups, viewHazards, viewTraffic),
+	{keys: []key{char('/')}, label: "/", where: in(viewGroups, viewHazards, viewTraffic, viewTxns),
 		help: "filter the list: type, enter keeps the filter, esc clears it", action: (*UI).startFilter},
 	{keys: []key{char('s')}, label: "s", where: in(viewGroups, viewHazards),
 		help: "sort by the next column (Groups: name, lag, hazards, members, last rebalance, state; Hazards: newest, severity)", action: (*UI).nextSort},
@@ -84,9 +85,9 @@ var bindings = []binding{
 	{keys: []key{char('f')}, label: "f", where: everywhere,
 		help: "replay: switch between capture pace and as fast as possible", action: (*UI).togglePace},
 	{keys: []key{special(tcell.KeyTab), special(tcell.KeyBacktab)}, label: "tab shift-tab", where: everywhere,
-		help: "next or previous view: Groups, Hazards, Traffic", action: (*UI).cycleView},
-	{keys: []key{char('1'), char('2'), char('3')}, label: "1 2 3", where: everywhere,
-		help: "go to Groups, Hazards, Traffic", action: (*UI).jumpView},
+		help: "next or previous view: Groups, Hazards, Traffic, Transactions (once the capture has transactions)", action: (*UI).cycleView},
+	{keys: []key{char('1'), char('2'), char('3'), char('4')}, label: "1 2 3 4", where: everywhere,
+		help: "go to Groups, Hazards, Traffic, Transactions", action: (*UI).jumpView},
 	{keys: []key{char('?')}, label: "?", where: everywhere,
 		help: "this help", action: (*UI).toggleHelp},
 	{keys: []key{char('q'), special(tcell.KeyCtrlC)}, label: "q ctrl-c", where: everywhere,

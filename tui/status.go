@@ -88,7 +88,7 @@ func (u *UI) tabsText(width int) string {
 			nHaz += n
 		}
 	}
-	for i, v := range []view{viewGroups, viewHazards, viewTraffic} {
+	for i, v := range u.topViews() {
 		name := fmt.Sprintf("%d %s", i+1, v)
 		if v == viewHazards && nHaz > 0 {
 			name += fmt.Sprintf(" (%d)", nHaz)

@@ -40,6 +40,7 @@ type UI struct {
 	hazards  *hazardsView
 	evidence *evidenceView
 	traffic  *trafficView
+	txns     *txnsView
 	help     *textPane
 
 	view    view // the page shown
@@ -80,6 +81,7 @@ func New(feed *Feed, ctl Control, opts *Options) *UI {
 	u.evidence = newEvidenceView()
 	u.traffic = newTrafficView()
 	u.traffic.dropped = feed.Dropped
+	u.txns = newTxnsView()
 	u.help = newTextPane(func(width int) string { return helpText(width) })
 
 	u.pages = tview.NewPages()
@@ -88,6 +90,7 @@ func New(feed *Feed, ctl Control, opts *Options) *UI {
 	u.pages.AddPage(viewHazards.String(), u.hazards.table, true, false)
 	u.pages.AddPage(viewEvidence.String(), u.evidence.pane, true, false)
 	u.pages.AddPage(viewTraffic.String(), u.traffic.pane, true, false)
+	u.pages.AddPage(viewTxns.String(), u.txns.pane, true, false)
 	u.pages.AddPage(viewHelp.String(), u.help, true, false)
 
 	u.root = tview.NewFlex().SetDirection(tview.FlexRow).
@@ -176,6 +179,7 @@ func (u *UI) apply(fr *Frame) {
 	u.hazards.update(fr)
 	u.evidence.update(fr)
 	u.traffic.update(fr, &u.rates)
+	u.txns.update(fr)
 	u.drawChrome()
 }
 
@@ -202,7 +206,7 @@ func (u *UI) show(v view) {
 	if v != viewHelp {
 		u.beneath = v
 	}
-	if v == viewGroups || v == viewHazards || v == viewTraffic {
+	if v == viewGroups || v == viewHazards || v == viewTraffic || v == viewTxns {
 		u.top = v
 	}
 	u.view = v
@@ -221,6 +225,8 @@ func (u *UI) focusOf(v view) tview.Primitive {
 		return u.evidence.pane
 	case viewTraffic:
 		return u.traffic.pane
+	case viewTxns:
+		return u.txns.table
 	case viewHelp:
 		return u.help
 	}
@@ -269,7 +275,7 @@ func (u *UI) toggleHelp() {
 }
 
 func (u *UI) cycleView() {
-	order := []view{viewGroups, viewHazards, viewTraffic}
+	order := u.topViews()
 	i := 0
 	for j, v := range order {
 		if v == u.top {
@@ -295,6 +301,10 @@ func (u *UI) jumpView() {
 		u.show(viewHazards)
 	case '3':
 		u.show(viewTraffic)
+	case '4':
+		if hasTxns(u.frame) {
+			u.show(viewTxns)
+		}
 	}
 }
 
@@ -361,6 +371,8 @@ func (u *UI) filterOf(v view) string {
 		return u.hazards.filter
 	case viewTraffic:
 		return u.traffic.filter
+	case viewTxns:
+		return u.txns.filter
 	}
 	return ""
 }
@@ -373,6 +385,8 @@ func (u *UI) setFilter(s string) {
 		u.hazards.setFilter(s)
 	case viewTraffic:
 		u.traffic.setFilter(s)
+	case viewTxns:
+		u.txns.setFilter(s)
 	}
 	u.drawChrome()
 }

@@ -40,6 +40,11 @@ type GroupTruth struct {
 	// group's members read from Fetch responses (every record of every
 	// batch, including records before the fetch offset).
 	Fetched map[string]map[string]int64 `json:"fetched,omitempty"`
+	// Consumed is topic -> partition -> records the members' polls gave
+	// the application (in-process poll loops; control records left out):
+	// a read_committed member gets neither transaction markers nor
+	// aborted records (KIP-98).
+	Consumed map[string]map[string]int64 `json:"consumed,omitempty"`
 }
 
 // Generation is one generation of a classic group (or one group epoch of
@@ -150,7 +155,8 @@ type groupReport struct {
 	// Kind is plan (the leader's balance), sync (a member's assignment
 	// for a generation), owned (what a member owns after an assignment
 	// callback), join (a JoinGroup was written), fetch (a record batch
-	// was read), hazard, note (Text).
+	// was read), consumed (records a poll gave the application), hazard,
+	// note (Text).
 	Kind       string  `json:"kind"`
 	Group      string  `json:"group"`
 	MemberID   string  `json:"member_id,omitempty"`
@@ -362,7 +368,7 @@ func (r *groupRecorder) build(committed map[string]map[string]map[string]int64) 
 			gt.Generations, gnotes = r.gensClassic(g)
 		}
 		notes = append(notes, gnotes...)
-		gt.Fetched = r.fetched(g)
+		gt.Fetched, gt.Consumed = r.fetched(g, "fetch"), r.fetched(g, "consumed")
 		out[g] = gt
 	}
 	return out, r.hazards, notes

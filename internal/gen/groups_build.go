@@ -15,10 +15,12 @@ import (
 // scenarios scripted and what the broker said at stable points. Called
 // with groupRecorder.mu held.
 
-func (r *groupRecorder) fetched(group string) map[string]map[string]int64 {
+// fetched sums the records of group's reports of kind (fetch, consumed)
+// per topic and partition.
+func (r *groupRecorder) fetched(group, kind string) map[string]map[string]int64 {
 	var out map[string]map[string]int64
 	for _, rep := range r.reports {
-		if rep.Group != group || rep.Kind != "fetch" {
+		if rep.Group != group || rep.Kind != kind {
 			continue
 		}
 		if out == nil {

@@ -65,6 +65,7 @@ func pollLoop(ctx context.Context, cl *kgo.Client, a GMemberArgs, p *probe) {
 			}
 			continue
 		}
+		p.consumed(rs)
 		if a.OnRecords != nil {
 			a.OnRecords(rs)
 		}

@@ -64,6 +64,31 @@ func (p *probe) OnFetchBatchRead(_ kgo.BrokerMetadata, topic string, partition i
 	p.report(groupReport{Kind: "fetch", Topic: topic, Partition: partition, Records: int64(m.NumRecords)})
 }
 
+// consumed reports the records of a poll the application got, per
+// partition (control records, which kgo.KeepControlRecords returns, left
+// out).
+func (p *probe) consumed(rs []*kgo.Record) {
+	type key struct {
+		topic     string
+		partition int32
+	}
+	n := map[key]int64{}
+	var order []key
+	for _, r := range rs {
+		if r.Attrs.IsControl() {
+			continue
+		}
+		k := key{r.Topic, r.Partition}
+		if _, ok := n[k]; !ok {
+			order = append(order, k)
+		}
+		n[k]++
+	}
+	for _, k := range order {
+		p.report(groupReport{Kind: "consumed", Topic: k.topic, Partition: k.partition, Records: n[k]})
+	}
+}
+
 // onAssigned, onRevoked and onLost track the owned set (owned = prior -
 // revoked + assigned) and report it with the generation it is for.
 func (p *probe) onAssigned(a map[string][]int32) {

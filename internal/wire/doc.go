@@ -85,16 +85,18 @@
 //
 //	batches  = 0 (nil) | 1 segment* 3
 //	segment  = 2 base:varint size:uvarint attrs:uvarint last_delta:varint
-//	           records:varint                       (a v2 batch)
+//	           records:varint [producer_id:varint]  (a v2 batch)
 //	         | 1 magic:byte base:varint size:uvarint attrs:byte
 //	                                                (a v0/v1 message)
 //	         | 0 size:uvarint head:string           (anything else)
 //
 // base is the base offset minus the previous segment's next offset (0 for
-// the first); records is the record count minus last_delta+1. Decode puts
+// the first); records is the record count minus last_delta+1;
+// producer_id is there only for a transactional batch (attrs 0x10): what
+// tells a read_committed consumer's aborted batches (KIP-98). Decode puts
 // each batch back at its size: its header with these fields (length,
-// magic, base offset, attributes, last offset delta, record count; the
-// rest of the header zero) and zeros, so that every header read
+// magic, base offset, attributes, last offset delta, producer id, record
+// count; the rest of the header zero) and zeros, so that every header read
 // (decode.ScanBatches, the correlator's spans) gives the same counts,
 // offsets, bytes and attributes. A cut last batch, or bytes the readers
 // do not read as a batch, keep their first 18 bytes at most (raw).

@@ -18,7 +18,7 @@ import (
 //
 //	batches  = 0 (nil) | 1 segment* 3
 //	segment  = 2 base:varint size:uvarint attrs:uvarint last_delta:varint
-//	           records:varint                       (a v2 batch)
+//	           records:varint [producer_id:varint]  (a v2 batch)
 //	         | 1 magic:byte base:varint size:uvarint attrs:byte
 //	                                                (a v0/v1 message)
 //	         | 0 size:uvarint head:string           (anything else)
@@ -28,10 +28,15 @@ import (
 // base is the batch's base offset minus the previous segment's next offset
 // (0 for the first): 0 for batches that follow each other. records is the
 // record count minus (last_delta + 1): 0 but for compacted batches.
+// producer_id follows only for a transactional batch (attrs 0x10): the
+// correlator follows a read_committed response's aborted transactions by
+// it.
 // Decode rebuilds each batch as its header (the fields above, the rest of
 // the header zero) and zeros, at its size.
 const (
 	v2HeaderLen     = 61
+	v2ProducerOff   = 43
+	attrTxn         = 0x10
 	legacyHeaderLen = 18
 	tailKeep        = 18
 
@@ -48,6 +53,7 @@ type segment struct {
 	base      int64
 	lastDelta int32
 	records   int32
+	pid       int64 // v2 transactional batches only
 	attrs     uint16
 	magic     int8   // 2, 0 or 1; -1 for raw
 	head      []byte // raw only
@@ -87,6 +93,9 @@ func (w *writer) batches(b []byte) {
 			w.uvarint(uint64(binary.BigEndian.Uint16(seg[21:])))
 			w.varint(int64(delta))
 			w.varint(int64(recs) - int64(delta) - 1)
+			if binary.BigEndian.Uint16(seg[21:])&attrTxn != 0 {
+				w.varint(int64(binary.BigEndian.Uint64(seg[v2ProducerOff:])))
+			}
 			next = base + int64(delta) + 1
 		case 0, 1:
 			base := int64(binary.BigEndian.Uint64(seg))
@@ -173,6 +182,9 @@ func readSegments(r *reader, out []byte, budget int) int {
 				r.fail("bad v2 batch segment")
 			}
 			s.attrs, s.records = uint16(attrs), int32(recs)
+			if s.attrs&attrTxn != 0 {
+				s.pid = r.varint()
+			}
 			next = s.base + int64(s.lastDelta) + 1
 		case segLegacy:
 			s.magic = int8(r.byte())
@@ -216,6 +228,7 @@ func (s *segment) put(b []byte) {
 		b[16] = 2
 		binary.BigEndian.PutUint16(b[21:], s.attrs)
 		binary.BigEndian.PutUint32(b[23:], uint32(s.lastDelta))
+		binary.BigEndian.PutUint64(b[v2ProducerOff:], uint64(s.pid))
 		binary.BigEndian.PutUint32(b[57:], uint32(s.records))
 	case 0, 1:
 		binary.BigEndian.PutUint64(b, uint64(s.base))
