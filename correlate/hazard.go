@@ -32,6 +32,9 @@ const (
 	HazardZombieProducer          = "zombie_producer"
 	HazardHangingTransaction      = "hanging_transaction"
 	HazardTxnOffsetCommitRejected = "txn_offset_commit_rejected"
+	// Share groups (KIP-932), see hazard_share.go.
+	HazardShareRedelivery = "share_redelivery"
+	HazardShareAckLost    = "share_ack_lost"
 )
 
 // Hazard severities (HazardEvent.Severity), least severe first.
@@ -198,6 +201,14 @@ type HazardEvent struct {
 	Groups                   []string           `json:"groups,omitempty"`
 	TransactionTimeoutMillis int32              `json:"transaction_timeout_ms,omitempty"`
 
+	// Share groups (KIP-932): DeliveryCount is the delivery count of the
+	// records concerned and DeliveryLimit the broker's limit assumed
+	// (share_redelivery); LockTimeoutMillis the acquisition lock that ran
+	// out (share_ack_lost).
+	DeliveryCount     *int16 `json:"delivery_count,omitempty"`
+	DeliveryLimit     int32  `json:"delivery_limit,omitempty"`
+	LockTimeoutMillis int64  `json:"acquisition_lock_timeout_ms,omitempty"`
+
 	// Reason says why the broker removed a member (member_expired):
 	// session_timeout (no request within its session timeout) or
 	// rebalance_timeout (it did not rejoin a rebalance in time).
@@ -310,6 +321,12 @@ type HazardOptions struct {
 	// reported once the reassembly stops waiting for it (default 10s of
 	// capture time, above capture's 5s reorder timeout and its flushes).
 	LossSettle time.Duration
+	// ShareRedeliveries is the delivery count at which records of a share
+	// group are share_redelivery (default 3: back to the queue twice);
+	// ShareDeliveryLimit the broker's group.share.delivery.count.limit
+	// assumed (not on the wire; default 5, Kafka's).
+	ShareRedeliveries  int
+	ShareDeliveryLimit int
 	// MaxHazards caps the hazards kept for the Snapshot (default 10000);
 	// MaxEpisodes the episodes remembered (default 100000).
 	MaxHazards  int
@@ -334,6 +351,8 @@ func (o HazardOptions) withDefaults() HazardOptions {
 	setDefault(&o.FetchGrace, 2*time.Second)
 	setDefault(&o.ResetWindow, 60*time.Second)
 	setDefault(&o.LossSettle, 10*time.Second)
+	setDefault(&o.ShareRedeliveries, 3)
+	setDefault(&o.ShareDeliveryLimit, 5)
 	setDefault(&o.MaxHazards, 10000)
 	setDefault(&o.MaxEpisodes, 100000)
 	return o
@@ -565,6 +584,7 @@ func (c *Correlator) hazardExchange(e *decode.Exchange) {
 func (c *Correlator) hazardTick(final bool) {
 	c.settleBeyond(final)
 	c.txnTick()
+	c.shareTick(final)
 	h := c.hz()
 	if c.now.Sub(c.loss.forgotAt) >= time.Minute {
 		c.loss.forgotAt = c.now

@@ -563,3 +563,132 @@ func (c *Cluster) shareOwnsAll(group, client string, parts int, since time.Time)
 	}
 	return false
 }
+
+// ShareTruth is one share group's records as the broker's answers on the
+// tap show them, per topic and partition (decimal).
+type ShareTruth struct {
+	Partitions map[string]map[string]*ShareCounts `json:"partitions"`
+}
+
+// ShareCounts count a share group partition's records: Acquired every
+// record a ShareFetch answer acquired (Redelivered those with a delivery
+// count above 1, MaxDeliveryCount the highest count); Accepted, Released
+// and Rejected the acknowledgements (ShareFetch, ShareAcknowledge) the
+// broker answered without error for the partition.
+type ShareCounts struct {
+	Acquired         int64 `json:"acquired"`
+	Redelivered      int64 `json:"redelivered"`
+	Accepted         int64 `json:"accepted"`
+	Released         int64 `json:"released"`
+	Rejected         int64 `json:"rejected"`
+	MaxDeliveryCount int16 `json:"max_delivery_count"`
+}
+
+// shareTruth counts the records of every share group on the tap (nil:
+// none), naming topic ids from the Metadata answers on the tap.
+func (c *Cluster) shareTruth() map[string]*ShareTruth {
+	names := map[[16]byte]string{}
+	for _, x := range c.tapExchanges(int16(kmsg.Metadata)) {
+		if r, ok := x.Resp.(*kmsg.MetadataResponse); ok {
+			for _, t := range r.Topics {
+				if t.Topic != nil {
+					names[t.TopicID] = *t.Topic
+				}
+			}
+		}
+	}
+	out := map[string]*ShareTruth{}
+	part := func(group string, id [16]byte, p int32) *ShareCounts {
+		g := out[group]
+		if g == nil {
+			g = &ShareTruth{Partitions: map[string]map[string]*ShareCounts{}}
+			out[group] = g
+		}
+		topic := names[id]
+		if topic == "" {
+			topic = fmt.Sprintf("id:%x", id)
+		}
+		ps := sub(g.Partitions, topic)
+		k := fmt.Sprint(p)
+		if ps[k] == nil {
+			ps[k] = &ShareCounts{}
+		}
+		return ps[k]
+	}
+	ack := func(sc *ShareCounts, first, last int64, types []int8) {
+		if len(types) > 1 && int64(len(types)) != last-first+1 {
+			return // refused by the broker (INVALID_REQUEST)
+		}
+		for o := first; o <= last; o++ {
+			t := types[0]
+			if len(types) > 1 {
+				t = types[o-first]
+			}
+			switch t {
+			case 1:
+				sc.Accepted++
+			case 2:
+				sc.Released++
+			case 3:
+				sc.Rejected++
+			}
+		}
+	}
+	for _, x := range c.tapExchanges(int16(kmsg.ShareFetch), int16(kmsg.ShareAcknowledge)) {
+		switch req := x.Req.(type) {
+		case *kmsg.ShareFetchRequest:
+			resp, _ := x.Resp.(*kmsg.ShareFetchResponse)
+			if req.GroupID == nil || resp == nil || resp.ErrorCode != 0 {
+				continue
+			}
+			ok := map[string]bool{}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					ok[fmt.Sprint(t.TopicID, p.Partition)] = p.AcknowledgeErrorCode == 0
+					sc := part(*req.GroupID, t.TopicID, p.Partition)
+					for _, a := range p.AcquiredRecords {
+						n := a.LastOffset - a.FirstOffset + 1
+						sc.Acquired += n
+						if a.DeliveryCount > 1 {
+							sc.Redelivered += n
+						}
+						sc.MaxDeliveryCount = max(sc.MaxDeliveryCount, a.DeliveryCount)
+					}
+				}
+			}
+			for _, t := range req.Topics {
+				for _, p := range t.Partitions {
+					for _, b := range p.AcknowledgementBatches {
+						if ok[fmt.Sprint(t.TopicID, p.Partition)] && len(b.AcknowledgeTypes) > 0 {
+							ack(part(*req.GroupID, t.TopicID, p.Partition), b.FirstOffset, b.LastOffset, b.AcknowledgeTypes)
+						}
+					}
+				}
+			}
+		case *kmsg.ShareAcknowledgeRequest:
+			resp, _ := x.Resp.(*kmsg.ShareAcknowledgeResponse)
+			if req.GroupID == nil || resp == nil || resp.ErrorCode != 0 {
+				continue
+			}
+			ok := map[string]bool{}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					ok[fmt.Sprint(t.TopicID, p.Partition)] = p.ErrorCode == 0
+				}
+			}
+			for _, t := range req.Topics {
+				for _, p := range t.Partitions {
+					for _, b := range p.AcknowledgementBatches {
+						if ok[fmt.Sprint(t.TopicID, p.Partition)] && len(b.AcknowledgeTypes) > 0 {
+							ack(part(*req.GroupID, t.TopicID, p.Partition), b.FirstOffset, b.LastOffset, b.AcknowledgeTypes)
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
