@@ -102,6 +102,10 @@ func SeverityRank(s string) int {
 //	hanging_transaction          warn      transactional id/producer id/begin: no EndTxn within the
 //	                                       transaction timeout (absence-based)
 //	txn_offset_commit_rejected   warn      group/partition/transactional id/producer id/epoch
+//	share_redelivery             warn      group/partition/first offset: records acquired with a delivery
+//	                                       count of ShareRedeliveries or more (a poison message)
+//	share_ack_lost               warn      group/partition/member/acquisition: records not acknowledged
+//	                                       before their acquisition lock ran out (absence-based)
 //
 // Every member the broker removes also counts toward rebalance_storm.
 // Every accepted commit below the previous one is a commit_regression,
