@@ -105,8 +105,8 @@ func (c *Correlator) shareAcquired(g *groupState, e *decode.Exchange, member str
 		if mc != nil {
 			mc.add(&got)
 		}
-		ev.Records += n
-		ev.Redelivered += got.redelivered
+		ev.Records = satAdd(ev.Records, n)
+		ev.Redelivered = satAdd(ev.Redelivered, got.redelivered)
 		ev.MaxDeliveryCount = max(ev.MaxDeliveryCount, a.DeliveryCount)
 		if len(ev.Acquired) < maxShareRanges {
 			ev.Acquired = append(ev.Acquired, ShareRange{a.FirstOffset, a.LastOffset, a.DeliveryCount})

@@ -108,13 +108,13 @@ func (c *Correlator) shareAcks(g *groupState, e *decode.Exchange, api, member st
 			n := records(r.FirstOffset, r.LastOffset)
 			switch r.Type {
 			case "accept":
-				got.accepted += n
+				got.accepted = satAdd(got.accepted, n)
 			case "release":
-				got.released += n
+				got.released = satAdd(got.released, n)
 			case "reject":
-				got.rejected += n
+				got.rejected = satAdd(got.rejected, n)
 			case "renew":
-				got.renewed += n
+				got.renewed = satAdd(got.renewed, n)
 			}
 			if applied {
 				c.shareApply(sp, e, member, r)

@@ -131,15 +131,15 @@ func (c *Correlator) shareLost(g *groupState, p tp, sp *sharePart, lost []*share
 					first = s.first
 				}
 				last = max(last, s.last)
-				n += records(s.first, s.last)
+				n = satAdd(n, records(s.first, s.last))
 				sp.addReturn(shareReturn{first: s.first, last: s.last, how: "lock_expired", member: member, ev: h.ev})
 			}
 			evs = append(evs, h.ev)
 			deadline = minTime(deadline, h.deadline)
 		}
-		sp.lockExpired += n
+		sp.lockExpired = satAdd(sp.lockExpired, n)
 		if mc := c.shareMemberOf(g.share, member); mc != nil {
-			mc.lockExpired += n
+			mc.lockExpired = satAdd(mc.lockExpired, n)
 		}
 		h := hs[0]
 		lock := time.Duration(defaultShareLockMillis) * time.Millisecond

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -246,12 +247,20 @@ func (c *Correlator) shareEvent(g *groupState, e *decode.Exchange, action, membe
 }
 
 // records counts the offsets first..last (0 when the range is empty or
-// backwards).
+// backwards; math.MaxInt64 at most, for ranges no broker sends).
 func records(first, last int64) int64 {
 	if last < first || first < 0 {
 		return 0
 	}
-	return last - first + 1
+	return satAdd(last-first, 1)
+}
+
+// satAdd adds non-negative counts without wrapping around.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // subtract removes first..last from spans.
@@ -286,7 +295,7 @@ func overlapsSpan(spans []span64, first, last int64) bool {
 func pendingRecords(spans []span64) int64 {
 	var n int64
 	for _, s := range spans {
-		n += records(s.first, s.last)
+		n = satAdd(n, records(s.first, s.last))
 	}
 	return n
 }
@@ -314,13 +323,13 @@ func mergeSharePart(dst, src *sharePart) *sharePart {
 }
 
 func (a *shareCounts) add(b *shareCounts) {
-	a.acquired += b.acquired
-	a.redelivered += b.redelivered
-	a.accepted += b.accepted
-	a.released += b.released
-	a.rejected += b.rejected
-	a.renewed += b.renewed
-	a.lockExpired += b.lockExpired
+	a.acquired = satAdd(a.acquired, b.acquired)
+	a.redelivered = satAdd(a.redelivered, b.redelivered)
+	a.accepted = satAdd(a.accepted, b.accepted)
+	a.released = satAdd(a.released, b.released)
+	a.rejected = satAdd(a.rejected, b.rejected)
+	a.renewed = satAdd(a.renewed, b.renewed)
+	a.lockExpired = satAdd(a.lockExpired, b.lockExpired)
 	a.maxDelivery = max(a.maxDelivery, b.maxDelivery)
 }
 
