@@ -53,6 +53,9 @@ func (c *Correlator) resolveTopics(ids [][16]byte) {
 func (c *Correlator) renameTopic(from, to string) {
 	for _, g := range c.groups {
 		renameTP(g.parts, from, to, mergePart)
+		if g.share != nil {
+			renameTP(g.share.parts, from, to, mergeSharePart)
+		}
 		for _, m := range g.members {
 			renameTP(m.fetched, from, to, mergeFetch)
 			renameAssigned(m.assignment, from, to)

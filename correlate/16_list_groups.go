@@ -22,7 +22,7 @@ func (c *Correlator) listGroups(e *decode.Exchange) {
 			g.protocolType = rg.ProtocolType
 		}
 		switch rg.GroupType {
-		case GroupClassic, GroupConsumer:
+		case GroupClassic, GroupConsumer, GroupShare:
 			g.setType(rg.GroupType)
 		}
 		g.listed = rg.GroupState

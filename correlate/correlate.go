@@ -141,6 +141,12 @@ func (c *Correlator) dispatch(e *decode.Exchange) {
 		c.endTxnReq(e, req)
 	case *kmsg.TxnOffsetCommitRequest:
 		c.txnOffsetCommit(e, req)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		c.shareGroupHeartbeat(e, req)
+	case *kmsg.ShareFetchRequest:
+		c.shareFetch(e, req)
+	case *kmsg.ShareAcknowledgeRequest:
+		c.shareAcknowledge(e, req)
 	}
 }
 

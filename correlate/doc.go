@@ -6,7 +6,7 @@
 // It takes in decode.Exchange values (Correlator.Exchange, synchronously,
 // in capture order) and gives out events through a Sink as it learns them
 // (GenerationEvent, MemberEvent, CommitEvent, CoordinatorEvent,
-// TransactionEvent, HazardEvent) and, on demand, a Snapshot of the state
+// TransactionEvent, ShareGroupEvent, HazardEvent) and, on demand, a Snapshot of the state
 // for the final summary and report.
 //
 // Time comes only from capture timestamps, and every map is iterated in
@@ -39,6 +39,11 @@
 //     (producer id and epoch from batch headers; KIP-890 part 2 adds
 //     partitions and groups implicitly) and FindCoordinator key type 1,
 //     per transactional id and producer id/epoch (TransactionEvent).
+//   - Share groups (KIP-932): ShareGroupHeartbeat (members, epochs and
+//     assignments, as for KIP-848 groups), ShareFetch (records acquired
+//     under an acquisition lock, with delivery counts; acknowledgements
+//     carried on it) and ShareAcknowledge (accept, release, reject,
+//     renew), per group and partition (ShareGroupEvent, share.go).
 //
 // Topic ids (Fetch v13+, OffsetCommit v10+, KIP-848) are named from Metadata
 // responses; until one is, the topic appears as "id:" followed by 32 hex
@@ -65,8 +70,10 @@
 // and slow rebalances; mixed assignors; weak producer acks; client id
 // churn; zombie transactional producers, hanging transactions (no EndTxn,
 // or a last stable offset stuck under read_committed consumers), refused
-// TxnOffsetCommits and offsets committed in aborted transactions.
-// HazardEvent lists the kinds, their severities and episodes;
+// TxnOffsetCommits and offsets committed in aborted transactions; share
+// group records redelivered again and again, and acquisitions whose lock
+// ran out unacknowledged. HazardEvent lists the kinds, their severities
+// and episodes;
 // Options.Hazards their thresholds. Each is judged from the exchanges the
 // capture holds: what it does not show is not guessed.
 package correlate

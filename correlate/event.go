@@ -8,13 +8,13 @@ import (
 
 // Event is something the Correlator learned. Concrete types: *GenerationEvent,
 // *MemberEvent, *CommitEvent, *CoordinatorEvent, *TransactionEvent,
-// *HazardEvent. Events are
+// *ShareGroupEvent, *HazardEvent. Events are
 // marshalled with encoding/json; the writer adds "v", "type" (Type) and "ts"
 // (Time), so no event has fields of those names. Field names are part of the
 // NDJSON schema.
 type Event interface {
 	// Type is the NDJSON "type": "generation", "member", "commit",
-	// "coordinator", "transaction" or "hazard".
+	// "coordinator", "transaction", "share_group" or "hazard".
 	Type() string
 	// Time is the capture time the event happened at (the NDJSON "ts").
 	Time() time.Time
@@ -101,7 +101,9 @@ type Cause struct {
 // the end of the input. Completed is the answer that last changed it.
 type GenerationEvent struct {
 	Group string `json:"group"`
-	// GroupType is "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848).
+	// GroupType is "classic" (JoinGroup/SyncGroup), "consumer" (KIP-848)
+	// or "share" (KIP-932 share groups, whose epochs are followed as
+	// KIP-848 ones).
 	GroupType  string `json:"group_type"`
 	Generation int32  `json:"generation"`
 	// PreviousGeneration is the generation seen before this one, -1 if none.
@@ -110,7 +112,7 @@ type GenerationEvent struct {
 	// that the capture does not show. The broker's bump when the last
 	// member leaves (the group becomes empty) is not counted: after an
 	// empty group the next generation seen skips one number normally.
-	// Always 0 for KIP-848 groups, whose members may skip epochs.
+	// Always 0 for KIP-848 and share groups, whose members may skip epochs.
 	Missed       int32  `json:"missed"`
 	ProtocolType string `json:"protocol_type"`
 	Protocol     string `json:"protocol"`

@@ -60,6 +60,12 @@ type fuzzRecorder struct {
 	// and get nothing (a consumer waiting) are kept fuzzTxnFetchEvery
 	// apart, so that a few span a stuck last stable offset (LSOStuck).
 	fetchAt time.Time
+	// share, when set, keeps only the exchanges of share groups
+	// (FindCoordinator, Metadata for the topic names, ShareGroupHeartbeat,
+	// ShareFetch without its records, ShareAcknowledge), up to
+	// fuzzSeedSharePerKey of each: a poison record's five deliveries, or
+	// an acquisition whose lock runs out and its redelivery.
+	share bool
 }
 
 const fuzzTxnFetchEvery = 1500 * time.Millisecond
@@ -83,6 +89,11 @@ var fuzzTxnKeys = map[int16]bool{0: true, 1: true, 10: true, 22: true, 24: true,
 
 const fuzzSeedTxnPerKey = 12
 
+// fuzzShareKeys are the keys of share group members (KIP-932).
+var fuzzShareKeys = map[int16]bool{3: true, 10: true, 76: true, 78: true, 79: true}
+
+const fuzzSeedSharePerKey = 12
+
 func (r *fuzzRecorder) Exchange(e *decode.Exchange) {
 	perKey := fuzzSeedPerKey
 	if r.txn {
@@ -90,6 +101,12 @@ func (r *fuzzRecorder) Exchange(e *decode.Exchange) {
 			return
 		}
 		perKey = fuzzSeedTxnPerKey
+	}
+	if r.share {
+		if !fuzzShareKeys[e.Key] {
+			return
+		}
+		perKey = fuzzSeedSharePerKey
 	}
 	switch e.Key {
 	case 18, 71, 72:
@@ -169,9 +186,21 @@ func (r *fuzzRecorder) Exchange(e *decode.Exchange) {
 func (r *fuzzRecorder) Anomaly(*decode.Anomaly) {}
 
 // trimmed returns resp with Fetch record batches cut to their first limit
-// bytes (100: a partial batch; more: the whole batches that fit), to keep
-// seeds small; resp is not modified.
+// bytes (100: a partial batch; more: the whole batches that fit), and
+// without ShareFetch records (the correlator reads only the acquired
+// ranges), to keep seeds small; resp is not modified.
 func trimmed(resp kmsg.Response, limit int) kmsg.Response {
+	if sr, ok := resp.(*kmsg.ShareFetchResponse); ok {
+		cp := *sr
+		cp.Topics = slices.Clone(sr.Topics)
+		for i := range cp.Topics {
+			cp.Topics[i].Partitions = slices.Clone(cp.Topics[i].Partitions)
+			for j := range cp.Topics[i].Partitions {
+				cp.Topics[i].Partitions[j].Records = nil
+			}
+		}
+		return &cp
+	}
 	fr, ok := resp.(*kmsg.FetchResponse)
 	if !ok {
 		return resp
@@ -209,12 +238,22 @@ func cut(b []byte, limit int) int {
 // fuzzSeed returns the first exchanges of a generated capture as fuzz
 // input (txn: only its transactional producers', see fuzzRecorder).
 func fuzzSeed(f testing.TB, file string, txn bool) []byte {
+	return fuzzSeedOf(f, file, &fuzzRecorder{txn: txn})
+}
+
+// fuzzShareSeed returns a generated capture's share group exchanges as
+// fuzz input (see fuzzRecorder.share).
+func fuzzShareSeed(f testing.TB, file string) []byte {
+	return fuzzSeedOf(f, file, &fuzzRecorder{share: true})
+}
+
+func fuzzSeedOf(f testing.TB, file string, r *fuzzRecorder) []byte {
 	src, err := capture.OpenFiles([]string{filepath.Join("..", "testdata", file)}, nil)
 	if err != nil {
 		return nil
 	}
 	defer src.Close()
-	r := &fuzzRecorder{hosts: map[string]uint8{}, byKey: map[int16]int{}, txn: txn, produced: map[string]bool{}}
+	r.hosts, r.byKey, r.produced = map[string]uint8{}, map[int16]int{}, map[string]bool{}
 	if err := src.Run(context.Background(), decode.New(r, nil)); err != nil {
 		f.Fatal(err)
 	}
@@ -237,6 +276,11 @@ func FuzzCorrelator(f *testing.F) {
 			f.Add(seed)
 		}
 	}
+	for _, file := range fuzzShareSeedFiles {
+		if seed := fuzzShareSeed(f, file); seed != nil {
+			f.Add(seed)
+		}
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var events []Event
 		c := New(&Options{MaxGroups: 8, MaxMembersPerGroup: 8, MaxClients: 8, MaxCommitHistory: 4, MaxFetchSessions: 4},
@@ -256,7 +300,7 @@ func FuzzCorrelator(f *testing.F) {
 		c.Close(now.Add(time.Hour))
 		for _, ev := range events {
 			switch ev.Type() {
-			case "generation", "member", "commit", "coordinator", "hazard", "transaction":
+			case "generation", "member", "commit", "coordinator", "hazard", "transaction", "share_group":
 			default:
 				t.Fatalf("event type %q", ev.Type())
 			}
@@ -264,15 +308,30 @@ func FuzzCorrelator(f *testing.F) {
 				(te.DurationMillis == nil || *te.DurationMillis < 0 || te.Began == nil) {
 				t.Fatalf("transaction %s %s of %q: began %v, duration %v", te.Action, te.EndedBy, te.TransactionalID, te.Began, te.DurationMillis)
 			}
+			if se, ok := ev.(*ShareGroupEvent); ok && (se.Records < 0 || se.Redelivered > se.Records || se.Accepted < 0 ||
+				se.Released < 0 || se.Rejected < 0 || len(se.Acquired) > maxShareRanges || len(se.Acks) > maxShareRanges) {
+				t.Fatalf("share_group %s of %q: %+v", se.Action, se.Group, se)
+			}
 			if h, ok := ev.(*HazardEvent); ok && (h.EvidenceComplete != nil) != (h.Loss != nil) ||
 				ok && h.EvidenceComplete != nil && (*h.EvidenceComplete || h.Severity != SeverityInfo || !h.Loss.any()) {
 				t.Fatalf("hazard %s %s: evidence_complete %v, loss %+v", h.Kind, h.Severity, h.EvidenceComplete, h.Loss)
 			}
 		}
+		s := c.Snapshot()
+		for _, g := range s.Groups {
+			if g.Share == nil {
+				continue
+			}
+			for _, p := range g.Share.Partitions {
+				if p.Held < 0 || p.LockExpired < 0 || p.Redelivered > p.Acquired {
+					t.Fatalf("share group %q %s[%d]: %+v", g.Group, p.Topic, p.Partition, p)
+				}
+			}
+		}
 		if _, err := json.Marshal(struct {
 			E []Event
 			S *Snapshot
-		}{events, c.Snapshot()}); err != nil {
+		}{events, s}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -284,6 +343,9 @@ var fuzzSeedFiles = []string{"group.pcapng", "newest.pcapng", "sarama.pcapng", "
 // fuzzTxnSeedFiles seed the transactional paths (see fuzzRecorder.txn).
 var fuzzTxnSeedFiles = []string{"txn_clean.pcapng", "h_zombie_producer.pcapng", "h_hanging_transaction.pcapng", "newest.pcapng",
 	"h_txn_offsets_aborted.pcapng", "h_hanging_lso.pcapng", "txn_read_committed.pcapng"}
+
+// fuzzShareSeedFiles seed the share group paths (see fuzzRecorder.share).
+var fuzzShareSeedFiles = []string{"share_clean.pcapng", "h_share_redelivery.pcapng", "h_share_ack_lost.pcapng", "h_share_expired.pcapng"}
 
 var fuzzAddrs = []string{"10.0.0.1:5000", "10.0.0.1:5001", "10.0.0.2:5000", "10.0.0.9:9092", "10.0.0.8:9092"}
 var fuzzClientIDs = []string{"a", "a", "b", ""}
@@ -420,6 +482,56 @@ func TestFuzzTxnSeeds(t *testing.T) {
 				seen["markers"] = seen["markers"] || sp.TransactionMarkers > 0
 				seen["aborted"] = seen["aborted"] || sp.AbortedTransactions > 0
 			}
+			for _, w := range tt.want {
+				if !seen[w] {
+					t.Errorf("%s not reached by the seed of %s (reached: %v)", w, tt.file, sortedKeys(seen))
+				}
+			}
+		})
+	}
+}
+
+// TestFuzzShareSeeds: the share group seeds, replayed as FuzzCorrelator
+// replays its input, reach the paths they are there for: members joining
+// a share group, records acquired and acknowledged, a poison record's
+// redeliveries and an acquisition lock running out.
+func TestFuzzShareSeeds(t *testing.T) {
+	tests := []struct {
+		name, file string
+		want       []string // share actions, member actions and hazard kinds that must appear
+	}{
+		{"clean", "share_clean.pcapng", []string{MemberJoined, ShareAcquired, ShareAcknowledged}},
+		{"redelivery", "h_share_redelivery.pcapng", []string{ShareAcquired, ShareAcknowledged, HazardShareRedelivery}},
+		{"ack lost", "h_share_ack_lost.pcapng", []string{ShareAcquired, HazardShareAckLost}},
+		{"expired", "h_share_expired.pcapng", []string{MemberJoined, ShareAcquired, MemberExpired}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := fuzzShareSeed(t, tt.file)
+			if len(in) == 0 {
+				t.Skip("no " + tt.file + " in testdata")
+			}
+			seen := map[string]bool{}
+			c := New(nil, SinkFunc(func(ev Event) {
+				switch ev := ev.(type) {
+				case *ShareGroupEvent:
+					seen[ev.Action] = true
+				case *MemberEvent:
+					seen[ev.Action] = true
+				case *HazardEvent:
+					seen[ev.Kind] = true
+				}
+			}))
+			now := base
+			for len(in) >= fuzzHeader {
+				e, rest, ok := fuzzExchange(in, &now)
+				if !ok {
+					break
+				}
+				in = rest
+				c.Exchange(e)
+			}
+			c.Close(now.Add(time.Hour)) // as FuzzCorrelator closes
 			for _, w := range tt.want {
 				if !seen[w] {
 					t.Errorf("%s not reached by the seed of %s (reached: %v)", w, tt.file, sortedKeys(seen))

@@ -253,7 +253,7 @@ func (c *Correlator) generationEvent(g *groupState, gen *genState) *GenerationEv
 		Cause: c.cause(g, gen), Started: timePtr(gen.started), Completed: timePtr(gen.completed),
 		Complete: gen.complete(), at: gen.firstSeen,
 	}
-	if gen.prevID >= 0 && g.typ != GroupConsumer {
+	if gen.prevID >= 0 && !g.epochs() {
 		ev.Missed = gen.missed()
 	}
 	if !gen.started.IsZero() && !gen.completed.IsZero() {

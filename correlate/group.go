@@ -13,12 +13,13 @@ import (
 const (
 	GroupClassic  = "classic"  // JoinGroup/SyncGroup/Heartbeat
 	GroupConsumer = "consumer" // KIP-848 ConsumerGroupHeartbeat
+	// GroupShare ("share", share.go): KIP-932 ShareGroupHeartbeat.
 )
 
 // groupState is everything known about one group.
 type groupState struct {
 	name         string
-	typ          string // GroupClassic, GroupConsumer or "" until known
+	typ          string // GroupClassic, GroupConsumer, GroupShare or "" until known
 	protocolType string
 	protocol     string
 
@@ -40,6 +41,9 @@ type groupState struct {
 	errors    map[string]int64 // "API:ERROR_NAME" -> answers
 	described *Described
 	listed    string // state from the last ListGroups answer
+	// share is a share group's records (KIP-932, share.go); nil for
+	// other groups.
+	share *shareState
 }
 
 // rebalance is a classic rebalance whose generation has not formed yet.
@@ -83,6 +87,10 @@ func (c *Correlator) group(name string) *groupState {
 	c.groups[name] = g
 	return g
 }
+
+// epochs reports whether g's generations are member epochs that members
+// may skip (KIP-848 and share groups).
+func (g *groupState) epochs() bool { return g.typ == GroupConsumer || g.typ == GroupShare }
 
 // setType records the group type the first time it is known.
 func (g *groupState) setType(typ string) {

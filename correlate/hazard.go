@@ -33,6 +33,9 @@ const (
 	HazardHangingTransaction      = "hanging_transaction"
 	HazardTxnOffsetCommitRejected = "txn_offset_commit_rejected"
 	HazardTxnOffsetsAborted       = "txn_offsets_aborted"
+	// Share groups (KIP-932), see hazard_share.go.
+	HazardShareRedelivery = "share_redelivery"
+	HazardShareAckLost    = "share_ack_lost"
 )
 
 // Hazard severities (HazardEvent.Severity), least severe first.
@@ -105,6 +108,10 @@ func SeverityRank(s string) int {
 //	txn_offsets_aborted          warn      group/partition/transactional id/producer id/begin: offsets a
 //	                                       TxnOffsetCommit put in a transaction that then aborted (absence-based
 //	                                       when the abort is kwire's timeout inference)
+//	share_redelivery             warn      group/partition/first offset: records acquired with a delivery
+//	                                       count of ShareRedeliveries or more (a poison message)
+//	share_ack_lost               warn      group/partition/member/acquisition: records not acknowledged
+//	                                       before their acquisition lock ran out (absence-based)
 //
 // Every member the broker removes also counts toward rebalance_storm.
 // Every accepted commit below the previous one is a commit_regression,
@@ -206,6 +213,14 @@ type HazardEvent struct {
 	TxnPartitions            map[string][]int32 `json:"partitions,omitempty"`
 	Groups                   []string           `json:"groups,omitempty"`
 	TransactionTimeoutMillis int32              `json:"transaction_timeout_ms,omitempty"`
+
+	// Share groups (KIP-932): DeliveryCount is the delivery count of the
+	// records concerned and DeliveryLimit the broker's limit assumed
+	// (share_redelivery); LockTimeoutMillis the acquisition lock that ran
+	// out (share_ack_lost).
+	DeliveryCount     *int16 `json:"delivery_count,omitempty"`
+	DeliveryLimit     int32  `json:"delivery_limit,omitempty"`
+	LockTimeoutMillis int64  `json:"acquisition_lock_timeout_ms,omitempty"`
 
 	// Reason says why the broker removed a member (member_expired):
 	// session_timeout (no request within its session timeout) or
@@ -326,6 +341,12 @@ type HazardOptions struct {
 	// reported once the reassembly stops waiting for it (default 10s of
 	// capture time, above capture's 5s reorder timeout and its flushes).
 	LossSettle time.Duration
+	// ShareRedeliveries is the delivery count at which records of a share
+	// group are share_redelivery (default 3: back to the queue twice);
+	// ShareDeliveryLimit the broker's group.share.delivery.count.limit
+	// assumed (not on the wire; default 5, Kafka's).
+	ShareRedeliveries  int
+	ShareDeliveryLimit int
 	// MaxHazards caps the hazards kept for the Snapshot (default 10000);
 	// MaxEpisodes the episodes remembered (default 100000).
 	MaxHazards  int
@@ -351,6 +372,8 @@ func (o HazardOptions) withDefaults() HazardOptions {
 	setDefault(&o.ResetWindow, 60*time.Second)
 	setDefault(&o.LSOStuck, 10*time.Second)
 	setDefault(&o.LossSettle, 10*time.Second)
+	setDefault(&o.ShareRedeliveries, 3)
+	setDefault(&o.ShareDeliveryLimit, 5)
 	setDefault(&o.MaxHazards, 10000)
 	setDefault(&o.MaxEpisodes, 100000)
 	return o
@@ -582,6 +605,7 @@ func (c *Correlator) hazardExchange(e *decode.Exchange) {
 func (c *Correlator) hazardTick(final bool) {
 	c.settleBeyond(final)
 	c.txnTick()
+	c.shareTick(final)
 	h := c.hz()
 	if c.now.Sub(c.loss.forgotAt) >= time.Minute {
 		c.loss.forgotAt = c.now

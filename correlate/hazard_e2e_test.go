@@ -260,6 +260,12 @@ func hazardNumber(kind, key string, ev *HazardEvent) (int64, bool) {
 	case "commit_regression.committed", "commit_gap.committed", "commit_beyond_fetch.committed",
 		"commit_rejected.offset", "non_owner_commit.offset", "txn_offset_commit_rejected.offset", "txn_offsets_aborted.offset":
 		return v(ev.Offset)
+	case "share_redelivery.offset":
+		return v(ev.Offset)
+	case "share_ack_lost.first_offset":
+		return v(ev.FromOffset)
+	case "share_ack_lost.acquisition_lock_timeout_ms":
+		return ev.LockTimeoutMillis, true
 	case "commit_regression.previous", "commit_gap.committed_before", "commit_rejected.committed", "non_owner_commit.previous",
 		"txn_offsets_aborted.committed":
 		return v(ev.PreviousOffset)

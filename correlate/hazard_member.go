@@ -242,7 +242,11 @@ func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at 
 		ev.SilentMillis = millis(silent)
 	}
 	parts := ""
-	if m.assigned && len(m.assignment) > 0 {
+	switch {
+	case m.assigned && len(m.assignment) > 0 && g.typ == GroupShare:
+		parts = fmt.Sprintf(": it consumed no more of %s, and the records it held unacknowledged went back to the queue "+
+			"once their acquisition lock ran out", assignmentText(m.assignment))
+	case m.assigned && len(m.assignment) > 0:
 		parts = fmt.Sprintf(": its partitions %s were not consumed meanwhile, and records it had not committed are processed again",
 			assignmentText(m.assignment))
 	}

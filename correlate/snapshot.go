@@ -40,7 +40,7 @@ type Snapshot struct {
 // Group is one group in a Snapshot.
 type Group struct {
 	Group        string `json:"group"`
-	GroupType    string `json:"group_type"` // classic, consumer (KIP-848) or "" unknown
+	GroupType    string `json:"group_type"` // classic, consumer (KIP-848), share (KIP-932) or "" unknown
 	ProtocolType string `json:"protocol_type"`
 	Protocol     string `json:"protocol"`
 	// State is kwire's view: stable, rebalancing, empty or unknown.
@@ -64,6 +64,8 @@ type Group struct {
 	// Hazards counts the group's hazards by kind and severity, most
 	// severe first.
 	Hazards []HazardCount `json:"hazards,omitempty"`
+	// Share is a share group's records (KIP-932); absent for other groups.
+	Share *ShareSummary `json:"share,omitempty"`
 }
 
 // Coordinator is what the capture says about a group's coordinator.

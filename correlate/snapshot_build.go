@@ -14,6 +14,9 @@ func (c *Correlator) groupSnapshot(g *groupState) Group {
 		Members: make([]Member, 0, len(g.members)), Errors: maps.Clone(g.errors),
 		ListedState: g.listed, Hazards: c.groupHazardCounts(g.name),
 	}
+	if g.share != nil {
+		o.Share = g.share.snapshot()
+	}
 	if g.described != nil {
 		d := *g.described
 		o.Described = &d

@@ -102,6 +102,23 @@ func textEvent(ev correlate.Event) string {
 			s += " " + e.Error
 		}
 		return s
+	case *correlate.ShareGroupEvent:
+		s := fmt.Sprintf("%s SHARE %s %s %s[%d] by %s (%s@%s)", ts, e.Action, e.Group, e.Topic, e.Partition, short(e.MemberID), e.ClientID, e.ClientHost)
+		if e.Action == correlate.ShareAcquired {
+			s += fmt.Sprintf(": %d records", e.Records)
+			if e.Redelivered > 0 {
+				s += fmt.Sprintf(", %d redelivered (delivery count up to %d)", e.Redelivered, e.MaxDeliveryCount)
+			}
+			return s
+		}
+		s += fmt.Sprintf(": %d accepted, %d released, %d rejected", e.Accepted, e.Released, e.Rejected)
+		if e.Renewed > 0 {
+			s += fmt.Sprintf(", %d renewed", e.Renewed)
+		}
+		if e.Error != "" {
+			s += " " + e.Error
+		}
+		return s
 	case *correlate.CoordinatorEvent:
 		s := fmt.Sprintf("%s COORDINATOR %s -> node %d %s:%d (from %s, %s)", ts, e.Group, e.NodeID, e.Host, e.Port, e.LearnedFrom, e.Source)
 		if e.Error != "" {

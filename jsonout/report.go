@@ -71,6 +71,22 @@ func groupReport(b *strings.Builder, g *correlate.Group) {
 		}
 		tw.Flush()
 	}
+	if g.Share != nil && len(g.Share.Partitions) > 0 {
+		shareReport(b, g.Share)
+	}
+}
+
+// shareReport lists a share group's records per partition: acquired,
+// redelivered, acknowledged, lock expiries, the highest delivery count.
+func shareReport(b *strings.Builder, s *correlate.ShareSummary) {
+	b.WriteString("share records:\n")
+	tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "topic\tpart\tacquired\tredelivered\taccepted\treleased\trejected\tlock expired\tmax delivery\theld\t")
+	for _, p := range s.Partitions {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Topic, p.Partition, p.Acquired, p.Redelivered,
+			p.Accepted, p.Released, p.Rejected, p.LockExpired, p.MaxDeliveryCount, p.Held)
+	}
+	tw.Flush()
 }
 
 func coordinatorText(c *correlate.Coordinator) string {

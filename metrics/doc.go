@@ -25,6 +25,11 @@
 //     then left out). Fetches no group could be named for are counted in
 //     unattributed_fetch_records_total and unattributed_fetch_bytes_total
 //     (label topic).
+//   - per share group (KIP-932), topic and partition (partition dropped
+//     likewise): share_records_total (+ kind: acquired, redelivered,
+//     accepted, released, rejected, renewed, lock_expired), and the
+//     gauges share_max_delivery_count and share_held_records; member,
+//     generation and hazard metrics label share groups by group as any.
 //   - health: every counter of capture.Stats (kernel drops, gaps,
 //     reassembly limits...) as capture_<name>_total, of decode.Stats
 //     (resyncs, decode errors, unmatched responses...) as

@@ -3,8 +3,10 @@ package metrics
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,6 +210,68 @@ func TestMemberInfo(t *testing.T) {
 	} {
 		if v, ok := m[name]; ok != want || ok && v != 1 {
 			t.Errorf("%s: present %v (value %v), want present %v", name, ok, v, want)
+		}
+	}
+}
+
+// TestShareMetrics checks the share group metrics of a real capture (a kgo
+// share consumer releasing a poison record until the delivery limit)
+// against the broker's answers the generator read off its tap (the truth
+// file), per partition and summed per topic, and the share_redelivery
+// hazard labelled by the share group.
+func TestShareMetrics(t *testing.T) {
+	const path = "../testdata/h_share_redelivery"
+	b, err := os.ReadFile(path + ".truth.json")
+	if err != nil {
+		t.Skip("no h_share_redelivery capture in testdata")
+	}
+	var tr struct {
+		Share map[string]struct {
+			Partitions map[string]map[string]map[string]int64 `json:"partitions"`
+		} `json:"share"`
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Share) == 0 {
+		t.Fatal("the truth has no share group")
+	}
+	for _, noParts := range []bool{false, true} {
+		p := runCaptureOf(t, path+".pcapng", &Options{NoPartitionLabels: noParts})
+		m := scrape(t, p.x)
+		for group, g := range tr.Share {
+			for topic, parts := range g.Partitions {
+				sum := map[string]int64{}
+				for part, counts := range parts {
+					for k, v := range counts {
+						sum[k] += v
+						if noParts {
+							continue
+						}
+						labels := fmt.Sprintf("group=%q,partition=%q,topic=%q", group, part, topic)
+						name := fmt.Sprintf("kwire_share_records_total{group=%q,kind=%q,partition=%q,topic=%q}", group, k, part, topic)
+						if k == "max_delivery_count" {
+							name = "kwire_share_max_delivery_count{" + labels + "}"
+						}
+						if got, ok := m[name]; !ok || got != float64(v) {
+							t.Errorf("%s = %v (present %v), want %d", name, got, ok, v)
+						}
+					}
+				}
+				if !noParts {
+					continue
+				}
+				for _, k := range []string{"acquired", "redelivered", "accepted", "released", "rejected"} {
+					name := fmt.Sprintf("kwire_share_records_total{group=%q,kind=%q,topic=%q}", group, k, topic)
+					if got := m[name]; got != float64(sum[k]) {
+						t.Errorf("%s = %v, want %d", name, got, sum[k])
+					}
+				}
+			}
+			name := fmt.Sprintf("kwire_hazards_total{group=%q,kind=\"share_redelivery\",severity=\"warn\"}", group)
+			if m[name] != 1 {
+				t.Errorf("%s = %v, want 1", name, m[name])
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ type stateCollector struct {
 	unattr     []partRow   // per topic (group and partition unused)
 	txns       []txnRow    // transactional ids (txn.go)
 	stable     []stableRow // transactional partitions (txn.go)
+	shares     []shareRow
 	cs         capture.Stats
 	ds         decode.Stats
 	cr         correlate.Stats
@@ -50,6 +52,35 @@ type partRow struct {
 	committed, position, hwm, lag int64
 }
 
+// shareRow is one partition of a share group (or, aggregated, one topic).
+type shareRow struct {
+	group, topic string
+	partition    int32
+	counts       correlate.ShareCounts
+	held         int64
+}
+
+// shareKinds are the kind label values of kwire_share_records_total.
+var shareKinds = []string{"acquired", "redelivered", "accepted", "released", "rejected", "renewed", "lock_expired"}
+
+func (r *shareRow) count(kind string) int64 {
+	switch kind {
+	case "acquired":
+		return r.counts.Acquired
+	case "redelivered":
+		return r.counts.Redelivered
+	case "accepted":
+		return r.counts.Accepted
+	case "released":
+		return r.counts.Released
+	case "rejected":
+		return r.counts.Rejected
+	case "renewed":
+		return r.counts.Renewed
+	}
+	return r.counts.LockExpired
+}
+
 // Health fields that are levels, not counters.
 var gauges = map[string]bool{"capture_conns_open": true, "correlate_unresolved_topic_ids": true}
 
@@ -72,6 +103,11 @@ func newStateCollector(o *Options) *stateCollector {
 	def("committed_offset", "Committed offset of a group partition.", c.partLabels...)
 	def("fetch_position", "Last fetch offset asked for by a group's consumer.", c.partLabels...)
 	def("high_watermark", "High watermark in the last Fetch response for a group partition.", c.partLabels...)
+	def("share_records_total", "Records of a share group (KIP-932) by kind: acquired (every delivery), redelivered (delivery "+
+		"count above 1), accepted, released, rejected, renewed (acknowledgements the broker took), lock_expired (not "+
+		"acknowledged before the acquisition lock ran out).", append(slices.Clone(c.partLabels), "kind")...)
+	def("share_max_delivery_count", "Highest delivery count of a share group partition's records acquired.", c.partLabels...)
+	def("share_held_records", "Records a share group's members hold: acquired, not yet acknowledged, lock not run out.", c.partLabels...)
 	def("unattributed_fetch_records_total", "Records fetched by consumers kwire could not tie to one group.", "topic")
 	def("unattributed_fetch_bytes_total", "Bytes fetched by consumers kwire could not tie to one group.", "topic")
 	c.defTxn(def)
@@ -86,6 +122,7 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 	groups := make([]groupRow, 0, len(s.Groups))
 	var parts []partRow
 	var members []memberRow
+	var shares []shareRow
 	for i := range s.Groups {
 		g := &s.Groups[i]
 		live := 0
@@ -100,6 +137,11 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 			}
 		}
 		groups = append(groups, groupRow{group: g.Group, members: live, generation: g.Generation})
+		if g.Share != nil {
+			for _, p := range g.Share.Partitions {
+				shares = append(shares, shareRow{group: g.Group, topic: p.Topic, partition: p.Partition, counts: p.ShareCounts, held: p.Held})
+			}
+		}
 		for _, p := range g.Partitions {
 			parts = append(parts, partRow{group: g.Group, topic: p.Topic, partition: p.Partition, records: p.Records, bytes: p.Bytes,
 				committed: val(p.Committed), position: val(p.Position), hwm: val(p.HighWatermark), lag: val(p.Lag)})
@@ -107,6 +149,7 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 	}
 	if len(c.partLabels) == 2 {
 		parts = byTopic(parts)
+		shares = sharesByTopic(shares)
 	}
 	var unattr []partRow
 	for _, u := range s.Unattributed {
@@ -117,7 +160,7 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 	unattr = byTopic(unattr)
 	txns, stable := txnRows(s), c.stableRows(s)
 	c.mu.Lock()
-	c.groups, c.members, c.parts, c.unattr, c.cr = groups, members, parts, unattr, s.Stats
+	c.groups, c.members, c.parts, c.unattr, c.shares, c.cr = groups, members, parts, unattr, shares, s.Stats
 	c.txns, c.stable = txns, stable
 	c.mu.Unlock()
 }
@@ -148,6 +191,33 @@ func byTopic(rows []partRow) []partRow {
 		if r.lag >= 0 {
 			o.lag = max(o.lag, 0) + r.lag
 		}
+	}
+	return out
+}
+
+// sharesByTopic sums share rows per group and topic, in order of first
+// appearance (the highest delivery count is the topic's highest).
+func sharesByTopic(rows []shareRow) []shareRow {
+	var out []shareRow
+	at := map[[2]string]int{}
+	for _, r := range rows {
+		k := [2]string{r.group, r.topic}
+		i, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			out = append(out, shareRow{group: r.group, topic: r.topic})
+			i = len(out) - 1
+		}
+		o := &out[i]
+		o.counts.Acquired += r.counts.Acquired
+		o.counts.Redelivered += r.counts.Redelivered
+		o.counts.Accepted += r.counts.Accepted
+		o.counts.Released += r.counts.Released
+		o.counts.Rejected += r.counts.Rejected
+		o.counts.Renewed += r.counts.Renewed
+		o.counts.LockExpired += r.counts.LockExpired
+		o.counts.MaxDeliveryCount = max(o.counts.MaxDeliveryCount, r.counts.MaxDeliveryCount)
+		o.held += r.held
 	}
 	return out
 }
@@ -192,6 +262,18 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.collectTxn(ch)
+	for _, s := range c.shares {
+		labels := []string{s.group, s.topic}
+		if len(c.partLabels) == 3 {
+			labels = append(labels, strconv.Itoa(int(s.partition)))
+		}
+		for _, kind := range shareKinds {
+			ch <- prometheus.MustNewConstMetric(c.descs["share_records_total"], prometheus.CounterValue, float64(s.count(kind)),
+				append(slices.Clone(labels), kind)...)
+		}
+		ch <- prometheus.MustNewConstMetric(c.descs["share_max_delivery_count"], prometheus.GaugeValue, float64(s.counts.MaxDeliveryCount), labels...)
+		ch <- prometheus.MustNewConstMetric(c.descs["share_held_records"], prometheus.GaugeValue, float64(s.held), labels...)
+	}
 	for _, u := range c.unattr {
 		ch <- prometheus.MustNewConstMetric(c.descs["unattributed_fetch_records_total"], prometheus.CounterValue, float64(u.records), u.topic)
 		ch <- prometheus.MustNewConstMetric(c.descs["unattributed_fetch_bytes_total"], prometheus.CounterValue, float64(u.bytes), u.topic)

@@ -107,9 +107,45 @@ func (v *detailView) render(width int) string {
 	v.header(&b, g, width)
 	v.members(&b, g, width)
 	v.generations(&b, g, width)
+	if g.Share != nil {
+		v.share(&b, g, width)
+		return b.String()
+	}
 	v.partitions(&b, g, width)
 	v.commits(&b, g, width)
 	return b.String()
+}
+
+// share is a share group's records (KIP-932) in place of partitions and
+// commits: per partition what was acquired, redelivered and acknowledged,
+// lock expiries, the highest delivery count and what is held; then per
+// member.
+func (v *detailView) share(b *strings.Builder, g *correlate.Group, width int) {
+	s := g.Share
+	fmt.Fprintf(b, "\n[::u]SHARE RECORDS[::-] %d partitions\n", len(s.Partitions))
+	warn := func(n int64, text string) cell {
+		if n > 0 {
+			return cell{text: text, color: severityColor(correlate.SeverityWarn)}
+		}
+		return c(text)
+	}
+	rows := make([][]cell, 0, len(s.Partitions))
+	for _, p := range s.Partitions {
+		rows = append(rows, []cell{c(p.Topic), cf("%d", p.Partition), cf("%d", p.Acquired), warn(p.Redelivered, fmt.Sprint(p.Redelivered)),
+			cf("%d", p.Accepted), warn(p.Released, fmt.Sprint(p.Released)), cf("%d", p.Rejected), warn(p.LockExpired, fmt.Sprint(p.LockExpired)),
+			cf("%d", p.MaxDeliveryCount), cf("%d", p.Held)})
+	}
+	writeTable(b, width, []col{{title: "TOPIC", shrink: 8}, {title: "PART", right: true}, {title: "ACQUIRED", right: true},
+		{title: "REDELIV", right: true}, {title: "ACCEPT", right: true}, {title: "RELEASE", right: true}, {title: "REJECT", right: true},
+		{title: "LOCK EXP", right: true}, {title: "MAX DC", right: true}, {title: "HELD", right: true}}, rows)
+	fmt.Fprintf(b, "\n[::u]SHARE MEMBERS[::-] %d\n", len(s.Members))
+	rows = rows[:0]
+	for _, m := range s.Members {
+		rows = append(rows, []cell{c(m.MemberID), cf("%d", m.Acquired), warn(m.Redelivered, fmt.Sprint(m.Redelivered)), cf("%d", m.Accepted),
+			warn(m.Released, fmt.Sprint(m.Released)), cf("%d", m.Rejected), warn(m.LockExpired, fmt.Sprint(m.LockExpired))})
+	}
+	writeTable(b, width, []col{{title: "MEMBER", shrink: 12, mid: true}, {title: "ACQUIRED", right: true}, {title: "REDELIV", right: true},
+		{title: "ACCEPT", right: true}, {title: "RELEASE", right: true}, {title: "REJECT", right: true}, {title: "LOCK EXP", right: true}}, rows)
 }
 
 func (v *detailView) header(b *strings.Builder, g *correlate.Group, width int) {
@@ -117,9 +153,12 @@ func (v *detailView) header(b *strings.Builder, g *correlate.Group, width int) {
 	if typ == "" {
 		typ = "unknown type"
 	}
-	proto := strings.Trim(g.ProtocolType+"/"+g.Protocol, "/")
-	fmt.Fprintf(b, "[::b]%s[::-]  %s %s  state [%s]%s[-]  generation %d\n", tview.Escape(g.Group), typ,
-		tview.Escape(orDash(proto)), orDefault(stateColor(g.State)), strings.ToUpper(g.State), g.Generation)
+	proto := " " + orDash(strings.Trim(g.ProtocolType+"/"+g.Protocol, "/"))
+	if g.Share != nil && proto == " -" {
+		proto = "" // share groups have no protocol (the broker assigns)
+	}
+	fmt.Fprintf(b, "[::b]%s[::-]  %s%s  state [%s]%s[-]  generation %d\n", tview.Escape(g.Group), typ,
+		tview.Escape(proto), orDefault(stateColor(g.State)), strings.ToUpper(g.State), g.Generation)
 	coord := "unknown"
 	switch c := &g.Coordinator; {
 	case c.NodeID >= 0:

@@ -31,6 +31,9 @@ func newGroupRow(g *correlate.Group) groupRow {
 	if g.ProtocolType != "" && g.ProtocolType != "consumer" {
 		r.protocol = g.ProtocolType + "/" + g.Protocol
 	}
+	if g.Share != nil { // a share group: no assignor, no committed offsets
+		r.protocol, r.parts = "share", len(g.Share.Partitions)
+	}
 	for _, m := range g.Members {
 		if m.Status == "live" {
 			r.live++

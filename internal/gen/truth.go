@@ -51,6 +51,9 @@ type Truth struct {
 	// purpose.
 	Groups  map[string]*GroupTruth `json:"groups,omitempty"`
 	Hazards []Hazard               `json:"hazards,omitempty"`
+	// Share is each share group's records (KIP-932) as the broker's
+	// answers on the tap show them (see ShareTruth).
+	Share map[string]*ShareTruth `json:"share,omitempty"`
 
 	// Edit says which packets were left out of the files, if any.
 	Edit *EditInfo `json:"edit,omitempty"`
@@ -263,6 +266,7 @@ func (c *Cluster) baseTruth(name, doc string) *Truth {
 	c.mu.Unlock()
 	var gnotes []string
 	t.Groups, t.Hazards, gnotes = c.groups.build(t.Committed)
+	t.Share = c.shareTruth()
 	t.Notes = append(t.Notes, gnotes...)
 	t.RequestsClient, t.ResponsesClient = counts.Writes, counts.Reads
 	if len(counts.Produced) > 0 {

@@ -1,0 +1,148 @@
+package correlate
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// shareFetch handles ShareFetch (key 78, KIP-932). The request carries
+// the member's acknowledgements of records it was given before, which the
+// broker applies first; the answer the records it acquired for the member
+// now, per partition, as ranges with their delivery count, under an
+// acquisition lock of AcquisitionLockTimeoutMillis (v1+). A share session
+// epoch of -1 closes the member's share session on that broker: the
+// records it still holds there go back to the queue.
+func (c *Correlator) shareFetch(e *decode.Exchange, req *kmsg.ShareFetchRequest) {
+	g := c.shareGroupOf(req.GroupID)
+	if g == nil {
+		return
+	}
+	member := strVal(req.MemberID)
+	resp, _ := e.Resp.(*kmsg.ShareFetchResponse)
+	codes := map[tp]int16{}
+	if resp != nil {
+		for _, rt := range resp.Topics {
+			topic := c.topicKey("", rt.TopicID)
+			for _, p := range rt.Partitions {
+				codes[tp{topic, p.Partition}] = p.AcknowledgeErrorCode
+			}
+		}
+	}
+	for _, rt := range req.Topics {
+		topic := c.topicKey("", rt.TopicID)
+		for _, p := range rt.Partitions {
+			if len(p.AcknowledgementBatches) == 0 {
+				continue
+			}
+			batches := make([]ackBatch, len(p.AcknowledgementBatches))
+			for i, b := range p.AcknowledgementBatches {
+				batches[i] = ackBatch{b.FirstOffset, b.LastOffset, b.AcknowledgeTypes}
+			}
+			key := tp{topic, p.Partition}
+			code, ok := codes[key]
+			if resp == nil || (!ok && resp.ErrorCode == 0) {
+				code = -1
+			} else if resp.ErrorCode != 0 {
+				code = resp.ErrorCode
+			}
+			c.shareAcks(g, e, "ShareFetch", member, key, batches, code)
+		}
+	}
+	if resp != nil && resp.ErrorCode == 0 {
+		wait := time.Duration(min(max(req.MaxWaitMillis, 0), 60000)) * time.Millisecond
+		for _, rt := range resp.Topics {
+			topic := c.topicKey("", rt.TopicID)
+			for _, p := range rt.Partitions {
+				if len(p.AcquiredRecords) > 0 && p.ErrorCode == 0 {
+					c.shareAcquired(g, e, member, tp{topic, p.Partition}, p.AcquiredRecords, resp.AcquisitionLockTimeoutMillis, wait)
+				}
+			}
+		}
+	}
+	if req.ShareSessionEpoch == -1 {
+		c.shareDropHeld(g, member, c.connOf(e).Broker)
+	}
+}
+
+// shareAcquired records the ranges the broker acquired for member in
+// partition p (an answer of e) and emits them.
+func (c *Correlator) shareAcquired(g *groupState, e *decode.Exchange, member string, p tp,
+	acquired []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, lockMillis int32, wait time.Duration) {
+	s := g.share
+	sp := c.sharePartOf(s, p)
+	if sp == nil {
+		return
+	}
+	mc := c.shareMemberOf(s, member)
+	if lockMillis > 0 {
+		sp.lockMillis = lockMillis
+	}
+	lock := time.Duration(defaultShareLockMillis) * time.Millisecond
+	if lockMillis > 0 {
+		lock = time.Duration(lockMillis) * time.Millisecond
+	}
+	at := e.RespTime.UTC()
+	if at.IsZero() {
+		at = e.ReqTime.UTC()
+	}
+	ev := c.shareEvent(g, e, ShareAcquired, member, p)
+	ev.API, ev.LockTimeoutMillis, ev.at = "ShareFetch", lockMillis, at
+	k := c.keyOf(e)
+	for _, a := range acquired {
+		n := records(a.FirstOffset, a.LastOffset)
+		if n == 0 {
+			continue
+		}
+		var got shareCounts
+		got.acquired, got.maxDelivery = n, a.DeliveryCount
+		if a.DeliveryCount > 1 {
+			got.redelivered = n
+		}
+		sp.add(&got)
+		if mc != nil {
+			mc.add(&got)
+		}
+		ev.Records = satAdd(ev.Records, n)
+		ev.Redelivered = satAdd(ev.Redelivered, got.redelivered)
+		ev.MaxDeliveryCount = max(ev.MaxDeliveryCount, a.DeliveryCount)
+		if len(ev.Acquired) < maxShareRanges {
+			ev.Acquired = append(ev.Acquired, ShareRange{a.FirstOffset, a.LastOffset, a.DeliveryCount})
+		}
+		if len(sp.held) >= maxShareHeld {
+			copy(sp.held, sp.held[1:])
+			sp.held = sp.held[:maxShareHeld-1]
+		}
+		sp.held = append(sp.held, &shareHeld{member: member, client: k, count: a.DeliveryCount, at: at,
+			deadline: at.Add(lock), ev: c.evidenceOf(e), pending: []span64{{a.FirstOffset, a.LastOffset}},
+			grace: wait + time.Second})
+		if int(a.DeliveryCount) >= c.opts.Hazards.ShareRedeliveries {
+			c.shareRedelivered(g, e, member, p, sp, a)
+		}
+	}
+	if ev.Records > 0 {
+		c.emit(ev)
+	}
+}
+
+// shareDropHeld forgets what member holds in g, of broker (ip:port; ""
+// every broker): the broker released it (the member left, or closed its
+// share session there).
+func (c *Correlator) shareDropHeld(g *groupState, member, broker string) {
+	if g.share == nil {
+		return
+	}
+	for _, p := range sortedTPs(g.share.parts) {
+		sp := g.share.parts[p]
+		keep := sp.held[:0]
+		for _, h := range sp.held {
+			if h.member != member || (broker != "" && h.ev.Conn.Broker != broker) {
+				keep = append(keep, h)
+			}
+		}
+		clear(sp.held[len(keep):])
+		sp.held = keep
+	}
+}
