@@ -203,6 +203,9 @@ func (c *Correlator) consumerSubscription(g *groupState, m *memberState, topics 
 func (c *Correlator) consumerReached(g *groupState, gen *genState, m *memberState, at time.Time, join, sent bool) bool {
 	gen.joinsSeen = true
 	gen.protocolType, gen.protocol = consumerProtocol, g.protocol
+	if g.typ == GroupShare {
+		gen.protocolType = shareProtocol
+	}
 	if authority(gen.membersFrom) < authority(fromHeartbeat) {
 		gen.membersFrom = fromHeartbeat
 	}

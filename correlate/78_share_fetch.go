@@ -111,7 +111,8 @@ func (c *Correlator) shareAcquired(g *groupState, e *decode.Exchange, member str
 		if len(ev.Acquired) < maxShareRanges {
 			ev.Acquired = append(ev.Acquired, ShareRange{a.FirstOffset, a.LastOffset, a.DeliveryCount})
 		}
-		if len(sp.held) >= maxShareHeld {
+		if len(sp.held) >= maxShareHeld { // the oldest is no longer judged (share_ack_lost)
+			c.stats.Limits.ShareHeldDropped++
 			copy(sp.held, sp.held[1:])
 			sp.held = sp.held[:maxShareHeld-1]
 		}

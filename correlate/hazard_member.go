@@ -167,7 +167,7 @@ func (c *Correlator) heartbeatHazards(e *decode.Exchange, req *kmsg.HeartbeatReq
 func (c *Correlator) liveRequest(g *groupState, id string, at, done time.Time, ev Evidence, beat bool) {
 	mh := c.memberHz(g.name, id)
 	m := g.members[id]
-	if limit, of := c.lateAfter(m); m != nil && mh.hasLive && limit > 0 {
+	if limit, of := c.lateAfter(g, m); m != nil && mh.hasLive && limit > 0 {
 		if gap := at.Sub(mh.lastLive); gap >= limit {
 			hev := c.lateEvent(g, m, at, gap, SeverityWarn)
 			hev.Summary = fmt.Sprintf("%s: member %s (client %s) sent nothing to the coordinator for %v, %s: close to being "+
@@ -202,7 +202,7 @@ const lateIntervals = 5
 // heartbeat_late (0: unknown), and what it is measured against: a classic
 // member's session timeout; a KIP-848 member's heartbeat interval, or the
 // session timeout assumed for it, whichever comes first.
-func (c *Correlator) lateAfter(m *memberState) (time.Duration, string) {
+func (c *Correlator) lateAfter(g *groupState, m *memberState) (time.Duration, string) {
 	frac := c.opts.Hazards.HeartbeatGap
 	switch {
 	case m == nil:
@@ -212,8 +212,12 @@ func (c *Correlator) lateAfter(m *memberState) (time.Duration, string) {
 	case m.consumer && m.heartbeatMillis > 0:
 		interval := time.Duration(m.heartbeatMillis) * time.Millisecond
 		limit := min(lateIntervals*interval, time.Duration(float64(c.opts.ConsumerSessionTimeout)*frac))
+		setting := "group.consumer.session.timeout.ms"
+		if g.typ == GroupShare {
+			setting = "group.share.session.timeout.ms"
+		}
 		return limit, fmt.Sprintf("%d times the %v heartbeat interval the broker asked for (the session timeout, "+
-			"group.consumer.session.timeout.ms, is not on the wire)", int(limit/interval), interval)
+			"%s, is not on the wire)", int(limit/interval), interval, setting)
 	}
 	return 0, ""
 }

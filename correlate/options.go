@@ -90,6 +90,10 @@ type Limits struct {
 	// TopicIDsEvicted counts topic ids forgotten (MaxTopicIDs), with their
 	// name or unresolved. Omitted while zero.
 	TopicIDsEvicted int64 `json:"topic_ids_evicted,omitempty"`
+	// ShareHeldDropped counts share group acquisitions forgotten unjudged
+	// (share_ack_lost) because a partition held maxShareHeld (1024) not
+	// yet acknowledged. Omitted while zero.
+	ShareHeldDropped int64 `json:"share_held_dropped,omitempty"`
 }
 
 // Stats are a Correlator's counters.

@@ -181,6 +181,9 @@ type shareReturn struct {
 // span64 is the offsets first..last.
 type span64 struct{ first, last int64 }
 
+// shareProtocol is a share group's protocol type, as ListGroups gives it.
+const shareProtocol = "share"
+
 const (
 	maxShareHeld    = 1024
 	maxShareReturns = 32
@@ -213,6 +216,7 @@ func (c *Correlator) shareMemberOf(s *shareState, id string) *shareCounts {
 	mc := s.members[id]
 	if mc == nil {
 		if len(s.members) >= c.opts.MaxMembersPerGroup {
+			c.stats.Limits.MembersDropped++
 			return nil
 		}
 		mc = &shareCounts{}
@@ -235,6 +239,7 @@ func (c *Correlator) shareGroupOf(name *string) *groupState {
 	if g.typ != GroupShare {
 		return nil
 	}
+	g.protocolType = shareProtocol
 	g.shareOf()
 	return g
 }
