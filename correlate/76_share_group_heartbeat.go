@@ -64,7 +64,7 @@ func (c *Correlator) shareGroupHeartbeat(e *decode.Exchange, req *kmsg.ShareGrou
 func (c *Correlator) shareLeave(g *groupState, m *memberState, at time.Time, note string) {
 	c.touch(g, m, at, false)
 	c.memberGone(g, m, MemberLeft, fmt.Sprintf("left (member epoch -1)%s", note), at)
-	c.shareDropHeld(g, m.id, "")
+	c.shareDropHeld(g, m.id, "", at)
 }
 
 // shareBeat handles an accepted share group heartbeat or join, as

@@ -63,7 +63,7 @@ func (c *Correlator) shareFetch(e *decode.Exchange, req *kmsg.ShareFetchRequest)
 		}
 	}
 	if req.ShareSessionEpoch == -1 {
-		c.shareDropHeld(g, member, c.connOf(e).Broker)
+		c.shareDropHeld(g, member, c.connOf(e).Broker, e.ReqTime.UTC())
 	}
 }
 
@@ -129,9 +129,10 @@ func (c *Correlator) shareAcquired(g *groupState, e *decode.Exchange, member str
 }
 
 // shareDropHeld forgets what member holds in g, of broker (ip:port; ""
-// every broker): the broker released it (the member left, or closed its
-// share session there).
-func (c *Correlator) shareDropHeld(g *groupState, member, broker string) {
+// every broker): the broker released it at at (the member left, or closed
+// its share session there). Acquisitions whose lock had run out by then
+// are kept, to be judged (share_ack_lost): the close came too late.
+func (c *Correlator) shareDropHeld(g *groupState, member, broker string, at time.Time) {
 	if g.share == nil {
 		return
 	}
@@ -139,7 +140,7 @@ func (c *Correlator) shareDropHeld(g *groupState, member, broker string) {
 		sp := g.share.parts[p]
 		keep := sp.held[:0]
 		for _, h := range sp.held {
-			if h.member != member || (broker != "" && h.ev.Conn.Broker != broker) {
+			if h.member != member || (broker != "" && h.ev.Conn.Broker != broker) || h.deadline.Before(at) {
 				keep = append(keep, h)
 			}
 		}

@@ -47,7 +47,7 @@ func (c *Correlator) shareAcknowledge(e *decode.Exchange, req *kmsg.ShareAcknowl
 		}
 	}
 	if req.ShareSessionEpoch == -1 {
-		c.shareDropHeld(g, member, c.connOf(e).Broker)
+		c.shareDropHeld(g, member, c.connOf(e).Broker, e.ReqTime.UTC())
 	}
 }
 
@@ -145,7 +145,10 @@ func (c *Correlator) shareApply(sp *sharePart, e *decode.Exchange, member string
 	at := e.ReqTime.UTC()
 	keep := sp.held[:0]
 	for _, h := range sp.held {
-		if h.member != member || !overlapsSpan(h.pending, r.FirstOffset, r.LastOffset) {
+		// An acknowledgement sent after an acquisition's lock ran out is
+		// not for it (the broker took the records back): it is for their
+		// redelivery, which may be to the same member.
+		if h.member != member || !overlapsSpan(h.pending, r.FirstOffset, r.LastOffset) || h.deadline.Before(at) {
 			keep = append(keep, h)
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // shareTruth is the share part of a generator truth file: each share
@@ -238,5 +239,51 @@ func TestShareAckLostUnderLoss(t *testing.T) {
 				t.Errorf("evidence_complete %v, loss %+v on a complete hazard", lost.EvidenceComplete, lost.Loss)
 			}
 		})
+	}
+}
+
+// TestShareAckLostSameMember: the records whose lock ran out are
+// redelivered to the same member, which accepts them at once. Its
+// acknowledgement, sent after the lock ran out, is for the redelivery:
+// the first acquisition is still share_ack_lost. The capture's second
+// consumer takes the redelivery; its ShareFetch and ShareAcknowledge
+// requests are given the stuck member's id here, so that the same
+// member's session close, after the lock ran out, does not take the lost
+// acquisition away either.
+func TestShareAckLostSameMember(t *testing.T) {
+	const file = "h_share_ack_lost.pcapng"
+	if _, err := os.Stat(filepath.Join("..", "testdata", file)); err != nil {
+		t.Skip("no " + file + " in testdata")
+	}
+	stuck, rewritten := "", 0
+	p := &pipeline{}
+	p.tap = func(e *decode.Exchange) {
+		switch req := e.Req.(type) {
+		case *kmsg.ShareFetchRequest:
+			if e.ClientID == "hsa-stuck" && stuck == "" {
+				stuck = *req.MemberID
+			} else if e.ClientID == "hsa-consumer" && stuck != "" {
+				req.MemberID = &stuck
+				rewritten++
+			}
+		case *kmsg.ShareAcknowledgeRequest:
+			if e.ClientID == "hsa-consumer" && stuck != "" {
+				req.MemberID = &stuck
+				rewritten++
+			}
+		}
+	}
+	_, rec := analyzeTaps(t, p, filepath.Join("..", "testdata", file))
+	if stuck == "" || rewritten == 0 {
+		t.Fatalf("stuck member %q, %d requests of the other consumer rewritten: want both", stuck, rewritten)
+	}
+	var lost []*HazardEvent
+	for _, ev := range hazardEvents(rec) {
+		if ev.Kind == HazardShareAckLost && ev.MemberID == stuck {
+			lost = append(lost, ev)
+		}
+	}
+	if len(lost) != 1 || lost[0].Records == nil || *lost[0].Records != 20 {
+		t.Fatalf("share_ack_lost of the stuck member: %v, want one of 20 records", hazardSummaries(lost))
 	}
 }
