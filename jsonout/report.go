@@ -32,8 +32,11 @@ func textReport(s *correlate.Snapshot) string {
 
 func groupReport(b *strings.Builder, g *correlate.Group) {
 	fmt.Fprintf(b, "\n== group %s (%s", g.Group, orUnknown(g.GroupType))
-	if g.ProtocolType != "" {
+	switch {
+	case g.ProtocolType != "" && g.Protocol != "":
 		fmt.Fprintf(b, ", %s/%s", g.ProtocolType, g.Protocol)
+	case g.ProtocolType != "" && g.ProtocolType != g.GroupType: // a share group's is "share"
+		fmt.Fprintf(b, ", %s", g.ProtocolType)
 	}
 	fmt.Fprintf(b, ") state %s, generation %d, coordinator %s\n", g.State, g.Generation, coordinatorText(&g.Coordinator))
 	if len(g.Generations) > 0 {
