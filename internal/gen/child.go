@@ -225,6 +225,24 @@ func (ch *Child) Stop() error { return ch.Signal(syscall.SIGSTOP) }
 // Cont resumes a stopped child (SIGCONT).
 func (ch *Child) Cont() error { return ch.Signal(syscall.SIGCONT) }
 
+// startReady starts a child (StartChild) and waits until it is ready:
+// who names it in errors, and ready says what being ready means
+// ("owning partitions").
+func (c *Cluster) startReady(ctx context.Context, name string, args any, who, ready string) (*Child, error) {
+	ch, err := c.StartChild(ctx, name, args)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-ch.Ready():
+		return ch, nil
+	case <-ch.Done():
+		return nil, fmt.Errorf("%s exited before %s: %v", who, ready, ch.err)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s waited for %s: %w", who, ready, ctx.Err())
+	}
+}
+
 // Wait waits for the child to exit and returns its exit error.
 func (ch *Child) Wait(ctx context.Context) error {
 	select {

@@ -196,16 +196,5 @@ func childSaramaMember(ctx context.Context, env *ChildEnv) error {
 // startSaramaChild starts a SaramaMemberArgs member in a child process
 // and waits until it owns partitions.
 func startSaramaChild(ctx context.Context, c *Cluster, a SaramaMemberArgs) (*Child, error) {
-	ch, err := c.StartChild(ctx, "saramamember", a)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-ch.Ready():
-		return ch, nil
-	case <-ch.Done():
-		return nil, fmt.Errorf("child sarama member %s exited before owning partitions: %v", a.ClientID, ch.err)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("child sarama member %s never got partitions: %w", a.ClientID, ctx.Err())
-	}
+	return c.startReady(ctx, "saramamember", a, "child sarama member "+a.ClientID, "owning partitions")
 }

@@ -216,18 +216,7 @@ func startBusyMember(ctx context.Context, c *Cluster, a GMemberArgs, parts int) 
 }
 
 func startGChild(ctx context.Context, c *Cluster, a GMemberArgs) (*Child, error) {
-	ch, err := c.StartChild(ctx, "gmember", a)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-ch.Ready():
-		return ch, nil
-	case <-ch.Done():
-		return nil, fmt.Errorf("child member %s exited before owning partitions: %v", a.ClientID, ch.err)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("child member %s never got partitions: %w", a.ClientID, ctx.Err())
-	}
+	return startChildAs(ctx, c, "gmember", a)
 }
 
 // scriptGone scripts that the member clientID last reported as left the

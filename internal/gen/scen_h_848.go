@@ -66,18 +66,7 @@ func childSlowCommit(ctx context.Context, env *ChildEnv) error {
 // startChildAs starts a GMemberArgs member as the registered child name
 // and waits until it owns partitions.
 func startChildAs(ctx context.Context, c *Cluster, name string, a GMemberArgs) (*Child, error) {
-	ch, err := c.StartChild(ctx, name, a)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-ch.Ready():
-		return ch, nil
-	case <-ch.Done():
-		return nil, fmt.Errorf("child member %s exited before owning partitions: %v", a.ClientID, ch.err)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("child member %s never got partitions: %w", a.ClientID, ctx.Err())
-	}
+	return c.startReady(ctx, name, a, "child member "+a.ClientID, "owning partitions")
 }
 
 // beat is one request of a KIP-848 member that kept its session alive

@@ -74,16 +74,10 @@ func childProducer(ctx context.Context, env *ChildEnv) error {
 
 func runPipeline(ctx context.Context, c *Cluster) error {
 	const topic, group, n = "pipe", "pipe-group", 1000
-	ch, err := c.StartChild(ctx, "producer", ProducerArgs{ClientID: "child-producer", Topic: topic, Records: n, Size: 100})
+	ch, err := c.startReady(ctx, "producer", ProducerArgs{ClientID: "child-producer", Topic: topic, Records: n, Size: 100},
+		"producer child", "it was ready")
 	if err != nil {
 		return err
-	}
-	select {
-	case <-ch.Ready():
-	case <-ch.Done():
-		return fmt.Errorf("producer child exited early")
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 
 	prog := newProgress(n)

@@ -349,18 +349,7 @@ func childShareMember(ctx context.Context, env *ChildEnv) error {
 // startShareChild starts a share-member child and waits until it read
 // records.
 func startShareChild(ctx context.Context, c *Cluster, a ShareMemberArgs) (*Child, error) {
-	ch, err := c.StartChild(ctx, "share-member", a)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-ch.Ready():
-		return ch, nil
-	case <-ch.Done():
-		return nil, fmt.Errorf("share member %s exited before reading records: %v", a.ClientID, ch.err)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("share member %s never read records: %w", a.ClientID, ctx.Err())
-	}
+	return c.startReady(ctx, "share-member", a, "share member "+a.ClientID, "reading records")
 }
 
 var hShareAckLost = Scenario{

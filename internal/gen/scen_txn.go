@@ -259,17 +259,10 @@ var hHangingTransaction = Scenario{
 	Timeout: 45 * time.Second,
 	Run: func(ctx context.Context, c *Cluster) error {
 		const topic, txn = "txh-orders", "txh-1"
-		ch, err := c.StartChild(ctx, "txn-producer", TxnProducerArgs{ClientID: "txh-producer", TransactionalID: txn,
-			Topic: topic, TimeoutMillis: 3000, Records: 10})
+		ch, err := c.startReady(ctx, "txn-producer", TxnProducerArgs{ClientID: "txh-producer", TransactionalID: txn,
+			Topic: topic, TimeoutMillis: 3000, Records: 10}, "txn-producer child", "producing in its transaction")
 		if err != nil {
 			return err
-		}
-		select {
-		case <-ch.Ready():
-		case <-ch.Done():
-			return fmt.Errorf("txn-producer child ended before it was ready")
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 		if err := ch.Kill(); err != nil {
 			return err

@@ -138,17 +138,10 @@ var hHangingLSO = Scenario{
 		if err := waitCount(ctx, &got, 5, "txl-member"); err != nil {
 			return err
 		}
-		ch, err := c.StartChild(ctx, "txn-producer", TxnProducerArgs{ClientID: "txl-producer", TransactionalID: txn,
-			Topic: topic, TimeoutMillis: 20000, Records: 5})
+		ch, err := c.startReady(ctx, "txn-producer", TxnProducerArgs{ClientID: "txl-producer", TransactionalID: txn,
+			Topic: topic, TimeoutMillis: 20000, Records: 5}, "txn-producer child", "producing in its transaction")
 		if err != nil {
 			return err
-		}
-		select {
-		case <-ch.Ready():
-		case <-ch.Done():
-			return fmt.Errorf("txn-producer child ended before it was ready")
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 		if err := ch.Kill(); err != nil {
 			return err
