@@ -84,43 +84,63 @@ func (c *Correlator) consumerBeat(g *groupState, e *decode.Exchange, req *kmsg.C
 	if req.InstanceID != nil {
 		m.instanceID = strPtr(req.InstanceID)
 	}
-	if resp.HeartbeatIntervalMillis > 0 {
-		m.heartbeatMillis = resp.HeartbeatIntervalMillis
+	var assigned []assignedTopic
+	if a := resp.Assignment; a != nil {
+		assigned = make([]assignedTopic, 0, len(a.Topics))
+		for _, t := range a.Topics {
+			assigned = append(assigned, assignedTopic{t.TopicID, t.Partitions})
+		}
 	}
-	// A KIP-848 heartbeat keeps the session alive (heartbeat_late), and an
-	// assignment it brings is what the member owns from then on
-	// (non_owner_fetch after a revocation).
+	c.heartbeatBeat(g, m, e, join, resp.HeartbeatIntervalMillis, resp.MemberEpoch, req.SubscribedTopicNames, resp.Assignment != nil, assigned)
+}
+
+// assignedTopic is a topic's partitions in a heartbeat's assignment.
+type assignedTopic struct {
+	id         [16]byte
+	partitions []int32
+}
+
+// heartbeatBeat is what an accepted KIP-848 or share group heartbeat (or
+// join) of member m tells alike: the heartbeat interval the broker asks
+// for, the session kept alive (heartbeat_late), the subscription, and
+// the assignment when sent (nil: unchanged), which the member owns from
+// then on (non_owner_fetch after a revocation) and which moves the
+// group's epoch.
+func (c *Correlator) heartbeatBeat(g *groupState, m *memberState, e *decode.Exchange, join bool, interval, epoch int32,
+	subscribed []string, sent bool, assigned []assignedTopic) {
+	if interval > 0 {
+		m.heartbeatMillis = interval
+	}
 	c.liveRequest(g, m.id, e.ReqTime.UTC(), e.ReqTime.UTC(), c.evidenceOf(e), true)
-	if resp.Assignment != nil {
+	if sent {
 		c.memberHz(g.name, m.id).assignAt = e.RespTime.UTC()
 	}
 	c.touch(g, m, e.ReqTime, true)
 	beat(m, e.ReqTime.UTC())
-	c.consumerSubscription(g, m, req.SubscribedTopicNames)
-	sent := resp.Assignment != nil // nil: unchanged
-	if a := resp.Assignment; a != nil {
-		m.assignment, m.assigned = make(map[string][]int32, len(a.Topics)), true
-		for _, t := range a.Topics {
-			k := c.topicKey("", t.TopicID)
-			m.assignment[k] = append(m.assignment[k], t.Partitions...)
+	c.consumerSubscription(g, m, subscribed)
+	if sent {
+		m.assignment, m.assigned = make(map[string][]int32, len(assigned)), true
+		for _, t := range assigned {
+			k := c.topicKey("", t.id)
+			m.assignment[k] = append(m.assignment[k], t.partitions...)
 		}
 		m.assignment = sortedAssignment(m.assignment)
 	}
-	if sent && resp.MemberEpoch > m.generation {
-		c.consumerFenced(g, m, resp.MemberEpoch, e.RespTime.UTC())
+	if sent && epoch > m.generation {
+		c.consumerFenced(g, m, epoch, e.RespTime.UTC())
 	}
-	m.generation = resp.MemberEpoch
+	m.generation = epoch
 	at := e.ReqTime.UTC()
 	if join && m.joinedAt.IsZero() {
 		m.joinedAt = at
 	}
 	changed := false
-	gen := c.generationFor(g, resp.MemberEpoch, at)
+	gen := c.generationFor(g, epoch, at)
 	if gen != nil {
 		changed = c.consumerReached(g, gen, m, at, join, sent)
 	}
 	if join {
-		c.announceJoin(g, m, resp.MemberEpoch, "", at)
+		c.announceJoin(g, m, epoch, "", at)
 	}
 	c.consumerFinish(g, gen != nil && gen == g.cur() && changed, e.RespTime.UTC())
 }

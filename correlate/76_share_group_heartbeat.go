@@ -79,40 +79,12 @@ func (c *Correlator) shareBeat(g *groupState, e *decode.Exchange, req *kmsg.Shar
 		m.status, m.goneAt, m.goneReason, m.announced = statusLive, time.Time{}, "", false
 	}
 	m.consumer = true
-	if resp.HeartbeatIntervalMillis > 0 {
-		m.heartbeatMillis = resp.HeartbeatIntervalMillis
-	}
-	c.liveRequest(g, m.id, e.ReqTime.UTC(), e.ReqTime.UTC(), c.evidenceOf(e), true)
-	if resp.Assignment != nil {
-		c.memberHz(g.name, m.id).assignAt = e.RespTime.UTC()
-	}
-	c.touch(g, m, e.ReqTime, true)
-	beat(m, e.ReqTime.UTC())
-	c.consumerSubscription(g, m, req.SubscribedTopicNames)
-	sent := resp.Assignment != nil // nil: unchanged
+	var assigned []assignedTopic
 	if a := resp.Assignment; a != nil {
-		m.assignment, m.assigned = make(map[string][]int32, len(a.TopicPartitions)), true
+		assigned = make([]assignedTopic, 0, len(a.TopicPartitions))
 		for _, t := range a.TopicPartitions {
-			k := c.topicKey("", t.TopicID)
-			m.assignment[k] = append(m.assignment[k], t.Partitions...)
+			assigned = append(assigned, assignedTopic{t.TopicID, t.Partitions})
 		}
-		m.assignment = sortedAssignment(m.assignment)
 	}
-	if sent && resp.MemberEpoch > m.generation {
-		c.consumerFenced(g, m, resp.MemberEpoch, e.RespTime.UTC())
-	}
-	m.generation = resp.MemberEpoch
-	at := e.ReqTime.UTC()
-	if join && m.joinedAt.IsZero() {
-		m.joinedAt = at
-	}
-	changed := false
-	gen := c.generationFor(g, resp.MemberEpoch, at)
-	if gen != nil {
-		changed = c.consumerReached(g, gen, m, at, join, sent)
-	}
-	if join {
-		c.announceJoin(g, m, resp.MemberEpoch, "", at)
-	}
-	c.consumerFinish(g, gen != nil && gen == g.cur() && changed, e.RespTime.UTC())
+	c.heartbeatBeat(g, m, e, join, resp.HeartbeatIntervalMillis, resp.MemberEpoch, req.SubscribedTopicNames, resp.Assignment != nil, assigned)
 }
