@@ -59,6 +59,11 @@ const (
 	publishBatchAge   = 100 * time.Millisecond
 	publishOpenKeys   = 256
 	publishConnKeys   = 4096
+	// A batch's buffer: room for the item that takes it past
+	// publishBatchBytes without growing. publishSpare buffers of
+	// delivered batches are kept for the next ones.
+	publishBufBytes = publishBatchBytes + publishBatchBytes/4
+	publishSpare    = 16
 )
 
 // publisher is the agent: it batches the exchanges and anomalies of a
@@ -66,15 +71,20 @@ const (
 // topic without ever blocking the capture: when the transport is slower
 // than the capture and the buffer is full, whole batches are dropped and
 // counted. Exchange, Anomaly, tick and close are called on the capture
-// goroutine; produce callbacks touch only the atomics.
+// goroutine; produce callbacks touch only the atomics and spare.
 type publisher struct {
-	cl      *kgo.Client
-	topic   string
-	agent   wire.Agent
-	clock   *lastTime // the pipeline's capture clock: an item's At
-	stats   func() (capture.Stats, decode.Stats)
-	open    map[string]*openBatch
-	free    []*wire.Encoder    // encoders of batches sent, for the next ones
+	cl    *kgo.Client
+	topic string
+	agent wire.Agent
+	clock *lastTime // the pipeline's capture clock: an item's At
+	stats func() (capture.Stats, decode.Stats)
+	open  map[string]*openBatch
+	free  []*wire.Encoder // encoders of batches sent, for the next ones
+	// spare are buffers of delivered batches (a record's value is the
+	// transport's until its produce callback), for the next batches:
+	// a 64 KiB allocation per batch, the buffers' garbage, is the
+	// garbage collector's work on the capture's CPU.
+	spare   chan []byte
 	connKey map[uint64]connKey // a connection's latest client key
 	seq     uint64
 	// wall is the wall clock read when the capture clock was wallAt.
@@ -134,7 +144,7 @@ func newPublisher(f *publishFlags, agent wire.Agent, stats func() (capture.Stats
 		return nil, fmt.Errorf("--publish: %w", err)
 	}
 	return &publisher{cl: cl, topic: topic, agent: agent, stats: stats, open: make(map[string]*openBatch),
-		connKey: make(map[uint64]connKey), limit: limit, maxAge: publishBatchAge}, nil
+		connKey: make(map[uint64]connKey), limit: limit, maxAge: publishBatchAge, spare: make(chan []byte, publishSpare)}, nil
 }
 
 func (p *publisher) now() time.Time {
@@ -271,10 +281,20 @@ func (p *publisher) flush(key string, b *openBatch) {
 		return
 	}
 	p.inflight.Add(size)
-	rec := &kgo.Record{Key: []byte(key), Value: b.enc.Take()}
+	var next []byte
+	select {
+	case next = <-p.spare:
+	default:
+		next = make([]byte, 0, publishBufBytes)
+	}
+	rec := &kgo.Record{Key: []byte(key), Value: b.enc.TakeFor(next)}
 	p.free = append(p.free, b.enc)
-	p.cl.TryProduce(context.Background(), rec, func(_ *kgo.Record, err error) {
+	p.cl.TryProduce(context.Background(), rec, func(rec *kgo.Record, err error) {
 		p.inflight.Add(-size)
+		select {
+		case p.spare <- rec.Value: // the client is done with it
+		default:
+		}
 		if err != nil {
 			p.n.errors.Add(1)
 			p.n.dropped.Add(1)
