@@ -86,7 +86,16 @@ type publisher struct {
 	// garbage collector's work on the capture's CPU.
 	spare   chan []byte
 	connKey map[uint64]connKey // a connection's latest client key
-	seq     uint64
+	// last is the latest exchange's connection, client id, key and open
+	// batch: exchanges come in runs on one connection, which skip both
+	// maps (a string hash each) this way. b is nil once sent.
+	last struct {
+		conn     uint64
+		clientID string
+		key      string
+		b        *openBatch
+	}
+	seq uint64
 	// wall is the wall clock read when the capture clock was wallAt.
 	wall, wallAt time.Time
 	limit        int64
@@ -203,11 +212,18 @@ func (p *publisher) batch(key string) *openBatch {
 
 // Exchange publishes e (only read during the call).
 func (p *publisher) Exchange(e *decode.Exchange) {
-	k := p.key(e.Conn, e.ClientID)
-	b := p.batch(k)
+	l := &p.last
+	if l.b == nil || e.Conn == nil || l.conn != e.Conn.ID || l.clientID != e.ClientID {
+		l.key = p.key(e.Conn, e.ClientID)
+		l.b = p.batch(l.key)
+		l.clientID, l.conn = e.ClientID, 0
+		if e.Conn != nil {
+			l.conn = e.Conn.ID
+		}
+	}
 	at := p.now()
-	b.enc.Exchange(at, e)
-	p.sent(k, b, at)
+	l.b.enc.Exchange(at, e)
+	p.sent(l.key, l.b, at)
 }
 
 // Anomaly publishes a, keyed as its connection's latest exchange.
@@ -272,6 +288,9 @@ func (p *publisher) flushAll() {
 // flush produces b, or drops it when the buffer is full: never waits.
 func (p *publisher) flush(key string, b *openBatch) {
 	delete(p.open, key)
+	if p.last.b == b {
+		p.last.b = nil
+	}
 	items := uint64(b.enc.Items())
 	size := int64(b.enc.Len())
 	if p.inflight.Load()+size > p.limit {
