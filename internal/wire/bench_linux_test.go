@@ -3,11 +3,14 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
@@ -180,4 +183,68 @@ func BenchmarkEncodeExchanges(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(items)), "ns/item")
+}
+
+// BenchmarkCompress is the cost of --publish-compression: the bulk
+// capture's batches (about 64 KiB, as an agent sends them) compressed by
+// the producer's compressor with each codec. Reported per codec: the CPU
+// time per byte of Kafka traffic the batches stand for (compare with
+// BenchmarkEncode's decode-cpu-ns/B) and the compressed size as a share
+// of the batches' and of the traffic's bytes.
+func BenchmarkCompress(b *testing.B) {
+	path := os.Getenv("KWIRE_BENCH_CAPTURE")
+	if path == "" {
+		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench-capture` and point it at the file")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Skip(err)
+	}
+	ports, err := capture.ParsePorts(cmpOr(os.Getenv("KWIRE_BENCH_PORTS"), "9092"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &encodeSink{enc: NewEncoder(Agent{Host: "bench", Run: 1}), keep: true}
+	s.enc.Reset(1)
+	s.dec = decode.New(s, &decode.Options{DropProduceRecords: true})
+	src, err := capture.OpenFiles([]string{path}, &capture.Options{Ports: ports})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := src.Run(context.Background(), s.dec); err != nil {
+		b.Fatal(err)
+	}
+	src.Close()
+	var raw int64
+	for _, v := range s.values {
+		raw += int64(len(v))
+	}
+	for _, c := range []struct {
+		name  string
+		codec kgo.CompressionCodec
+	}{{"snappy", kgo.SnappyCompression()}, {"lz4", kgo.Lz4Compression()}, {"zstd", kgo.ZstdCompression()}} {
+		b.Run(c.name, func(b *testing.B) {
+			comp, err := kgo.DefaultCompressor(c.codec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var out int64
+			var cpu time.Duration
+			var buf bytes.Buffer
+			b.SetBytes(raw)
+			for b.Loop() {
+				out = 0
+				c0 := cpuTime()
+				for _, v := range s.values {
+					buf.Reset()
+					z, _ := comp.Compress(&buf, v)
+					out += int64(len(z))
+				}
+				cpu += cpuTime() - c0
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(fi.Size()), "cpu-ns/traffic-B")
+			b.ReportMetric(float64(out)/float64(raw)*100, "%-of-batches")
+			b.ReportMetric(float64(out)/float64(fi.Size())*100, "%-of-traffic")
+		})
+	}
 }
