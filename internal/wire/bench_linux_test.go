@@ -3,11 +3,15 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
@@ -180,4 +184,140 @@ func BenchmarkEncodeExchanges(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(items)), "ns/item")
+}
+
+// BenchmarkCompress is the cost of --publish-compression: the bulk
+// capture's batches (about 64 KiB, as an agent sends them) compressed by
+// the producer's compressor with each codec. Reported per codec: the CPU
+// time per byte of Kafka traffic the batches stand for (compare with
+// BenchmarkEncode's decode-cpu-ns/B) and the compressed size as a share
+// of the batches' and of the traffic's bytes.
+func BenchmarkCompress(b *testing.B) {
+	path := os.Getenv("KWIRE_BENCH_CAPTURE")
+	if path == "" {
+		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench-capture` and point it at the file")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Skip(err)
+	}
+	ports, err := capture.ParsePorts(cmpOr(os.Getenv("KWIRE_BENCH_PORTS"), "9092"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &encodeSink{enc: NewEncoder(Agent{Host: "bench", Run: 1}), keep: true}
+	s.enc.Reset(1)
+	s.dec = decode.New(s, &decode.Options{DropProduceRecords: true})
+	src, err := capture.OpenFiles([]string{path}, &capture.Options{Ports: ports})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := src.Run(context.Background(), s.dec); err != nil {
+		b.Fatal(err)
+	}
+	src.Close()
+	var raw int64
+	for _, v := range s.values {
+		raw += int64(len(v))
+	}
+	for _, c := range []struct {
+		name  string
+		codec kgo.CompressionCodec
+	}{{"snappy", kgo.SnappyCompression()}, {"lz4", kgo.Lz4Compression()}, {"zstd", kgo.ZstdCompression()}} {
+		b.Run(c.name, func(b *testing.B) {
+			comp, err := kgo.DefaultCompressor(c.codec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var out int64
+			var cpu time.Duration
+			var buf bytes.Buffer
+			b.SetBytes(raw)
+			for b.Loop() {
+				out = 0
+				c0 := cpuTime()
+				for _, v := range s.values {
+					buf.Reset()
+					z, _ := comp.Compress(&buf, v)
+					out += int64(len(z))
+				}
+				cpu += cpuTime() - c0
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(fi.Size()), "cpu-ns/traffic-B")
+			b.ReportMetric(float64(out)/float64(raw)*100, "%-of-batches")
+			b.ReportMetric(float64(out)/float64(fi.Size())*100, "%-of-traffic")
+		})
+	}
+}
+
+// BenchmarkEncodeWarm is the encoder on data in cache: the bulk capture's
+// first 4,000 exchanges (decoded through the wire, Fetch record batches
+// left out: DeferRecords) encoded again and again into per-client
+// batches, as an agent keys them. cpu-ns/item is the CPU time of the
+// benchmark's own thread: steadier than wall time or the process's CPU
+// time on a shared machine, where the other benchmarks' figures move
+// by half.
+func BenchmarkEncodeWarm(b *testing.B) {
+	path := os.Getenv("KWIRE_BENCH_CAPTURE")
+	if path == "" {
+		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench-capture` and point it at the file")
+	}
+	ports, err := capture.ParsePorts(cmpOr(os.Getenv("KWIRE_BENCH_PORTS"), "9092"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &encodeSink{enc: NewEncoder(Agent{Host: "bench", Run: 1}), keep: true}
+	s.enc.Reset(1)
+	s.dec = decode.New(s, &decode.Options{DropProduceRecords: true})
+	src, err := capture.OpenFiles([]string{path}, &capture.Options{Ports: ports})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := src.Run(context.Background(), s.dec); err != nil {
+		b.Fatal(err)
+	}
+	src.Close()
+	var xs []*decode.Exchange
+	for _, v := range s.values {
+		bt, err := Decode(v, &Options{DeferRecords: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, it := range bt.Items {
+			if it.Kind == KindExchange && len(xs) < 4000 {
+				xs = append(xs, it.Exchange)
+			}
+		}
+	}
+	encs := make(map[string]*Encoder)
+	for _, x := range xs {
+		if encs[x.ClientID] == nil {
+			encs[x.ClientID] = NewEncoder(Agent{Host: "bench", Run: 1})
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0 := threadCPUTime()
+	for b.Loop() {
+		for _, enc := range encs {
+			enc.Reset(1)
+		}
+		for _, x := range xs {
+			enc := encs[x.ClientID]
+			enc.Exchange(x.RespTime, x)
+			if enc.Len() >= 64<<10 {
+				enc.Reset(2)
+			}
+		}
+	}
+	cpu := threadCPUTime() - c0
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(len(xs)), "cpu-ns/item")
+}
+
+// threadCPUTime is the calling thread's user and system CPU time so far.
+func threadCPUTime() time.Duration {
+	const rusageThread = 1 // RUSAGE_THREAD, Linux
+	var ru syscall.Rusage
+	syscall.Getrusage(rusageThread, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -69,8 +69,15 @@ func (e *Encoder) Bytes() []byte { return e.w.b }
 // Reset starts a buffer of its own (an Encoder reused for the next batch
 // while the transport still holds this one).
 func (e *Encoder) Take() []byte {
+	return e.TakeFor(make([]byte, 0, cap(e.w.b)))
+}
+
+// TakeFor is Take, the next batches written into next[:0] (a buffer
+// of an earlier batch the transport gave back: the caller must not use
+// it any more).
+func (e *Encoder) TakeFor(next []byte) []byte {
 	b := e.w.b
-	e.w.b = make([]byte, 0, cap(b))
+	e.w.b = next[:0]
 	return b
 }
 

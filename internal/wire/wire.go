@@ -90,20 +90,30 @@ type PublishStats struct {
 
 // writer appends the format's primitives. skew is added to every
 // non-zero time (Encoder.SetSkew). last and at are the previous and the
-// current item's time, strs the batch's string table (Unix nanoseconds;
-// see itemAt, near and str).
+// current item's time (Unix nanoseconds; see itemAt and near), strs the
+// batch's string table in index order (see str), indexed by strIndex once
+// it holds more than strScan entries.
 type writer struct {
 	b        []byte
 	skew     time.Duration
 	last, at int64
-	strs     map[string]int
+	strs     []string
+	strIndex map[string]int
 }
+
+// strScan: up to this many strings, the string table is searched by
+// comparing them in turn. A batch is one client's (a client id, its
+// topics, a group and member): comparing a few short strings is cheaper
+// than hashing one, and str is called several times per exchange.
+const strScan = 8
 
 // reset starts a batch: no time before, an empty string table.
 func (w *writer) reset() {
 	w.b = w.b[:0]
 	w.last, w.at = 0, 0
-	clear(w.strs)
+	clear(w.strs) // the strings of the last batch's messages
+	w.strs = w.strs[:0]
+	clear(w.strIndex)
 }
 
 func (w *writer) byte(v byte)      { w.b = append(w.b, v) }
@@ -150,25 +160,65 @@ func (w *writer) near(t time.Time) {
 // names, groups, members): 0 and the string the first time (it gets the
 // next index), 1 + its index after.
 func (w *writer) str(s string) {
-	if i, ok := w.strs[s]; ok {
+	if i := w.strFind(s); i >= 0 {
 		w.uvarint(uint64(i) + 1)
 		return
 	}
-	if w.strs == nil {
-		w.strs = make(map[string]int)
-	}
-	w.strs[s] = len(w.strs)
-	w.uvarint(0)
-	w.string(s)
+	w.strAdd(s)
 }
 
 // strBytes is str of string(b), which it copies only the first time.
 func (w *writer) strBytes(b []byte) {
-	if i, ok := w.strs[string(b)]; ok {
+	i := -1
+	if len(w.strs) <= strScan {
+		for j, t := range w.strs {
+			if t == string(b) {
+				i = j
+				break
+			}
+		}
+	} else if j, ok := w.strIndex[string(b)]; ok {
+		i = j
+	}
+	if i >= 0 {
 		w.uvarint(uint64(i) + 1)
 		return
 	}
-	w.str(string(b))
+	w.strAdd(string(b))
+}
+
+// strFind returns s's index in the string table, or -1.
+func (w *writer) strFind(s string) int {
+	if len(w.strs) <= strScan {
+		for i, t := range w.strs {
+			if t == s {
+				return i
+			}
+		}
+		return -1
+	}
+	if i, ok := w.strIndex[s]; ok {
+		return i
+	}
+	return -1
+}
+
+// strAdd writes s as the string table's next entry.
+func (w *writer) strAdd(s string) {
+	w.strs = append(w.strs, s)
+	if n := len(w.strs); n > strScan {
+		if w.strIndex == nil {
+			w.strIndex = make(map[string]int)
+		}
+		if n == strScan+1 {
+			for i, t := range w.strs[:strScan] {
+				w.strIndex[t] = i
+			}
+		}
+		w.strIndex[s] = n - 1
+	}
+	w.uvarint(0)
+	w.string(s)
 }
 
 func timeNanos(t time.Time) int64 {
