@@ -491,7 +491,7 @@ func (r *resync) repairEPB(blk *ngBlock, b []byte) bool {
 	}
 	iface := int(r.u32(b[8:]))
 	if iface >= len(r.ifaces) {
-		return false
+		return r.repairIface(b)
 	}
 	wire := int(r.u32(b[24:]))
 	for _, c := range [5]int{wire, n - 32, n - 33, n - 34, n - 35} {
@@ -508,6 +508,29 @@ func (r *resync) repairEPB(blk *ngBlock, b []byte) bool {
 		r.dmg.resyncs++
 		return true
 	}
+	return false
+}
+
+// repairIface repairs an enhanced packet block b whose interface id was
+// damaged (none such in the section) while its framing is intact: the
+// first interface whose link type its frame decodes with and with which
+// the block checks whole is written back in pcapgo's buffer, and the
+// packet is kept, counted as damage. (The clock rule still judges its
+// timestamp.) It reports whether it repaired b.
+func (r *resync) repairIface(b []byte) bool {
+	old := [4]byte(b[8:])
+	for j := range r.ifaces {
+		r.put32(b[8:], uint32(j))
+		blk, ok := r.ngHeader(b)
+		if ok && r.ngCheck(&blk, b) && blk.trailerOK && !blk.missing && r.frameOK(r.ifaces[j].link, blk.data) {
+			if r.dmg.resyncs == 0 {
+				r.dmg.at = r.pos
+			}
+			r.dmg.resyncs++
+			return true
+		}
+	}
+	copy(b[8:], old[:])
 	return false
 }
 
