@@ -154,7 +154,7 @@ func (v *detailView) header(b *strings.Builder, g *correlate.Group, width int) {
 		typ = "unknown type"
 	}
 	proto := " " + orDash(strings.Trim(g.ProtocolType+"/"+g.Protocol, "/"))
-	if g.Share != nil && proto == " -" {
+	if g.Share != nil && g.Protocol == "" {
 		proto = "" // share groups have no protocol (the broker assigns)
 	}
 	fmt.Fprintf(b, "[::b]%s[::-]  %s%s  state [%s]%s[-]  generation %d\n", tview.Escape(g.Group), typ,
