@@ -794,7 +794,7 @@ int ssl_ret(struct pt_regs *ctx)
 	bpf_map_delete_elem(&ssl_calls, &id);
 	if (c.dir == DIR_NONE)
 		return 0;
-	long ret = ctx->ax;
+	int ret = (int)ctx->ax; // every probed function returns an int: RAX's upper half is not part of it
 	__u64 n = 0;
 	if (c.exlen) {
 		// _ex: 1 on success, the count in *written / *readbytes.
