@@ -111,16 +111,18 @@ func OpenEBPF(eo *EBPFOptions, opts *Options) (*EBPF, error) {
 	if err := e.load(&o.Ports); err != nil {
 		return nil, err
 	}
-	if err := e.attach(); err != nil {
-		e.Close()
-		return nil, err
-	}
+	// The TLS probes go in first: a TLS socket's system calls that come
+	// before its process's probes are reported as ciphertext.
 	if e.eo.TLS {
 		if e.tls, err = e.openTLS(); err != nil {
 			e.Close()
 			return nil, err
 		}
 		e.hooks += "; " + e.tls.hooks()
+	}
+	if err := e.attach(); err != nil {
+		e.Close()
+		return nil, err
 	}
 	if e.rd, err = ringbuf.NewReader(e.objs.Events); err != nil {
 		e.Close()
