@@ -80,6 +80,8 @@ func runChild(role, args string) int {
 		err = childProducer(ctx, a)
 	case "member":
 		err = childMember(ctx, a)
+	case "jvm":
+		err = childJVM(ctx)
 	case "traffic":
 		err = childTraffic(ctx, a)
 	default:

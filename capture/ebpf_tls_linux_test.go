@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,6 +91,102 @@ func (s *tlsSpec) dial() (kgo.Opt, error) {
 		cfg.KeyLogWriter = f // closed at exit
 	}
 	return kgo.DialTLSConfig(cfg), nil
+}
+
+// childJVM looks like a JVM to kwire's TLS probes: it maps a file named
+// libjvm.so, as every JVM does.
+func childJVM(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "kwire-jvm")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "libjvm.so")
+	if err := os.WriteFile(path, make([]byte, 4096), 0o600); err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	m, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return err
+	}
+	defer syscall.Munmap(m)
+	fmt.Println("ready")
+	<-ctx.Done()
+	return nil
+}
+
+// TestEBPFTLSFound: the TLS probes find their files through the processes
+// --comm selects, with no target given. A kgo member talking TLS, started
+// before the capture, is probed in the middle of its connections: each
+// continues as plaintext under a new identity (its ciphertext before the
+// probes was reported apart), and the member's commits and its leave are
+// decoded from it, with its pid. A process mapping libjvm.so with the same
+// name is skipped as a JVM.
+func TestEBPFTLSFound(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("the TLS probes are built for amd64, this is %s", runtime.GOARCH)
+	}
+	const topic, group, parts, comm = "found-orders", "found-group", 3, "kwire-tlsfound"
+	dir := t.TempDir()
+	spec := newTLSSpec(t, "")
+	broker := startChild(t, "broker", childSpec{Topic: topic, Partitions: parts, TLS: spec})
+	addrs := broker.waitReady(t, "broker")
+	brokers := strings.Split(addrs, ",")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := filepath.Join(dir, comm)
+	if err := os.Symlink(exe, client); err != nil {
+		t.Fatal(err)
+	}
+	prod := startChildAs(t, client, "producer", childSpec{Brokers: brokers, Topic: topic, Partitions: parts, ClientID: "producer", TLS: spec})
+	prod.waitReady(t, "producer")
+	member := startChildAs(t, client, "member", childSpec{Brokers: brokers, Topic: topic, Partitions: parts, Group: group, ClientID: "member", TLS: spec})
+	member.waitReady(t, "member")
+	jvm := startChildAs(t, client, "jvm", childSpec{})
+	jvm.waitReady(t, "jvm")
+
+	src := openEBPF(t, &capture.EBPFOptions{TickEvery: 100 * time.Millisecond, Comm: comm, TLS: true}, portsOf(addrs))
+	report := strings.Join(src.TLSReport(), "\n")
+	t.Logf("hooks: %s\ntls: %s", src.Hooks(), report)
+	if !strings.Contains(report, fmt.Sprintf("Go crypto/tls (%s) in %s (pid", runtime.Version(), exe)) ||
+		!strings.Contains(report, fmt.Sprintf("pid %d (%s): a JVM", jvm.pid(), comm)) {
+		t.Errorf("TLS report: %s; want the test binary probed through a process, pid %d skipped as a JVM", report, jvm.pid())
+	}
+	a := newAnalysis("ebpf")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := a.run(ctx, src)
+	a.wait(t, "a commit of the member from plaintext", func(s *correlate.Snapshot) bool {
+		for _, g := range s.Groups {
+			for _, p := range g.Partitions {
+				if g.Group == group && len(p.Commits) > 0 {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	member.stop(t)
+	a.wait(t, "the member to leave", allLeft(group, 1))
+	prod.stop(t)
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("capture: %v", err)
+	}
+	checkPIDs(t, a, map[string]*child{"member": member}, broker.pid())
+	e := src.Stats().EBPF
+	t.Logf("ebpf: %+v; anomalies %v", *e, a.anomalies)
+	if e.TLSTargets != 1 || e.TLSSkippedJVM != 1 || e.TLSCalls == 0 || e.TLSNoSocket != 0 {
+		t.Errorf("TLS counters: %d files probed, %d JVMs skipped, %d calls, %d without socket; want 1, 1, > 0, 0",
+			e.TLSTargets, e.TLSSkippedJVM, e.TLSCalls, e.TLSNoSocket)
+	}
 }
 
 // liveMembers is true once the group has n live members.
