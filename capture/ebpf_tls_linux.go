@@ -277,6 +277,10 @@ func mappedLibs(maps string) (libs []string, jvm bool) {
 		switch {
 		case strings.HasPrefix(base, "libjvm.so"):
 			jvm = true
+		case len(fields) > 6 && fields[6] == "(deleted)":
+			// Replaced on disk (an upgrade): the path names another
+			// file than the one mapped; the process is probed once it
+			// restarts on the new one.
 		case strings.HasPrefix(base, "libssl.so") && strings.HasPrefix(path, "/") && !slices.Contains(libs, path):
 			libs = append(libs, path)
 		}
