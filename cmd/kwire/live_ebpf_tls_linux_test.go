@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -601,4 +602,99 @@ func clientTLS(certPEM string) *tls.Config {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM([]byte(certPEM))
 	return &tls.Config{RootCAs: pool}
+}
+
+// TestLiveEBPFTLSKcatFound: no --tls-target; a kcat consumer already in
+// its group when kwire starts is found by --comm, and the libssl it maps
+// probed: its open connections go on as plaintext (their earlier
+// ciphertext ends under its own identity), so the commits it makes for
+// records produced afterwards (by a kcat -P, probed through the same
+// libssl) are decoded, with the consumer's pid, and equal the broker's.
+func TestLiveEBPFTLSKcatFound(t *testing.T) {
+	needTLSProbes(t)
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat is not installed (make test-deps: apt-get install kcat)")
+	}
+	const group, topic, parts, records = "kcat-found", "kcat-found-topic", 3, 60
+	srv, certPEM := tlsCerts(t)
+	kf, ports := newCluster(t, kfake.TLS(srv), kfake.SeedTopics(parts, topic))
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, []byte(certPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsArgs := []string{"-b", strings.Join(kf.ListenAddrs(), ","), "-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + ca,
+		"-X", "ssl.endpoint.identification.algorithm=none"}
+	cons := exec.Command(kcat, append(tlsArgs, "-X", "auto.offset.reset=earliest", "-X", "auto.commit.interval.ms=100",
+		"-G", group, "-c", fmt.Sprint(records), topic)...)
+	cons.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cons.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cons.Process.Kill(); cons.Wait() })
+	assigned := make(chan struct{})
+	go func() {
+		// "% Group kcat-found rebalanced (memberid ...): assigned: ..."
+		sc := bufio.NewScanner(stderr)
+		once := sync.Once{}
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "rebalanced") && strings.Contains(sc.Text(), "assigned:") {
+				once.Do(func() { close(assigned) })
+			}
+		}
+	}()
+	select {
+	case <-assigned:
+	case <-time.After(waitTimeout):
+		t.Fatal("kcat -G was not assigned partitions")
+	}
+
+	probed := startLive(t, "--ebpf", "--tls", "--comm", "kcat", "--port", ports, "--json", "--stats-every", "1s")
+	if st := probed.stderr.String(); !strings.Contains(st, fmt.Sprintf("(pid %d kcat)", cons.Process.Pid)) || !strings.Contains(st, "kwire: TLS: OpenSSL") {
+		t.Errorf("the status does not name kcat's libssl found through its process: %s", st)
+	}
+	var in strings.Builder
+	for i := range records {
+		fmt.Fprintf(&in, "record %d\n", i)
+	}
+	prod := exec.Command(kcat, append(tlsArgs, "-P", "-t", topic)...)
+	prod.Stdin = strings.NewReader(in.String())
+	if out, err := prod.CombinedOutput(); err != nil {
+		t.Fatalf("kcat -P: %v: %s", err, out)
+	}
+	if err := cons.Wait(); err != nil {
+		t.Fatalf("kcat -G: %v", err)
+	}
+	probed.waitClosed(t)
+	stopAll(t, probed)
+
+	out := probed.stdout.String()
+	story := storyOf(t, out, group)
+	committed := map[string]int64{}
+	for _, line := range nonStats(out) {
+		var ev struct {
+			Type, Group, Topic, Outcome string
+			Partition                   int
+			Offset                      int64
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "commit" && ev.Group == group && ev.Outcome == "accepted" {
+			committed[fmt.Sprintf("%s/%d", ev.Topic, ev.Partition)] = ev.Offset
+		}
+	}
+	truth := committedOffsets(t, newClient(t, kf, kgo.DialTLSConfig(clientTLS(certPEM))), group)
+	e := ebpfStats(out)
+	t.Logf("kcat found: group %v pids %v, commits %v (broker %v); ebpf %v", story.Members, story.PIDs, committed, truth, e)
+	if story.PIDs["rdkafka"] != cons.Process.Pid {
+		t.Errorf("kcat's member: pids %v, want %d", story.PIDs, cons.Process.Pid)
+	}
+	if len(truth) == 0 || !reflect.DeepEqual(committed, truth) {
+		t.Errorf("last commits kwire saw %v, the broker holds %v; want the same, not none", committed, truth)
+	}
+	if e["tls_targets"] != 1 || e["tls_calls"] == 0 || e["tls_no_socket"] != 0 {
+		t.Errorf("ebpf stats %v: want 1 file probed (libssl), TLS calls, every socket found", e)
+	}
 }
