@@ -29,10 +29,13 @@ test: vet test-deps
 	$(MAKE) --no-print-directory fuzz-short
 
 # What the tests need beyond Go (Debian packages): tmux for the terminal
-# UI's end-to-end test, which skips without it.
+# UI's end-to-end test, kcat (librdkafka on OpenSSL) for the eBPF TLS
+# probes' OpenSSL test; each skips without its tool.
 test-deps:
 	command -v tmux >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux; } \
 	  || echo "test-deps: tmux could not be installed; the terminal UI end-to-end test will skip"
+	command -v kcat >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y kcat; } \
+	  || echo "test-deps: kcat could not be installed; the eBPF TLS test with OpenSSL will skip"
 
 test-short:
 	$(GO) test -short -count=1 ./...

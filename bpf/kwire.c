@@ -18,6 +18,16 @@
 // unless a quarter of the ring is in use; failed reservations are counted.
 // User space mutes a socket (map muted) when it already follows the other
 // end of its connection (loopback), or does not want it (not Kafka).
+//
+// TLS (kwire live --ebpf --tls): uprobes on the plaintext side of TLS
+// libraries in client processes, OpenSSL's SSL_read/SSL_write (and _ex)
+// and Go's crypto/tls.(*Conn).Read/Write, report the plaintext of a
+// connection as its bytes, on the socket the library writes to: the same
+// socket, process and 4-tuple the syscall probes report. Such a socket is
+// marked TLS (FLAG_TLS in its state) before its first byte goes out, and
+// from then on its system calls move ciphertext, which is counted
+// (CNT_TLS_CIPHER) and not reported: each byte of the connection is taken
+// once, as plaintext. See tls_* below.
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -52,12 +62,14 @@ enum flag {
 	FLAG_HANDSHAKE = 2, // the connection was seen opening: offsets count from its first byte
 	FLAG_SENDFILE = 4,  // a sendfile64: bytes moved but never visible to the probe
 	FLAG_RESET = 8,     // close: straight from ESTABLISHED, CLOSE_WAIT or SYN_*: reset or abort
+	FLAG_TLS = 16,      // data: plaintext from a TLS library; socket: its system calls move ciphertext
 };
 
 // Directions, relative to the local socket.
 enum dir {
 	DIR_SEND = 0,
 	DIR_RECV = 1,
+	DIR_NONE = 2, // a TLS handshake call: no data of its own
 };
 
 // Counters (per-CPU array indexes), read by user space.
@@ -66,7 +78,10 @@ enum counter {
 	CNT_DROPS = 1,     // bpf_ringbuf_reserve failures: events lost
 	CNT_READ_ERRS = 2, // user memory that could not be read (sent as a hole)
 	CNT_IOV_TRUNC = 3, // vectored calls with more than MAX_IOV iovecs (rest as a hole)
-	CNT_MAX = 4,
+	CNT_TLS_CALLS = 4,   // TLS library calls whose plaintext was reported
+	CNT_TLS_NO_SOCK = 5, // TLS library calls that moved bytes on a socket never found: plaintext lost
+	CNT_TLS_CIPHER = 6,  // ciphertext bytes of TLS sockets, not reported (their plaintext is)
+	CNT_MAX = 7,
 };
 
 struct event {
@@ -109,7 +124,8 @@ struct call {
 	__u8 dir;
 	__u8 sendfile;
 	__u8 side; // FLAG_SERVER or 0
-	__u8 pad[5];
+	__u8 cipher; // a TLS socket: count the bytes, report nothing
+	__u8 pad[4];
 };
 
 // Configuration, set by user space before loading.
@@ -173,6 +189,13 @@ static __always_inline void count(__u32 c)
 	__u64 *v = bpf_map_lookup_elem(&counters, &c);
 	if (v)
 		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline void count_add(__u32 c, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &c);
+	if (v)
+		__sync_fetch_and_add(v, n);
 }
 
 static __always_inline int port_wanted(__u16 port)
@@ -261,6 +284,102 @@ static __always_inline int is_muted(__u64 sk)
 	return st && gen && *gen == st->gen;
 }
 
+// --- TLS: the state the library probes share with the syscall probes ---
+
+// A TLS library call in flight: OpenSSL's by thread (ssl_calls), Go's by
+// goroutine (go_calls: a goroutine may move between threads during a call).
+struct tls_call {
+	__u64 ssl;   // OpenSSL: the SSL *; Go: the *tls.Conn
+	__u64 buf;   // the plaintext buffer
+	__u64 exlen; // OpenSSL _ex variants: the size_t * the byte count is written to
+	__u64 sk;    // the socket, once known (OpenSSL: from a system call the library makes)
+	__u64 stk;   // Go: buf's distance below the goroutine's stack top, +1, when buf is on the stack
+	__u32 depth; // OpenSSL: nested probed calls (SSL_connect calls SSL_do_handshake)
+	__u8 dir;    // DIR_SEND (write), DIR_RECV (read), DIR_NONE (handshake)
+	__u8 kafka;  // sk is on a broker port
+	__u8 pad[2];
+};
+
+// ssl_calls[pid_tgid]: the OpenSSL call a thread is in.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct tls_call);
+} ssl_calls SEC(".maps");
+
+struct ssl_key {
+	__u64 ssl;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct ssl_sock {
+	__u64 sk;
+	__u8 kafka;
+	__u8 pad[7];
+};
+
+// ssl_socks[{tgid, SSL *}]: the socket an SSL object was last seen
+// writing or reading, for calls served from the library's buffer without
+// a system call.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct ssl_key);
+	__type(value, struct ssl_sock);
+} ssl_socks SEC(".maps");
+
+struct go_key {
+	__u64 g; // the goroutine (runtime.g *, in R14 under Go's register ABI)
+	__u32 tgid;
+	__u32 pad;
+};
+
+// go_calls[{tgid, g}]: the crypto/tls call a goroutine is in.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct go_key);
+	__type(value, struct tls_call);
+} go_calls SEC(".maps");
+
+// mark_tls marks a socket TLS: its system calls move ciphertext from now
+// on. When ciphertext of it was already reported (the process was probed
+// mid-connection), the socket starts over under a new identity (gen) whose
+// bytes are plaintext: user space ends the old one.
+static __always_inline struct sock_state *mark_tls(__u64 sk)
+{
+	struct sock_state *st = state_of(sk);
+	if (!st || (st->flags & FLAG_TLS))
+		return st;
+	if (st->off[DIR_SEND] || st->off[DIR_RECV]) {
+		st->gen = bpf_ktime_get_ns();
+		st->off[DIR_SEND] = 0;
+		st->off[DIR_RECV] = 0;
+		st->flags &= ~FLAG_HANDSHAKE;
+	}
+	st->flags |= FLAG_TLS; // set once; -mcpu=v1 has no atomic or
+	return st;
+}
+
+// tls_nested notes the socket of a system call made inside an OpenSSL
+// call: that call's socket, and the SSL object's from then on.
+static __always_inline void tls_nested(__u64 sk, int kafka)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct tls_call *c = bpf_map_lookup_elem(&ssl_calls, &id);
+	if (!c)
+		return;
+	c->sk = sk;
+	c->kafka = kafka;
+	struct ssl_key k = {.ssl = c->ssl, .tgid = id >> 32};
+	struct ssl_sock v = {.sk = sk, .kafka = kafka};
+	bpf_map_update_elem(&ssl_socks, &k, &v, BPF_ANY);
+	if (kafka && !is_muted(sk))
+		mark_tls(sk);
+}
+
 // enter stashes a call on a wanted socket for its exit.
 static __always_inline void enter(__u64 fd, __u64 buf, __u64 iovcnt, __u8 dir, __u8 sendfile)
 {
@@ -270,9 +389,12 @@ static __always_inline void enter(__u64 fd, __u64 buf, __u64 iovcnt, __u8 dir, _
 	if (!sk)
 		return;
 	int sd = side(sk);
+	tls_nested((__u64)sk, sd >= 0);
 	if (sd < 0 || is_muted((__u64)sk))
 		return;
-	struct call c = {.sk = (__u64)sk, .buf = buf, .iovcnt = iovcnt, .dir = dir, .sendfile = sendfile, .side = sd};
+	struct sock_state *st = bpf_map_lookup_elem(&socks, &sk);
+	__u8 cipher = st && (st->flags & FLAG_TLS);
+	struct call c = {.sk = (__u64)sk, .buf = buf, .iovcnt = iovcnt, .dir = dir, .sendfile = sendfile, .side = sd, .cipher = cipher};
 	__u64 id = bpf_get_current_pid_tgid();
 	bpf_map_update_elem(&calls, &id, &c, BPF_ANY);
 }
@@ -416,6 +538,10 @@ static __always_inline void leave(long ret)
 	bpf_map_delete_elem(&calls, &id);
 	if (ret <= 0)
 		return;
+	if (c.cipher) {
+		count_add(CNT_TLS_CIPHER, ret);
+		return;
+	}
 	struct sock_state *st = state_of(c.sk);
 	if (!st)
 		return;
@@ -567,5 +693,224 @@ int on_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 		e->flags = FLAG_RESET;
 	bpf_ringbuf_submit(e, wake_flags());
 	count(CNT_EVENTS);
+	return 0;
+}
+
+// --- TLS library probes (uprobes; x86-64 register conventions) ---
+
+// tls_emit reports n bytes of plaintext a TLS library call moved on sk in
+// direction dir, read from buf, as the socket's next bytes.
+static __always_inline void tls_emit(__u64 sk, __u8 dir, __u64 buf, __u64 n)
+{
+	int sd = side((struct sock *)sk);
+	if (sd < 0 || is_muted(sk))
+		return;
+	struct sock_state *st = mark_tls(sk);
+	if (!st)
+		return;
+	if (n > 0xffffffff)
+		n = 0xffffffff;
+	__u32 flags = sd | (st->flags & FLAG_HANDSHAKE) | FLAG_TLS;
+	__u64 offset = __sync_fetch_and_add(&st->off[dir & 1], n);
+	__u64 budget = n < cfg_snap ? n : cfg_snap;
+	emit(sk, offset, pack(n, budget), buf, flags << 8 | (dir & 1));
+	count(CNT_TLS_CALLS);
+}
+
+// ssl_enter stashes an OpenSSL call for its return probe.
+static __always_inline void ssl_enter(__u64 ssl, __u64 buf, __u64 exlen, __u8 dir)
+{
+	if (!process_wanted())
+		return;
+	__u64 id = bpf_get_current_pid_tgid();
+	struct tls_call *c = bpf_map_lookup_elem(&ssl_calls, &id);
+	if (c) {
+		// Inside another probed call (SSL_connect -> SSL_do_handshake):
+		// the outer one returns last.
+		c->depth++;
+		if (c->dir == DIR_NONE && dir != DIR_NONE) {
+			c->dir = dir;
+			c->buf = buf;
+			c->exlen = exlen;
+		}
+		return;
+	}
+	struct tls_call fresh = {.ssl = ssl, .buf = buf, .exlen = exlen, .dir = dir, .depth = 1};
+	bpf_map_update_elem(&ssl_calls, &id, &fresh, BPF_ANY);
+}
+
+// SSL_write(SSL *ssl, const void *buf, int num)
+SEC("uprobe")
+int ssl_write_enter(struct pt_regs *ctx)
+{
+	ssl_enter(ctx->di, ctx->si, 0, DIR_SEND);
+	return 0;
+}
+
+// SSL_read(SSL *ssl, void *buf, int num)
+SEC("uprobe")
+int ssl_read_enter(struct pt_regs *ctx)
+{
+	ssl_enter(ctx->di, ctx->si, 0, DIR_RECV);
+	return 0;
+}
+
+// SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *written)
+SEC("uprobe")
+int ssl_write_ex_enter(struct pt_regs *ctx)
+{
+	ssl_enter(ctx->di, ctx->si, ctx->cx, DIR_SEND);
+	return 0;
+}
+
+// SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
+SEC("uprobe")
+int ssl_read_ex_enter(struct pt_regs *ctx)
+{
+	ssl_enter(ctx->di, ctx->si, ctx->cx, DIR_RECV);
+	return 0;
+}
+
+// SSL_do_handshake, SSL_connect, SSL_accept (SSL *ssl): the system calls
+// inside mark the socket TLS before its first byte.
+SEC("uprobe")
+int ssl_handshake_enter(struct pt_regs *ctx)
+{
+	ssl_enter(ctx->di, 0, 0, DIR_NONE);
+	return 0;
+}
+
+// One return probe serves every OpenSSL function: the stash says which.
+SEC("uretprobe")
+int ssl_ret(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct tls_call *cp = bpf_map_lookup_elem(&ssl_calls, &id);
+	if (!cp)
+		return 0;
+	if (--cp->depth > 0)
+		return 0;
+	struct tls_call c = *cp;
+	bpf_map_delete_elem(&ssl_calls, &id);
+	if (c.dir == DIR_NONE)
+		return 0;
+	int ret = (int)ctx->ax; // every probed function returns an int: RAX's upper half is not part of it
+	__u64 n = 0;
+	if (c.exlen) {
+		// _ex: 1 on success, the count in *written / *readbytes.
+		if (ret != 1 || bpf_probe_read_user(&n, sizeof(n), (void *)c.exlen))
+			return 0;
+	} else if (ret > 0) {
+		n = ret;
+	}
+	if (n == 0)
+		return 0;
+	if (!c.sk) {
+		// Served from the library's buffers: the SSL object's socket.
+		struct ssl_key k = {.ssl = c.ssl, .tgid = id >> 32};
+		struct ssl_sock *s = bpf_map_lookup_elem(&ssl_socks, &k);
+		if (!s) {
+			count(CNT_TLS_NO_SOCK);
+			return 0;
+		}
+		c.sk = s->sk;
+		c.kafka = s->kafka;
+	}
+	if (c.kafka)
+		tls_emit(c.sk, c.dir, c.buf, n);
+	return 0;
+}
+
+// go_sock returns the socket under a *tls.Conn, or 0. tls.Conn begins
+// with conn net.Conn (an interface: type word, data pointer); a
+// *net.TCPConn's data begins with fd *netFD; a netFD begins with pfd
+// poll.FD, whose Sysfd follows its 16-byte fdMutex. These layouts have
+// held since Go 1.0; a conn that is not a *net.TCPConn (a wrapper) gives
+// a wrong fd, which sock_of rejects unless it names a TCP socket, and
+// then side() unless that socket is on a broker port.
+static __always_inline __u64 go_sock(__u64 conn)
+{
+	__u64 data = 0, nfd = 0;
+	__s64 fd = -1;
+	if (bpf_probe_read_user(&data, sizeof(data), (void *)(conn + 8)) || !data)
+		return 0;
+	if (bpf_probe_read_user(&nfd, sizeof(nfd), (void *)data) || !nfd)
+		return 0;
+	if (bpf_probe_read_user(&fd, sizeof(fd), (void *)(nfd + 16)) || fd < 0)
+		return 0;
+	return (__u64)sock_of(fd);
+}
+
+// go_enter stashes a crypto/tls call for the probes on its RET
+// instructions (Go moves goroutine stacks, which uretprobes do not
+// survive). Under Go's register ABI (1.17+) the receiver is in RAX, the
+// buffer's pointer in RBX, the goroutine in R14.
+static __always_inline void go_enter(struct pt_regs *ctx, __u8 dir)
+{
+	if (!process_wanted())
+		return;
+	__u64 sk = go_sock(ctx->ax);
+	if (!sk || side((struct sock *)sk) < 0 || is_muted(sk))
+		return;
+	mark_tls(sk);
+	if (dir == DIR_NONE)
+		return;
+	__u64 g = ctx->r14;
+	struct go_key k = {.g = g, .tgid = bpf_get_current_pid_tgid() >> 32};
+	struct tls_call c = {.ssl = ctx->ax, .buf = ctx->bx, .sk = sk, .dir = dir, .kafka = 1};
+	// A buffer on the goroutine's stack moves with it: keep its distance
+	// from the top (g.stack.hi, at g+8; lo at g+0).
+	__u64 stk[2] = {};
+	if (bpf_probe_read_user(stk, sizeof(stk), (void *)g) == 0 && c.buf >= stk[0] && c.buf < stk[1])
+		c.stk = stk[1] - c.buf + 1;
+	bpf_map_update_elem(&go_calls, &k, &c, BPF_ANY);
+}
+
+// crypto/tls.(*Conn).Write(b []byte) (int, error)
+SEC("uprobe")
+int go_write_enter(struct pt_regs *ctx)
+{
+	go_enter(ctx, DIR_SEND);
+	return 0;
+}
+
+// crypto/tls.(*Conn).Read(b []byte) (int, error)
+SEC("uprobe")
+int go_read_enter(struct pt_regs *ctx)
+{
+	go_enter(ctx, DIR_RECV);
+	return 0;
+}
+
+// crypto/tls.(*Conn).handshakeContext: the handshake's bytes go straight
+// to the socket; mark it TLS before the first.
+SEC("uprobe")
+int go_handshake_enter(struct pt_regs *ctx)
+{
+	go_enter(ctx, DIR_NONE);
+	return 0;
+}
+
+// At each RET of Write and Read: the byte count is in RAX.
+SEC("uprobe")
+int go_ret(struct pt_regs *ctx)
+{
+	__u64 g = ctx->r14;
+	struct go_key k = {.g = g, .tgid = bpf_get_current_pid_tgid() >> 32};
+	struct tls_call *cp = bpf_map_lookup_elem(&go_calls, &k);
+	if (!cp)
+		return 0;
+	struct tls_call c = *cp;
+	bpf_map_delete_elem(&go_calls, &k);
+	long n = ctx->ax;
+	if (n <= 0)
+		return 0;
+	if (c.stk) {
+		__u64 stk[2] = {};
+		if (bpf_probe_read_user(stk, sizeof(stk), (void *)g))
+			return 0;
+		c.buf = stk[1] - (c.stk - 1);
+	}
+	tls_emit(c.sk, c.dir, c.buf, n);
 	return 0;
 }

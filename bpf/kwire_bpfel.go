@@ -21,7 +21,8 @@ type ProbeCall struct {
 	Dir      uint8
 	Sendfile uint8
 	Side     uint8
-	Pad      [5]uint8
+	Cipher   uint8
+	Pad      [4]uint8
 }
 
 type ProbeEvent struct {
@@ -49,6 +50,13 @@ type ProbeEvent struct {
 	Data   [0]uint8
 }
 
+type ProbeGoKey struct {
+	_    structs.HostLayout
+	G    uint64
+	Tgid uint32
+	Pad  uint32
+}
+
 type ProbeSockState struct {
 	_     structs.HostLayout
 	Off   [2]uint64
@@ -57,34 +65,74 @@ type ProbeSockState struct {
 	Pad   uint32
 }
 
+type ProbeSslKey struct {
+	_    structs.HostLayout
+	Ssl  uint64
+	Tgid uint32
+	Pad  uint32
+}
+
+type ProbeSslSock struct {
+	_     structs.HostLayout
+	Sk    uint64
+	Kafka uint8
+	Pad   [7]uint8
+}
+
+type ProbeTlsCall struct {
+	_     structs.HostLayout
+	Ssl   uint64
+	Buf   uint64
+	Exlen uint64
+	Sk    uint64
+	Stk   uint64
+	Depth uint32
+	Dir   uint8
+	Kafka uint8
+	Pad   [2]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	ProbeMapCalls            = "calls"
-	ProbeMapCounters         = "counters"
-	ProbeMapEvents           = "events"
-	ProbeMapMuted            = "muted"
-	ProbeMapPorts            = "ports"
-	ProbeMapSocks            = "socks"
-	ProbeProgEnterRead       = "enter_read"
-	ProbeProgEnterReadv      = "enter_readv"
-	ProbeProgEnterRecvfrom   = "enter_recvfrom"
-	ProbeProgEnterRecvmsg    = "enter_recvmsg"
-	ProbeProgEnterSendfile64 = "enter_sendfile64"
-	ProbeProgEnterSendmsg    = "enter_sendmsg"
-	ProbeProgEnterSendto     = "enter_sendto"
-	ProbeProgEnterWrite      = "enter_write"
-	ProbeProgEnterWritev     = "enter_writev"
-	ProbeProgExitCall        = "exit_call"
-	ProbeProgOnSockState     = "on_sock_state"
-	ProbeVarCfgCgroup        = "cfg_cgroup"
-	ProbeVarCfgComm          = "cfg_comm"
-	ProbeVarCfgPid           = "cfg_pid"
-	ProbeVarCfgSnap          = "cfg_snap"
-	ProbeVarCfgUseComm       = "cfg_use_comm"
-	ProbeVarCfgWakeBytes     = "cfg_wake_bytes"
-	ProbeVarUnusedEvent      = "unused_event"
+	ProbeMapCalls              = "calls"
+	ProbeMapCounters           = "counters"
+	ProbeMapEvents             = "events"
+	ProbeMapGoCalls            = "go_calls"
+	ProbeMapMuted              = "muted"
+	ProbeMapPorts              = "ports"
+	ProbeMapSocks              = "socks"
+	ProbeMapSslCalls           = "ssl_calls"
+	ProbeMapSslSocks           = "ssl_socks"
+	ProbeProgEnterRead         = "enter_read"
+	ProbeProgEnterReadv        = "enter_readv"
+	ProbeProgEnterRecvfrom     = "enter_recvfrom"
+	ProbeProgEnterRecvmsg      = "enter_recvmsg"
+	ProbeProgEnterSendfile64   = "enter_sendfile64"
+	ProbeProgEnterSendmsg      = "enter_sendmsg"
+	ProbeProgEnterSendto       = "enter_sendto"
+	ProbeProgEnterWrite        = "enter_write"
+	ProbeProgEnterWritev       = "enter_writev"
+	ProbeProgExitCall          = "exit_call"
+	ProbeProgGoHandshakeEnter  = "go_handshake_enter"
+	ProbeProgGoReadEnter       = "go_read_enter"
+	ProbeProgGoRet             = "go_ret"
+	ProbeProgGoWriteEnter      = "go_write_enter"
+	ProbeProgOnSockState       = "on_sock_state"
+	ProbeProgSslHandshakeEnter = "ssl_handshake_enter"
+	ProbeProgSslReadEnter      = "ssl_read_enter"
+	ProbeProgSslReadExEnter    = "ssl_read_ex_enter"
+	ProbeProgSslRet            = "ssl_ret"
+	ProbeProgSslWriteEnter     = "ssl_write_enter"
+	ProbeProgSslWriteExEnter   = "ssl_write_ex_enter"
+	ProbeVarCfgCgroup          = "cfg_cgroup"
+	ProbeVarCfgComm            = "cfg_comm"
+	ProbeVarCfgPid             = "cfg_pid"
+	ProbeVarCfgSnap            = "cfg_snap"
+	ProbeVarCfgUseComm         = "cfg_use_comm"
+	ProbeVarCfgWakeBytes       = "cfg_wake_bytes"
+	ProbeVarUnusedEvent        = "unused_event"
 )
 
 // LoadProbe returns the embedded CollectionSpec for Probe.
@@ -129,17 +177,27 @@ type ProbeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeProgramSpecs struct {
-	EnterRead       *ebpf.ProgramSpec `ebpf:"enter_read"`
-	EnterReadv      *ebpf.ProgramSpec `ebpf:"enter_readv"`
-	EnterRecvfrom   *ebpf.ProgramSpec `ebpf:"enter_recvfrom"`
-	EnterRecvmsg    *ebpf.ProgramSpec `ebpf:"enter_recvmsg"`
-	EnterSendfile64 *ebpf.ProgramSpec `ebpf:"enter_sendfile64"`
-	EnterSendmsg    *ebpf.ProgramSpec `ebpf:"enter_sendmsg"`
-	EnterSendto     *ebpf.ProgramSpec `ebpf:"enter_sendto"`
-	EnterWrite      *ebpf.ProgramSpec `ebpf:"enter_write"`
-	EnterWritev     *ebpf.ProgramSpec `ebpf:"enter_writev"`
-	ExitCall        *ebpf.ProgramSpec `ebpf:"exit_call"`
-	OnSockState     *ebpf.ProgramSpec `ebpf:"on_sock_state"`
+	EnterRead         *ebpf.ProgramSpec `ebpf:"enter_read"`
+	EnterReadv        *ebpf.ProgramSpec `ebpf:"enter_readv"`
+	EnterRecvfrom     *ebpf.ProgramSpec `ebpf:"enter_recvfrom"`
+	EnterRecvmsg      *ebpf.ProgramSpec `ebpf:"enter_recvmsg"`
+	EnterSendfile64   *ebpf.ProgramSpec `ebpf:"enter_sendfile64"`
+	EnterSendmsg      *ebpf.ProgramSpec `ebpf:"enter_sendmsg"`
+	EnterSendto       *ebpf.ProgramSpec `ebpf:"enter_sendto"`
+	EnterWrite        *ebpf.ProgramSpec `ebpf:"enter_write"`
+	EnterWritev       *ebpf.ProgramSpec `ebpf:"enter_writev"`
+	ExitCall          *ebpf.ProgramSpec `ebpf:"exit_call"`
+	GoHandshakeEnter  *ebpf.ProgramSpec `ebpf:"go_handshake_enter"`
+	GoReadEnter       *ebpf.ProgramSpec `ebpf:"go_read_enter"`
+	GoRet             *ebpf.ProgramSpec `ebpf:"go_ret"`
+	GoWriteEnter      *ebpf.ProgramSpec `ebpf:"go_write_enter"`
+	OnSockState       *ebpf.ProgramSpec `ebpf:"on_sock_state"`
+	SslHandshakeEnter *ebpf.ProgramSpec `ebpf:"ssl_handshake_enter"`
+	SslReadEnter      *ebpf.ProgramSpec `ebpf:"ssl_read_enter"`
+	SslReadExEnter    *ebpf.ProgramSpec `ebpf:"ssl_read_ex_enter"`
+	SslRet            *ebpf.ProgramSpec `ebpf:"ssl_ret"`
+	SslWriteEnter     *ebpf.ProgramSpec `ebpf:"ssl_write_enter"`
+	SslWriteExEnter   *ebpf.ProgramSpec `ebpf:"ssl_write_ex_enter"`
 }
 
 // ProbeMapSpecs contains maps before they are loaded into the kernel.
@@ -149,9 +207,12 @@ type ProbeMapSpecs struct {
 	Calls    *ebpf.MapSpec `ebpf:"calls"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
 	Events   *ebpf.MapSpec `ebpf:"events"`
+	GoCalls  *ebpf.MapSpec `ebpf:"go_calls"`
 	Muted    *ebpf.MapSpec `ebpf:"muted"`
 	Ports    *ebpf.MapSpec `ebpf:"ports"`
 	Socks    *ebpf.MapSpec `ebpf:"socks"`
+	SslCalls *ebpf.MapSpec `ebpf:"ssl_calls"`
+	SslSocks *ebpf.MapSpec `ebpf:"ssl_socks"`
 }
 
 // ProbeVariableSpecs contains global variables before they are loaded into the kernel.
@@ -190,9 +251,12 @@ type ProbeMaps struct {
 	Calls    *ebpf.Map `ebpf:"calls"`
 	Counters *ebpf.Map `ebpf:"counters"`
 	Events   *ebpf.Map `ebpf:"events"`
+	GoCalls  *ebpf.Map `ebpf:"go_calls"`
 	Muted    *ebpf.Map `ebpf:"muted"`
 	Ports    *ebpf.Map `ebpf:"ports"`
 	Socks    *ebpf.Map `ebpf:"socks"`
+	SslCalls *ebpf.Map `ebpf:"ssl_calls"`
+	SslSocks *ebpf.Map `ebpf:"ssl_socks"`
 }
 
 func (m *ProbeMaps) Close() error {
@@ -200,9 +264,12 @@ func (m *ProbeMaps) Close() error {
 		m.Calls,
 		m.Counters,
 		m.Events,
+		m.GoCalls,
 		m.Muted,
 		m.Ports,
 		m.Socks,
+		m.SslCalls,
+		m.SslSocks,
 	)
 }
 
@@ -223,17 +290,27 @@ type ProbeVariables struct {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbePrograms struct {
-	EnterRead       *ebpf.Program `ebpf:"enter_read"`
-	EnterReadv      *ebpf.Program `ebpf:"enter_readv"`
-	EnterRecvfrom   *ebpf.Program `ebpf:"enter_recvfrom"`
-	EnterRecvmsg    *ebpf.Program `ebpf:"enter_recvmsg"`
-	EnterSendfile64 *ebpf.Program `ebpf:"enter_sendfile64"`
-	EnterSendmsg    *ebpf.Program `ebpf:"enter_sendmsg"`
-	EnterSendto     *ebpf.Program `ebpf:"enter_sendto"`
-	EnterWrite      *ebpf.Program `ebpf:"enter_write"`
-	EnterWritev     *ebpf.Program `ebpf:"enter_writev"`
-	ExitCall        *ebpf.Program `ebpf:"exit_call"`
-	OnSockState     *ebpf.Program `ebpf:"on_sock_state"`
+	EnterRead         *ebpf.Program `ebpf:"enter_read"`
+	EnterReadv        *ebpf.Program `ebpf:"enter_readv"`
+	EnterRecvfrom     *ebpf.Program `ebpf:"enter_recvfrom"`
+	EnterRecvmsg      *ebpf.Program `ebpf:"enter_recvmsg"`
+	EnterSendfile64   *ebpf.Program `ebpf:"enter_sendfile64"`
+	EnterSendmsg      *ebpf.Program `ebpf:"enter_sendmsg"`
+	EnterSendto       *ebpf.Program `ebpf:"enter_sendto"`
+	EnterWrite        *ebpf.Program `ebpf:"enter_write"`
+	EnterWritev       *ebpf.Program `ebpf:"enter_writev"`
+	ExitCall          *ebpf.Program `ebpf:"exit_call"`
+	GoHandshakeEnter  *ebpf.Program `ebpf:"go_handshake_enter"`
+	GoReadEnter       *ebpf.Program `ebpf:"go_read_enter"`
+	GoRet             *ebpf.Program `ebpf:"go_ret"`
+	GoWriteEnter      *ebpf.Program `ebpf:"go_write_enter"`
+	OnSockState       *ebpf.Program `ebpf:"on_sock_state"`
+	SslHandshakeEnter *ebpf.Program `ebpf:"ssl_handshake_enter"`
+	SslReadEnter      *ebpf.Program `ebpf:"ssl_read_enter"`
+	SslReadExEnter    *ebpf.Program `ebpf:"ssl_read_ex_enter"`
+	SslRet            *ebpf.Program `ebpf:"ssl_ret"`
+	SslWriteEnter     *ebpf.Program `ebpf:"ssl_write_enter"`
+	SslWriteExEnter   *ebpf.Program `ebpf:"ssl_write_ex_enter"`
 }
 
 func (p *ProbePrograms) Close() error {
@@ -248,7 +325,17 @@ func (p *ProbePrograms) Close() error {
 		p.EnterWrite,
 		p.EnterWritev,
 		p.ExitCall,
+		p.GoHandshakeEnter,
+		p.GoReadEnter,
+		p.GoRet,
+		p.GoWriteEnter,
 		p.OnSockState,
+		p.SslHandshakeEnter,
+		p.SslReadEnter,
+		p.SslReadExEnter,
+		p.SslRet,
+		p.SslWriteEnter,
+		p.SslWriteExEnter,
 	)
 }
 

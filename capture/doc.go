@@ -7,7 +7,9 @@
 // with 802.1Q/QinQ tags, Linux cooked SLL and SLL2, BSD loopback, raw
 // IPv4/IPv6). Live (AF_PACKET on Linux) produces the same chunks, and so
 // does EBPF (socket probes on Linux, bpf/), which also names the process
-// owning each connection's client side (Conn.Process).
+// owning each connection's client side (Conn.Process), and with
+// EBPFOptions.TLS delivers TLS connections' plaintext, read by uprobes on
+// the clients' OpenSSL or Go crypto/tls, instead of their ciphertext.
 //
 // Out: calls to a Sink, synchronously, from one goroutine:
 //

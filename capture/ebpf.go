@@ -44,6 +44,22 @@ type EBPFOptions struct {
 	// TickEvery is how often Run publishes Stats and calls a Sink that
 	// implements Ticker (default 1s).
 	TickEvery time.Duration
+	// TLS adds uprobes on the plaintext side of TLS in client processes
+	// (x86-64; the kernel needs CONFIG_UPROBE_EVENTS): OpenSSL's libssl
+	// (SSL_read, SSL_write and their _ex variants: librdkafka, kcat) and
+	// Go's crypto/tls ((*Conn).Read and Write: franz-go, sarama). Their
+	// plaintext is delivered as the connection's bytes, on the same Conn
+	// (4-tuple, process) the socket probes give it, and the ciphertext of
+	// those connections is counted (EBPFStats.TLSCipherBytes), not
+	// delivered. The processes PID and Comm select (every process when
+	// neither is set) are looked for at the start and at every tick: their
+	// executables and the libssl they map are probed. JVM processes cannot
+	// be (Java's TLS is Java code, not a library with symbols): they are
+	// skipped and counted; decrypt them with a key log instead.
+	TLS bool
+	// TLSTargets are more executables or shared libraries to probe with
+	// TLS (a Go binary, a libssl.so), for every process that runs them.
+	TLSTargets []string
 }
 
 // EBPFStats are the counters only an eBPF capture has (Stats.EBPF). The
@@ -81,6 +97,28 @@ type EBPFStats struct {
 	// LateEvents counts events whose bytes were already delivered or
 	// given up on as a gap, or that came after their connection closed.
 	LateEvents uint64 `json:"late_events"`
+
+	// TLS probes (EBPFOptions.TLS). TLSTargets counts the binaries and
+	// libraries probed, TLSProbes the uprobes attached in them.
+	// TLSCalls counts TLS library calls whose plaintext was delivered,
+	// TLSBytes their bytes; TLSNoSocket calls whose socket was never
+	// found (their plaintext is lost); TLSCipherBytes the ciphertext the
+	// system-call probes saw on those connections and left out, their
+	// plaintext being delivered instead.
+	TLSTargets     uint64 `json:"tls_targets,omitempty"`
+	TLSProbes      uint64 `json:"tls_probes,omitempty"`
+	TLSCalls       uint64 `json:"tls_calls,omitempty"`
+	TLSBytes       uint64 `json:"tls_bytes,omitempty"`
+	TLSNoSocket    uint64 `json:"tls_no_socket,omitempty"`
+	TLSCipherBytes uint64 `json:"tls_cipher_bytes,omitempty"`
+	// Processes looked at and not probed, by reason: TLSSkippedJVM are
+	// JVMs (use a key log), TLSSkippedNoTLS have no TLS library kwire
+	// probes (none at all, or statically linked without symbols),
+	// TLSSkippedFailed could not be read or probed (gone, a Go older than
+	// 1.17, not x86-64; the first reason is in EBPF.TLSReport).
+	TLSSkippedJVM    uint64 `json:"tls_skipped_jvm,omitempty"`
+	TLSSkippedNoTLS  uint64 `json:"tls_skipped_no_tls,omitempty"`
+	TLSSkippedFailed uint64 `json:"tls_skipped_failed,omitempty"`
 }
 
 const (

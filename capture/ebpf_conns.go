@@ -23,7 +23,17 @@ func (t *tracker) open(ev *probeEvent, now time.Time) *esock {
 		client, server = server, client
 	}
 	key := [2]netip.AddrPort{client, server}
-	if other := t.pairs[key]; other != nil {
+	if other := t.pairs[key]; other != nil && ev.tls && !other.tls && other.server != ev.server {
+		// The other end, followed so far, moves this connection's
+		// ciphertext (a process kwire does not probe, as a JVM broker):
+		// follow the plaintext end instead, and mute the ciphertext one.
+		t.closeNow(other, CloseEvict)
+		t.twins[other.id] = now
+		t.est.MutedSockets++
+		if t.mute != nil {
+			t.mute(other.id, true)
+		}
+	} else if other != nil {
 		if other.server != ev.server {
 			// Both ends are local: keep following the first one. The
 			// other stays muted until its own close, so that bytes it
@@ -61,7 +71,7 @@ func (t *tracker) open(ev *probeEvent, now time.Time) *esock {
 		p := ev.proc
 		c.Process = &p
 	}
-	s := &esock{id: ev.sock, conn: c, server: ev.server, last: now}
+	s := &esock{id: ev.sock, conn: c, server: ev.server, tls: ev.tls, last: now}
 	if _, ok := t.idled[ev.sock]; ok {
 		delete(t.idled, ev.sock)
 		s.resumed = true

@@ -142,9 +142,14 @@ func (a *analysis) wait(t *testing.T, what string, cond func(*correlate.Snapshot
 // run runs src into a until ctx is done; the returned channel yields
 // Run's error once the final snapshot is taken.
 func (a *analysis) run(ctx context.Context, src capture.Source) <-chan error {
+	return a.runVia(ctx, src, a)
+}
+
+// runVia is run with sink in front of a (it must end in a, and tick it).
+func (a *analysis) runVia(ctx context.Context, src capture.Source, sink capture.Sink) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		err := src.Run(ctx, a)
+		err := src.Run(ctx, sink)
 		a.corr.Close(a.last)
 		a.publish()
 		done <- err

@@ -51,6 +51,8 @@ type EBPF struct {
 	kern [cntMax]uint64
 	mu   sync.Mutex
 	pub  Stats // as of the last tick
+
+	tls *tlsProbes // EBPFOptions.TLS; nil otherwise
 }
 
 // Counter indexes of the probes' per-CPU array (enum counter in kwire.c).
@@ -59,6 +61,9 @@ const (
 	cntDrops
 	cntReadErrs
 	cntIovTrunc
+	cntTLSCalls
+	cntTLSNoSock
+	cntTLSCipher
 	cntMax
 )
 
@@ -69,6 +74,7 @@ const (
 	flagHandshake = 2
 	flagSendfile  = 4
 	flagReset     = 8
+	flagTLS       = 16
 )
 
 // syscalls are the data system calls traced, by the enter program each
@@ -105,6 +111,15 @@ func OpenEBPF(eo *EBPFOptions, opts *Options) (*EBPF, error) {
 	if err := e.load(&o.Ports); err != nil {
 		return nil, err
 	}
+	// The TLS probes go in first: a TLS socket's system calls that come
+	// before its process's probes are reported as ciphertext.
+	if e.eo.TLS {
+		if e.tls, err = e.openTLS(); err != nil {
+			e.Close()
+			return nil, err
+		}
+		e.hooks += "; " + e.tls.hooks()
+	}
 	if err := e.attach(); err != nil {
 		e.Close()
 		return nil, err
@@ -139,8 +154,8 @@ func (e *EBPF) load(ports *Ports) error {
 		}
 	}
 	spec.Maps["events"].MaxEntries = uint32(e.eo.RingBytes)
-	if err := spec.LoadAndAssign(&e.objs, nil); err != nil {
-		return loadError(err)
+	if err := e.loadObjects(spec); err != nil {
+		return err
 	}
 	for p := range 65536 {
 		if ports.Contains(uint16(p)) {
@@ -158,6 +173,42 @@ func boolByte(b bool) uint8 {
 		return 1
 	}
 	return 0
+}
+
+// loadObjects loads the maps and the syscall programs, and the TLS
+// library programs (uprobes, of the kprobe program type, which a kernel
+// without CONFIG_UPROBE_EVENTS and CONFIG_KPROBE_EVENTS refuses) only when
+// they are wanted.
+func (e *EBPF) loadObjects(spec *ebpf.CollectionSpec) error {
+	if e.eo.TLS {
+		if err := spec.LoadAndAssign(&e.objs, nil); err != nil {
+			return loadError(err)
+		}
+		return nil
+	}
+	var sys struct {
+		*bpf.ProbeMaps
+		EnterRead       *ebpf.Program `ebpf:"enter_read"`
+		EnterReadv      *ebpf.Program `ebpf:"enter_readv"`
+		EnterRecvfrom   *ebpf.Program `ebpf:"enter_recvfrom"`
+		EnterRecvmsg    *ebpf.Program `ebpf:"enter_recvmsg"`
+		EnterSendfile64 *ebpf.Program `ebpf:"enter_sendfile64"`
+		EnterSendmsg    *ebpf.Program `ebpf:"enter_sendmsg"`
+		EnterSendto     *ebpf.Program `ebpf:"enter_sendto"`
+		EnterWrite      *ebpf.Program `ebpf:"enter_write"`
+		EnterWritev     *ebpf.Program `ebpf:"enter_writev"`
+		ExitCall        *ebpf.Program `ebpf:"exit_call"`
+		OnSockState     *ebpf.Program `ebpf:"on_sock_state"`
+	}
+	sys.ProbeMaps = &e.objs.ProbeMaps
+	if err := spec.LoadAndAssign(&sys, nil); err != nil {
+		return loadError(err)
+	}
+	p := &e.objs.ProbePrograms
+	p.EnterRead, p.EnterReadv, p.EnterRecvfrom, p.EnterRecvmsg = sys.EnterRead, sys.EnterReadv, sys.EnterRecvfrom, sys.EnterRecvmsg
+	p.EnterSendfile64, p.EnterSendmsg, p.EnterSendto = sys.EnterSendfile64, sys.EnterSendmsg, sys.EnterSendto
+	p.EnterWrite, p.EnterWritev, p.ExitCall, p.OnSockState = sys.EnterWrite, sys.EnterWritev, sys.ExitCall, sys.OnSockState
+	return nil
 }
 
 // attach attaches every program to its tracepoints.
@@ -222,6 +273,9 @@ func (e *EBPF) Run(ctx context.Context, sink Sink) error {
 		e.tr.expire(now)
 		if !now.Before(next) {
 			next = now.Add(e.eo.TickEvery)
+			if e.tls != nil {
+				e.tls.scan() // processes started since
+			}
 			e.tick()
 			if ticker != nil {
 				ticker.Tick(now)
@@ -264,6 +318,9 @@ func (e *EBPF) detach() {
 		l.Close()
 	}
 	e.links = nil
+	if e.tls != nil {
+		e.tls.detach()
+	}
 }
 
 // parse decodes a ring-buffer record (struct event) into ev.
@@ -289,6 +346,7 @@ func (e *EBPF) parse(raw []byte, ev *probeEvent) bool {
 	ev.remote = addrPort(r.Family, r.Raddr, r.Rport)
 	ev.server = r.Flags&flagServer != 0
 	ev.handshake = r.Flags&flagHandshake != 0
+	ev.tls = r.Flags&flagTLS != 0
 	ev.sendfile = r.Flags&flagSendfile != 0
 	ev.recv = r.Dir == 1
 	ev.offset, ev.n = r.Offset, uint64(r.Len)
@@ -322,6 +380,12 @@ func (e *EBPF) tick() {
 	e.est.RingDrops = sum[cntDrops]
 	e.est.UserReadErrors = sum[cntReadErrs]
 	e.est.IovTruncated = sum[cntIovTrunc]
+	e.est.TLSCalls = sum[cntTLSCalls]
+	e.est.TLSNoSocket = sum[cntTLSNoSock]
+	e.est.TLSCipherBytes = sum[cntTLSCipher]
+	if e.tls != nil {
+		e.tls.stats(&e.est)
+	}
 	s := e.st
 	est := e.est
 	s.EBPF = &est

@@ -57,6 +57,9 @@ type childSpec struct {
 	// out its consumers.
 	RecordBytes int  `json:"record_bytes,omitempty"`
 	ProduceOnly bool `json:"produce_only,omitempty"`
+	// TLS, when set, makes the broker listen with TLS and the clients
+	// dial with it (ebpf_tls_linux_test.go).
+	TLS *tlsSpec `json:"tls,omitempty"`
 }
 
 // runChild runs a child role until SIGTERM and returns its exit code. It
@@ -77,6 +80,8 @@ func runChild(role, args string) int {
 		err = childProducer(ctx, a)
 	case "member":
 		err = childMember(ctx, a)
+	case "jvm":
+		err = childJVM(ctx)
 	case "traffic":
 		err = childTraffic(ctx, a)
 	default:
@@ -90,7 +95,15 @@ func runChild(role, args string) int {
 }
 
 func childBroker(ctx context.Context, a childSpec) error {
-	kf, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(a.Partitions, a.Topic))
+	opts := []kfake.Opt{kfake.NumBrokers(3), kfake.SeedTopics(a.Partitions, a.Topic)}
+	if a.TLS != nil {
+		cfg, err := a.TLS.server()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, kfake.TLS(cfg))
+	}
+	kf, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return err
 	}
@@ -104,8 +117,12 @@ func childBroker(ctx context.Context, a childSpec) error {
 // Produce requests and Fetch responses are bigger than the eBPF capture's
 // copy limit (4 KiB per call), so their tails are gaps of known size.
 func childProducer(ctx context.Context, a childSpec) error {
+	tlsOpt, err := a.TLS.dial()
+	if err != nil {
+		return err
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(a.Brokers...), kgo.ClientID(a.ClientID),
-		kgo.DefaultProduceTopic(a.Topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.DefaultProduceTopic(a.Topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), tlsOpt)
 	if err != nil {
 		return err
 	}
@@ -135,7 +152,11 @@ func childProducer(ctx context.Context, a childSpec) error {
 // after its first commit with partitions assigned, and leaves the group
 // on SIGTERM.
 func childMember(ctx context.Context, a childSpec) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(a.Brokers...), kgo.ClientID(a.ClientID),
+	tlsOpt, err := a.TLS.dial()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(a.Brokers...), kgo.ClientID(a.ClientID), tlsOpt,
 		kgo.ConsumerGroup(a.Group), kgo.ConsumeTopics(a.Topic), kgo.DisableAutoCommit(),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.HeartbeatInterval(300*time.Millisecond),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {

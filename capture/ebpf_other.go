@@ -28,3 +28,6 @@ func (e *EBPF) Hooks() string { return "" }
 
 // Close does nothing.
 func (e *EBPF) Close() error { return nil }
+
+// TLSReport returns nil.
+func (e *EBPF) TLSReport() []string { return nil }

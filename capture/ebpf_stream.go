@@ -20,6 +20,9 @@ type probeEvent struct {
 	// handshake: the probes saw the socket open, offsets count from its
 	// first byte.
 	handshake bool
+	// tls: the bytes are plaintext a TLS library moved (EBPFOptions.TLS),
+	// and the socket's system calls move its ciphertext.
+	tls bool
 	// Data: the call moved n bytes at offset in direction recv (else
 	// send) of the local socket; data holds the first of them (only valid
 	// during the call). sendfile: none of them could be seen.
@@ -72,6 +75,7 @@ type esock struct {
 	id      sockID
 	conn    *Conn
 	server  bool
+	tls     bool      // its bytes are a TLS library's plaintext
 	last    time.Time // wall time of its latest event
 	dirs    [2]edir   // by local direction: 0 sent, 1 received
 	closing bool      // its close event came: waiting for the bytes counted
@@ -123,6 +127,9 @@ func (t *tracker) event(ev *probeEvent, now time.Time) {
 	t.est.Calls++
 	t.est.CallBytes += ev.n
 	t.est.CopiedBytes += uint64(len(ev.data))
+	if ev.tls {
+		t.est.TLSBytes += ev.n
+	}
 	if ev.sendfile {
 		t.est.SendfileBytes += ev.n
 	} else {

@@ -31,11 +31,13 @@ type pev struct {
 	pid    uint32
 	ms     int  // wall time, ms after tT0
 	expire bool // not an event: run the timeouts at ms
+	tls    bool // plaintext from a TLS library probe
+	gen    uint64
 }
 
 func (p pev) event() (*probeEvent, time.Time) {
 	ev := &probeEvent{
-		close: p.close, time: tT0.Add(time.Duration(p.ms) * time.Millisecond), sock: sockID{max(p.sock, 1), 1},
+		close: p.close, time: tT0.Add(time.Duration(p.ms) * time.Millisecond), sock: sockID{max(p.sock, 1), max(p.gen, 1)}, tls: p.tls,
 		local: tClient, remote: tBroker, server: p.server, handshake: true,
 		recv: p.recv, offset: p.offset, n: p.n, data: []byte(p.data),
 		proc: Process{PID: max(p.pid, 100), Comm: "client"}, sent: p.sent, received: p.recvd,
@@ -167,6 +169,24 @@ func TestTracker(t *testing.T) {
 		events: []pev{{data: "req"}},
 		end:    true,
 		want:   []string{"1 to_server data req pid=100", "1 to_server close eof pid=100", "1 to_client close eof pid=100"},
+	}, {
+		name: "TLS: the plaintext end is followed, not the ciphertext end seen first",
+		events: []pev{
+			{sock: 2, server: true, recv: true, data: "CIPHER"},
+			{tls: true, data: "req"},
+			{sock: 2, server: true, data: "CIPHER2"},
+			{tls: true, recv: true, data: "resp"},
+		},
+		want: []string{"1 to_server data CIPHER", "1 to_client close evict", "1 to_server close evict",
+			"2 to_server data req pid=100", "2 to_client data resp pid=100"},
+	}, {
+		name: "TLS: a socket probed mid-connection starts over as plaintext under a new identity",
+		events: []pev{
+			{data: "CIPHER"},
+			{gen: 2, tls: true, data: "req"},
+		},
+		want: []string{"1 to_server data CIPHER pid=100", "1 to_server close evict pid=100", "1 to_client close evict pid=100",
+			"2 to_server data req pid=100"},
 	}, {
 		name:   "idle connections close",
 		events: []pev{{data: "req"}},

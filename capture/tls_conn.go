@@ -53,7 +53,10 @@ func (tc *tlsConn) serverHello(h serverHello) {
 // Without, it is passed on encrypted, or, when the key log is followed,
 // waits for them (see advance).
 func (tc *tlsConn) lookup(t time.Time) {
-	if sec := tc.d.keys.lookup(tc.clientRandom); sec != nil && tc.install(sec) {
+	// A connection that closed while waiting is given up on after this
+	// lookup: read the key log once more whatever the time of the last read
+	// (its secrets were logged before its first application data).
+	if sec := tc.d.keys.lookup(tc.clientRandom, tc.heldClosed()); sec != nil && tc.install(sec) {
 		tc.state = tlsDecrypting
 		tc.d.decrypted.Add(1)
 		for i := range tc.dir {

@@ -42,6 +42,12 @@ type tlsSecrets struct {
 	clientHS, serverHS, clientApp, serverApp []byte // TLS 1.3 (RFC 8446 §7.1)
 }
 
+// complete reports whether s has what decryption needs: the master secret
+// (TLS 1.2) or both traffic secrets (TLS 1.3).
+func (s *tlsSecrets) complete() bool {
+	return s != nil && (s.master != nil || (s.clientApp != nil && s.serverApp != nil))
+}
+
 // keylogFile is a key log being read; off is how far it has been parsed
 // (a line still being written is left for the next read).
 type keylogFile struct {
@@ -87,18 +93,21 @@ func (k *TLSKeys) Malformed() int {
 }
 
 // lookup returns the secrets logged for a client random, or nil. When
-// following, a miss re-reads the files (at most once a second).
-func (k *TLSKeys) lookup(random []byte) *tlsSecrets {
+// following, a miss re-reads the files (at most once a second), and so
+// does a TLS 1.3 session with its handshake secrets only: a client logs
+// them before the traffic secrets, and a lookup may fall in between.
+// force re-reads on a miss even within the second.
+func (k *TLSKeys) lookup(random []byte, force bool) *tlsSecrets {
 	if k == nil || len(random) != 32 {
 		return nil
 	}
 	key := [32]byte(random)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if s := k.secrets[key]; s != nil || !k.follow {
+	if s := k.secrets[key]; s.complete() || !k.follow {
 		return s
 	}
-	if now := k.now(); !now.Before(k.nextReload) {
+	if now := k.now(); force || !now.Before(k.nextReload) {
 		k.nextReload = now.Add(reloadEvery)
 		k.reloadErr = k.reload(false)
 	}

@@ -206,18 +206,49 @@ func TestTLSKeysFollow(t *testing.T) {
 	}
 	now := time.Unix(1700000000, 0)
 	k.now = func() time.Time { return now }
-	if k.lookup(random) != nil || k.Malformed() != 1 {
+	if k.lookup(random, false) != nil || k.Malformed() != 1 {
 		t.Fatalf("found a session from half a line, or malformed %d != 1", k.Malformed())
 	}
 	if err := os.WriteFile(path, []byte(head+line), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if k.lookup(random) != nil {
+	if k.lookup(random, false) != nil {
 		t.Fatal("re-read within a second of the last read")
 	}
 	now = now.Add(time.Second)
-	if s := k.lookup(random); s == nil || len(s.master) != 48 || k.Sessions() != 1 || k.Malformed() != 1 {
+	if s := k.lookup(random, false); s == nil || len(s.master) != 48 || k.Sessions() != 1 || k.Malformed() != 1 {
 		t.Fatalf("after the line was completed: %v, %d sessions, %d malformed", s != nil, k.Sessions(), k.Malformed())
+	}
+}
+
+// TestTLSKeysFollowTLS13: a followed key log read between a TLS 1.3
+// client's handshake secrets and its traffic secrets is read again for
+// the traffic secrets.
+func TestTLSKeysFollowTLS13(t *testing.T) {
+	random := bytes.Repeat([]byte{0xcd}, 32)
+	secret := func(label string) string {
+		return label + " " + hex.EncodeToString(random) + " " + hex.EncodeToString(bytes.Repeat([]byte{2}, 32)) + "\n"
+	}
+	hs := secret("CLIENT_HANDSHAKE_TRAFFIC_SECRET") + secret("SERVER_HANDSHAKE_TRAFFIC_SECRET")
+	path := filepath.Join(t.TempDir(), "keylog")
+	if err := os.WriteFile(path, []byte(hs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := LoadTLSKeys([]string{path}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1700000000, 0)
+	k.now = func() time.Time { return now }
+	if s := k.lookup(random, false); s.complete() {
+		t.Fatal("complete with the handshake secrets only")
+	}
+	if err := os.WriteFile(path, []byte(hs+secret("CLIENT_TRAFFIC_SECRET_0")+secret("SERVER_TRAFFIC_SECRET_0")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	if s := k.lookup(random, false); !s.complete() || s.clientHS == nil {
+		t.Fatalf("after the traffic secrets were appended: %+v", s != nil)
 	}
 }
 

@@ -199,7 +199,7 @@ func (d *Decoder) sniffFirst(cs *connState, c *capture.Chunk) bool {
 		// A TLS record (handshake or application data): Kafka frames
 		// never start this way, since a 0x1603xxxx length is > 369 MB.
 		d.stats.TLSConns++
-		d.anomaly(cs, c.Dir, c.Time, AnomalyTLS, 0, -1, "TLS on a Kafka connection: not decoded (capture the plaintext listener, or use --ebpf on the client host)")
+		d.anomaly(cs, c.Dir, c.Time, AnomalyTLS, 0, -1, "TLS on a Kafka connection: not decoded (capture the plaintext listener, give the clients' key log with --tls-keylog, or use kwire live --ebpf --tls on the client host)")
 		c.Conn.Ignore = true
 		return true
 	}

@@ -384,7 +384,7 @@ func (r *liveRun) hint() {
 		fmt.Fprintf(r.stderr, "kwire: no TCP traffic on %s seen on %s in %s: is that the brokers' listener port (--port) and their interface (-i; any captures on all: %s)?\n",
 			ports, r.src.Interface(), hintAfter, strings.Join(capture.Interfaces(), ", "))
 	case ds.TLSConns > 0:
-		fmt.Fprintf(r.stderr, "kwire: the traffic on %s is TLS, which kwire decodes only with the clients' key log (--tls-keylog FILE) or a plaintext listener\n", ports)
+		fmt.Fprintf(r.stderr, "kwire: the traffic on %s is TLS, which kwire decodes only with the clients' key log (--tls-keylog FILE), the clients' plaintext (kwire live --ebpf --tls on their host) or a plaintext listener\n", ports)
 	default:
 		fmt.Fprintf(r.stderr, "kwire: %d TCP packets on %s in %s but no Kafka request decoded yet: is it a Kafka listener (--port)? (connections opened before the capture are picked up at their next request)\n",
 			cs.TCPPackets, ports, hintAfter)

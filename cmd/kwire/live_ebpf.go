@@ -20,6 +20,9 @@ type probeFlags struct {
 	comm   string
 	cgroup string
 	snap   int
+	// --tls, --tls-target: uprobes on TLS libraries (capture.EBPFOptions.TLS).
+	tls        bool
+	tlsTargets fileList
 }
 
 const probeHelp = `
@@ -40,11 +43,27 @@ frame cut elsewhere (a multi-partition Fetch cut across a later
 partition's fields, a group message larger than --snap) keeps its header
 only, counted in not_copied_frames: raise --snap if it grows. Bytes a
 broker sends with sendfile are never seen.
+
+With --tls, kwire also reads the plaintext of TLS connections (SSL and
+SASL_SSL listeners) from uprobes on the client's TLS library: OpenSSL's
+SSL_read/SSL_write in libssl (librdkafka clients, kcat) and Go's
+crypto/tls (franz-go, sarama); x86-64 only, and the kernel needs
+CONFIG_UPROBE_EVENTS (docs/ebpf.md). The executables and libssl of the
+processes --pid or --comm select (every process without them) are probed,
+at start and as they appear; --tls-target adds a binary or library by
+path. The plaintext is decoded as if it had been clear, on the same
+connection, pid and comm; the ciphertext of those connections is counted
+(tls_cipher_bytes), not decoded twice. JVM processes (Java clients, the
+Kafka broker) cannot be reached by uprobes: they are skipped and counted
+(tls_skipped_jvm); decrypt their traffic with a key log written by a Java
+agent instead (kwire live -i IFACE --tls-keylog FILE).
+  kwire live --ebpf --tls --port 9093 --comm rdkafka-app
+  kwire live --ebpf --tls --port 9093 --tls-target /usr/local/bin/orders-svc
 `
 
 // liveUsage is kwire live's help with --ebpf in it.
 func liveUsage() string {
-	h := strings.Replace(liveHelp, "Usage: kwire live -i IFACE [flags]", "Usage: kwire live -i IFACE [flags]\n       kwire live --ebpf [--pid N] [--comm NAME] [flags]", 1)
+	h := strings.Replace(liveHelp, "Usage: kwire live -i IFACE [flags]", "Usage: kwire live -i IFACE [flags]\n       kwire live --ebpf [--pid N] [--comm NAME] [--tls] [flags]", 1)
 	return strings.Replace(h, "\nFlags:\n", probeHelp+"\nFlags:\n", 1)
 }
 
@@ -53,6 +72,8 @@ func (f *probeFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&f.pid, "pid", 0, "with --ebpf, only the process with this `PID`")
 	fs.StringVar(&f.comm, "comm", "", "with --ebpf, only processes with this `NAME` (their comm, at most 15 bytes)")
 	fs.StringVar(&f.cgroup, "cgroup", "", "with --ebpf, only processes in this cgroup v2 `DIR` (e.g. /sys/fs/cgroup/system.slice/kafka.service)")
+	fs.BoolVar(&f.tls, "tls", false, "with --ebpf, read TLS connections' plaintext from uprobes on the clients' OpenSSL (libssl) or Go crypto/tls; not JVMs: use --tls-keylog for those")
+	fs.Var(&f.tlsTargets, "tls-target", "with --ebpf --tls, also probe this executable or shared library `PATH` (a Go binary, a libssl.so); repeatable")
 	fs.IntVar(&f.snap, "snap", 4096, "with --ebpf, most `BYTES` copied per system call (at most 65536); the rest is a gap of known size")
 }
 
@@ -61,8 +82,12 @@ func (f *probeFlags) check(lf *liveFlags) string {
 	switch {
 	case !f.ebpf && (f.pid != 0 || f.comm != "" || f.cgroup != ""):
 		return "--pid, --comm and --cgroup select processes for --ebpf"
+	case !f.ebpf && (f.tls || len(f.tlsTargets) > 0):
+		return "--tls reads TLS plaintext with uprobes, which needs --ebpf; to decrypt a packet capture, give --tls-keylog"
 	case !f.ebpf:
 		return ""
+	case len(f.tlsTargets) > 0 && !f.tls:
+		return "--tls-target adds files to --tls's probes: give --tls too"
 	case lf.iface != "":
 		return "-i and --ebpf are two ways to capture: give one"
 	case lf.write != "":
@@ -90,7 +115,8 @@ const errNoEBPF = "capture on an interface instead (kwire live -i IFACE), or wit
 func runLiveEBPF(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error {
 	p := newPipeline(&f.common, stdout, f.exchanges)
 	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
-	eo := &capture.EBPFOptions{PID: uint32(f.probe.pid), Comm: f.probe.comm, SnapBytes: f.probe.snap, RingBytes: f.ringMB << 20, TickEvery: f.tickEvery()}
+	eo := &capture.EBPFOptions{PID: uint32(f.probe.pid), Comm: f.probe.comm, SnapBytes: f.probe.snap, RingBytes: f.ringMB << 20, TickEvery: f.tickEvery(),
+		TLS: f.probe.tls, TLSTargets: f.probe.tlsTargets}
 	if f.probe.cgroup != "" {
 		var st syscall.Stat_t
 		if err := syscall.Stat(f.probe.cgroup, &st); err != nil {
@@ -111,6 +137,9 @@ func runLiveEBPF(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) er
 		status += ", only " + sel
 	}
 	status += fmt.Sprintf(", at most %d bytes per call, ring %d MiB", f.probe.snap, f.ringMB)
+	for _, l := range src.TLSReport() {
+		status += "\nkwire: TLS: " + l
+	}
 	ran, err := r.serve(ctx, f, status, src.Run)
 	if !ran { // --metrics could not listen
 		src.Close()

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv("KWIRE_TEST_RUSAGE"); path != "" {
 		rusageChild(path) // see peakRSS
 	}
+	if arg := os.Getenv(tlsGroupEnv); arg != "" {
+		os.Exit(runTLSGroupChild(arg)) // live_ebpf_tls_linux_test.go
+	}
 	if os.Getenv("KWIRE_TEST_KFAKE") == "1" {
 		serveKfake() // a transport for the agent benchmarks
 	}
