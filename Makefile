@@ -50,7 +50,7 @@ vet:
 # to a 3-broker kfake cluster, then the goldens from them.
 captures:
 	$(GO) run ./cmd/kwire-gen -out testdata
-	$(GO) run ./cmd/kwire-gen -out testdata/tls -only tls13,tls12
+	$(GO) run ./cmd/kwire-gen -out testdata/tls -only tls13,tls12,tls13_aes256,tls13_chacha
 	$(MAKE) goldens
 
 goldens:
