@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -89,23 +90,51 @@ func (r *tlsRun) count(key string) int {
 	return int(v)
 }
 
-// TestTLSKeylog analyses the TLS captures (kfake with kfake.TLS, kgo
-// clients writing their key log; TLS 1.3, and TLS 1.2 with AES-GCM and
-// ChaCha20-Poly1305) with --tls-keylog: every connection is decrypted,
+// TestTLSKeylog analyses the TLS captures with --tls-keylog: kfake with
+// kfake.TLS and kgo clients writing their key log (TLS 1.3 with the suite
+// Go picks, AES-128-GCM; TLS 1.2 with AES-GCM and ChaCha20-Poly1305), and
+// kcat (OpenSSL) held to TLS 1.3's AES-256-GCM or ChaCha20-Poly1305, with
+// kfake's server writing the key log. Every connection negotiated the
+// case's suites (read from the ServerHellos in the capture, so a capture
+// that fell back to another suite fails), every connection is decrypted,
 // every request kfake handled is decoded, the group's commits are the
 // truth's, and no TLS anomaly is left. With a key log missing one session,
 // that connection alone is counted tls_no_keys and reported as TLS.
 func TestTLSKeylog(t *testing.T) {
 	dir := filepath.Join(testdataDir(), "tls")
-	for _, name := range []string{"tls13", "tls12"} {
+	for _, tc := range []struct {
+		name    string
+		suites  []uint16 // every suite the ServerHellos name, each at least once
+		members int      // the most members of a generation of each group
+	}{
+		{"tls13", []uint16{0x1301}, 2},         // TLS_AES_128_GCM_SHA256
+		{"tls12", []uint16{0xc02b, 0xcca9}, 2}, // ECDHE-ECDSA-AES128-GCM-SHA256, ECDHE-ECDSA-CHACHA20-POLY1305
+		{"tls13_aes256", []uint16{0x1302}, 1},  // TLS_AES_256_GCM_SHA384
+		{"tls13_chacha", []uint16{0x1303}, 1},  // TLS_CHACHA20_POLY1305_SHA256
+	} {
+		name := tc.name
 		t.Run(name, func(t *testing.T) {
 			var tr tlsTruth
 			if err := json.Unmarshal(readFile(t, filepath.Join(dir, name+".truth.json")), &tr); err != nil {
 				t.Fatal(err)
 			}
 			pcap, keylog := filepath.Join(dir, name+".pcapng"), filepath.Join(dir, name+".keylog")
-			r := analyzeTLS(t, "--tls-keylog", keylog, pcap)
 			conns := len(tr.Frames)
+			seen := serverHelloSuites(t, readFile(t, pcap))
+			if len(seen) != conns {
+				t.Errorf("%d ServerHellos in the capture, %d connections", len(seen), conns)
+			}
+			for _, s := range seen {
+				if !slices.Contains(tc.suites, s) {
+					t.Errorf("a connection negotiated suite %#04x; want one of %#04x", s, tc.suites)
+				}
+			}
+			for _, s := range tc.suites {
+				if !slices.Contains(seen, s) {
+					t.Errorf("no connection negotiated suite %#04x (suites %#04x)", s, seen)
+				}
+			}
+			r := analyzeTLS(t, "--tls-keylog", keylog, pcap)
 			if r.count("tls_connections") != conns || r.count("tls_decrypted") != conns || r.count("tls_no_keys") != 0 || r.count("tls_decrypt_failures") != 0 {
 				t.Errorf("capture stats %v; want %d TLS connections, all decrypted", r.capture, conns)
 			}
@@ -121,8 +150,8 @@ func TestTLSKeylog(t *testing.T) {
 						t.Errorf("group %s topic %s committed %v; truth %v", g, topic, r.committed[g][topic], parts)
 					}
 				}
-				if r.maxMembers[g] != 2 {
-					t.Errorf("group %s: at most %d members in a generation, want 2", g, r.maxMembers[g])
+				if r.maxMembers[g] != tc.members {
+					t.Errorf("group %s: at most %d members in a generation, want %d", g, r.maxMembers[g], tc.members)
 				}
 			}
 
@@ -136,6 +165,29 @@ func TestTLSKeylog(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serverHelloSuites returns the cipher suite of every TLS 1.2 or 1.3
+// ServerHello in a capture file: each is the start of a connection's first
+// server record, in one packet (the captures' MSS is far larger), so the
+// file's bytes are scanned for a handshake record (0x16 0x0303) holding a
+// ServerHello (type 2, legacy_version 0x0303), not parsed as packets.
+func serverHelloSuites(t *testing.T, file []byte) []uint16 {
+	t.Helper()
+	var suites []uint16
+	for i := 0; i+11+32+1 < len(file); i++ {
+		b := file[i:]
+		if b[0] != 0x16 || b[1] != 3 || b[2] != 3 || b[5] != 2 || b[9] != 3 || b[10] != 3 {
+			continue
+		}
+		sid := 11 + 32
+		at := sid + 1 + int(b[sid])
+		if at+2 > len(b) || int(b[3])<<8|int(b[4]) < at-5+2 {
+			continue
+		}
+		suites = append(suites, uint16(b[at])<<8|uint16(b[at+1]))
+	}
+	return suites
 }
 
 // dropSession removes every line of the key log's first session.
