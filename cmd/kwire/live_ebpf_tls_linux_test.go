@@ -478,7 +478,9 @@ func TestLiveEBPFTLS(t *testing.T) {
 // on OpenSSL's libssl) producing over TLS, then consuming in a group:
 // kwire must decode kcat's produce requests and its group (a member with
 // kcat's pid and name, commits) from plaintext, and the offsets it reports
-// committed must be those the broker holds.
+// committed must be those the broker holds. At the same time kwire live
+// -i lo decrypts the packets with the broker's key log (kcat writes
+// none; kfake's tls.Config does): both must tell the same story.
 func TestLiveEBPFTLSKcat(t *testing.T) {
 	needTLSProbes(t)
 	kcat, err := exec.LookPath("kcat")
@@ -488,8 +490,15 @@ func TestLiveEBPFTLSKcat(t *testing.T) {
 	libssl := kcatLibssl(t, kcat)
 	const group, topic, parts, records = "kcat-group", "kcat-topic", 3, 90
 	srv, certPEM := tlsCerts(t)
-	kf, ports := newCluster(t, kfake.TLS(srv), kfake.SeedTopics(parts, topic))
 	dir := t.TempDir()
+	keylog := filepath.Join(dir, "keys.log")
+	kl, err := os.OpenFile(keylog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kl.Close() })
+	srv.KeyLogWriter = kl
+	kf, ports := newCluster(t, kfake.TLS(srv), kfake.SeedTopics(parts, topic))
 	ca := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(ca, []byte(certPEM), 0o600); err != nil {
 		t.Fatal(err)
@@ -498,6 +507,7 @@ func TestLiveEBPFTLSKcat(t *testing.T) {
 	if st := probed.stderr.String(); !strings.Contains(st, "kwire: TLS: OpenSSL") {
 		t.Errorf("the status does not name OpenSSL: %s", st)
 	}
+	packets := startLive(t, "-i", "lo", "--port", ports, "--tls-keylog", keylog, "--json", "--stats-every", "1s")
 	brokers := strings.Join(kf.ListenAddrs(), ",")
 	tlsArgs := []string{"-b", brokers, "-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + ca, "-X", "ssl.endpoint.identification.algorithm=none"}
 	var in strings.Builder
@@ -514,10 +524,17 @@ func TestLiveEBPFTLSKcat(t *testing.T) {
 		t.Fatalf("kcat -G: %v: %s", err, out)
 	}
 	probed.waitClosed(t)
-	stopAll(t, probed)
+	packets.stdout.wait(t, "kcat's member to leave", func() bool { return leaves(packets.stdout.buf.String(), group) == 1 })
+	stopAll(t, probed, packets)
 
 	out := probed.stdout.String()
 	story := storyOf(t, out, group)
+	want := storyOf(t, packets.stdout.String(), group)
+	got := story
+	got.PIDs, want.PIDs = nil, nil
+	if len(want.Generations) == 0 || len(want.Commits) == 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("kwire live --ebpf --tls and -i lo --tls-keylog (the broker's key log) disagree, or show nothing:\n ebpf   %+v\n keylog %+v", got, want)
+	}
 	if len(story.Members) != 1 || story.PIDs["rdkafka"] != cons.Process.Pid || len(story.Generations) == 0 {
 		t.Errorf("kcat's group: members %v, pids %v, %d generations; want kcat's one member (pid %d)", story.Members, story.PIDs, len(story.Generations), cons.Process.Pid)
 	}
