@@ -65,18 +65,7 @@ func (s *encodeSink) flush() {
 // The agent's full cost (correlator, producing) is cmd/kwire's
 // BenchmarkAgentPublish.
 func BenchmarkEncode(b *testing.B) {
-	path := os.Getenv("KWIRE_BENCH_CAPTURE")
-	if path == "" {
-		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench-capture` and point it at the file")
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		b.Skip(err)
-	}
-	ports, err := capture.ParsePorts(cmpOr(os.Getenv("KWIRE_BENCH_PORTS"), "9092"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	path, fi, ports := benchCapture(b)
 	pass := func(encode bool) *encodeSink {
 		s := &encodeSink{}
 		if encode {
@@ -112,6 +101,45 @@ func BenchmarkEncode(b *testing.B) {
 }
 
 // cpuTime is this process's user and system CPU time so far.
+// benchCapture returns the capture the benchmarks read
+// (KWIRE_BENCH_CAPTURE), its size and its broker ports
+// (KWIRE_BENCH_PORTS); without one they skip.
+func benchCapture(b *testing.B) (string, os.FileInfo, capture.Ports) {
+	b.Helper()
+	path := os.Getenv("KWIRE_BENCH_CAPTURE")
+	if path == "" {
+		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench-capture` and point it at the file")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Skip(err)
+	}
+	ports, err := capture.ParsePorts(cmpOr(os.Getenv("KWIRE_BENCH_PORTS"), "9092"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return path, fi, ports
+}
+
+// encodeCapture decodes the benchmarks' capture once and encodes all of
+// it into batches kept in the returned sink's values.
+func encodeCapture(b *testing.B) (os.FileInfo, *encodeSink) {
+	b.Helper()
+	path, fi, ports := benchCapture(b)
+	s := &encodeSink{enc: NewEncoder(Agent{Host: "bench", Run: 1}), keep: true}
+	s.enc.Reset(1)
+	s.dec = decode.New(s, &decode.Options{DropProduceRecords: true})
+	src, err := capture.OpenFiles([]string{path}, &capture.Options{Ports: ports})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	if err := src.Run(context.Background(), s.dec); err != nil {
+		b.Fatal(err)
+	}
+	return fi, s
+}
+
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -130,29 +158,7 @@ func cmpOr(a, b string) string {
 // own their bytes) encoded again and again into batches of about 64 KiB.
 // MB/s is of the Kafka traffic they stand for; ns/item per exchange.
 func BenchmarkEncodeExchanges(b *testing.B) {
-	path := os.Getenv("KWIRE_BENCH_CAPTURE")
-	if path == "" {
-		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench-capture` and point it at the file")
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		b.Skip(err)
-	}
-	ports, err := capture.ParsePorts(cmpOr(os.Getenv("KWIRE_BENCH_PORTS"), "9092"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := &encodeSink{enc: NewEncoder(Agent{Host: "bench", Run: 1}), keep: true}
-	s.enc.Reset(1)
-	s.dec = decode.New(s, &decode.Options{DropProduceRecords: true})
-	src, err := capture.OpenFiles([]string{path}, &capture.Options{Ports: ports})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := src.Run(context.Background(), s.dec); err != nil {
-		b.Fatal(err)
-	}
-	src.Close()
+	fi, s := encodeCapture(b)
 	s.values = append(s.values, s.enc.Take())
 	var items []Item
 	for _, v := range s.values {
@@ -193,29 +199,7 @@ func BenchmarkEncodeExchanges(b *testing.B) {
 // BenchmarkEncode's decode-cpu-ns/B) and the compressed size as a share
 // of the batches' and of the traffic's bytes.
 func BenchmarkCompress(b *testing.B) {
-	path := os.Getenv("KWIRE_BENCH_CAPTURE")
-	if path == "" {
-		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench-capture` and point it at the file")
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		b.Skip(err)
-	}
-	ports, err := capture.ParsePorts(cmpOr(os.Getenv("KWIRE_BENCH_PORTS"), "9092"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := &encodeSink{enc: NewEncoder(Agent{Host: "bench", Run: 1}), keep: true}
-	s.enc.Reset(1)
-	s.dec = decode.New(s, &decode.Options{DropProduceRecords: true})
-	src, err := capture.OpenFiles([]string{path}, &capture.Options{Ports: ports})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := src.Run(context.Background(), s.dec); err != nil {
-		b.Fatal(err)
-	}
-	src.Close()
+	fi, s := encodeCapture(b)
 	var raw int64
 	for _, v := range s.values {
 		raw += int64(len(v))
@@ -258,25 +242,7 @@ func BenchmarkCompress(b *testing.B) {
 // time on a shared machine, where the other benchmarks' figures move
 // by half.
 func BenchmarkEncodeWarm(b *testing.B) {
-	path := os.Getenv("KWIRE_BENCH_CAPTURE")
-	if path == "" {
-		b.Skip("KWIRE_BENCH_CAPTURE is not set: run `make bench-capture` and point it at the file")
-	}
-	ports, err := capture.ParsePorts(cmpOr(os.Getenv("KWIRE_BENCH_PORTS"), "9092"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := &encodeSink{enc: NewEncoder(Agent{Host: "bench", Run: 1}), keep: true}
-	s.enc.Reset(1)
-	s.dec = decode.New(s, &decode.Options{DropProduceRecords: true})
-	src, err := capture.OpenFiles([]string{path}, &capture.Options{Ports: ports})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := src.Run(context.Background(), s.dec); err != nil {
-		b.Fatal(err)
-	}
-	src.Close()
+	_, s := encodeCapture(b)
 	var xs []*decode.Exchange
 	for _, v := range s.values {
 		bt, err := Decode(v, &Options{DeferRecords: true})
