@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The TLS scenarios are explicit (kwire-gen makes them with -only, into
@@ -125,12 +126,18 @@ func runTLS(ctx context.Context, c *Cluster, topic, group string, memberTLS kgo.
 		}
 	}()
 	for i := range 2 {
-		cl, err := c.Kgo(memberTLS, kgo.ClientID(fmt.Sprintf("tls-member-%d", i+1)), kgo.ConsumerGroup(group),
+		// The generator's probe records each generation's plan and
+		// assignments, as for the clear-text group scenarios, so that
+		// the decrypted capture is checked against them.
+		id := fmt.Sprintf("tls-member-%d", i+1)
+		p := newProbe(group, id, "", c.groups.add)
+		cl, err := c.Kgo(memberTLS, kgo.ClientID(id), kgo.ConsumerGroup(group),
 			kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
-			kgo.FetchMaxWait(250*time.Millisecond))
+			kgo.FetchMaxWait(250*time.Millisecond), kgo.WithHooks(p, tlsJoins{p}), kgo.Balancers(p.balancers(kgo.CooperativeStickyBalancer())...))
 		if err != nil {
 			return err
 		}
+		p.cl.Store(cl)
 		members = append(members, startTLSMember(ctx, cl))
 		if _, err := c.waitStable(ctx, group, i+1, parts); err != nil {
 			return err
@@ -144,6 +151,8 @@ func runTLS(ctx context.Context, c *Cluster, topic, group string, memberTLS kgo.
 		return err
 	}
 	for i := len(members) - 1; i >= 0; i-- {
+		id, _ := members[i].cl.GroupMetadata()
+		c.groups.script(group, CauseMemberLeft, id, time.Now())
 		members[i].leave()
 		if i > 0 {
 			if _, err := c.waitStable(ctx, group, i, parts); err != nil {
@@ -187,4 +196,21 @@ func (m *tlsMember) leave() {
 		<-m.done
 		m.cl.Close()
 	})
+}
+
+// tlsJoins reports a member's JoinGroup writes to the groups truth, with
+// its member id: over TLS the generator's tap cannot read them
+// (recordJoins), and the truth names who started each rebalance from
+// them. The client's clock, not the broker's read: fine for one member
+// rejoining at a time, as here.
+type tlsJoins struct{ p *probe }
+
+func (h tlsJoins) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	cl := h.p.cl.Load()
+	if key != int16(kmsg.JoinGroup) || err != nil || cl == nil {
+		return
+	}
+	if id, _ := cl.GroupMetadata(); id != "" {
+		h.p.report(groupReport{Kind: "join", MemberID: id})
+	}
 }
