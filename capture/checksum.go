@@ -154,7 +154,7 @@ func repair(lt layers.LinkType, data []byte) bool {
 	}
 	ip := data[off : off+20]
 	if ipv4HeaderRight(ip) {
-		return repairLink(lt, data)
+		return repairLink(lt, data) || repairDataOffset(data[off:])
 	}
 	try := func(i int, v ...byte) bool {
 		old := slices.Clone(ip[i : i+len(v)])
@@ -168,6 +168,71 @@ func repair(lt layers.LinkType, data []byte) bool {
 	n := len(data) - off
 	return try(0, 0x45) || try(9, 6) || try(6, 0x40, 0) || try(6, 0, 0) ||
 		n <= 0xffff && try(2, byte(n>>8), byte(n))
+}
+
+// repairDataOffset sets back the data offset of the TCP header behind a
+// right 20-byte IPv4 header p (a whole packet, not cut by the snap
+// length) when it cannot be right (under 5 words, or past the segment):
+// the one value that makes the TCP checksum right is kept. A capture
+// whose checksums were left to the NIC (loopback, the sending host) has
+// none right: there the largest whose options read as TCP options does
+// (5, none, when no other does).
+func repairDataOffset(p []byte) bool {
+	total := int(binary.BigEndian.Uint16(p[2:]))
+	if p[9] != 6 || total < 40 || total > len(p) {
+		return false
+	}
+	tcp := p[20:total]
+	if doff := int(tcp[12] >> 4); doff >= 5 && doff*4 <= len(tcp) {
+		return false
+	}
+	pseudo := sum16(sum16(0, p[12:20]), []byte{0, 6, byte(len(tcp) >> 8), byte(len(tcp))})
+	old := tcp[12]
+	for doff := 5; doff <= 15 && doff*4 <= len(tcp); doff++ {
+		tcp[12] = byte(doff)<<4 | old&0x0f
+		if fold(sum16(pseudo, tcp)) == 0xffff {
+			return true
+		}
+	}
+	for doff := min(15, len(tcp)/4); doff >= 5; doff-- {
+		if tcpOptionsOK(tcp[20 : doff*4]) {
+			tcp[12] = byte(doff)<<4 | old&0x0f
+			return true
+		}
+	}
+	tcp[12] = old
+	return false
+}
+
+// tcpOptionLens are the shortest and longest lengths of the TCP options
+// tcpOptionsOK knows, by kind.
+var tcpOptionLens = map[byte][2]int{2: {4, 4}, 3: {3, 3}, 4: {2, 2}, 5: {10, 34}, 8: {10, 10}, 19: {18, 18},
+	29: {4, 40}, 30: {3, 40}, 34: {2, 18}}
+
+// tcpOptionsOK reports whether b reads as a TCP header's options: kinds
+// in use today (RFC 9293 and the IANA registry: end, no-op, MSS, window
+// scale, SACK permitted, SACK, timestamps, MD5, TCP-AO, MPTCP, TFO) with
+// their lengths, to its end.
+func tcpOptionsOK(b []byte) bool {
+	for i := 0; i < len(b); {
+		switch kind := b[i]; kind {
+		case 0: // end of options: the rest is padding
+			return !slices.ContainsFunc(b[i:], func(c byte) bool { return c != 0 })
+		case 1:
+			i++
+		default:
+			if i+1 >= len(b) {
+				return false
+			}
+			n := int(b[i+1])
+			want, ok := tcpOptionLens[kind]
+			if !ok || n < want[0] || n > want[1] || i+n > len(b) {
+				return false
+			}
+			i += n
+		}
+	}
+	return true
 }
 
 // ipv4Offset returns where the IPv4 header starts in a frame of link

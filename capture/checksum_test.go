@@ -106,6 +106,8 @@ func TestDamagedSYN(t *testing.T) {
 // damage (version, protocol, fragment bits, total length) or whose link
 // header lost its protocol is decoded again when setting the field back
 // leaves the IPv4 header checksum right; otherwise it is skipped as before.
+// So is one whose TCP data offset cannot be right, set back by the TCP
+// checksum (or, where checksums were left to the NIC, by its options).
 func TestRepairedHeaders(t *testing.T) {
 	segs := cat(handshake(0, 0), []seg{
 		{at: 1, seq: 1, flags: "PA", data: "aaa"},
@@ -123,6 +125,12 @@ func TestRepairedHeaders(t *testing.T) {
 		{"version", func(f []byte) { f[ipAt(f, "bbb")] = 0x65 }, 1, nil},
 		{"fragment bits", func(f []byte) { f[ipAt(f, "bbb")+6] |= 0x20 }, 1, nil},
 		{"EtherType", func(f []byte) { f[ipAt(f, "bbb")-2] = 0x86 }, 1, nil},
+		{"TCP data offset", func(f []byte) { f[tcpAt(f, "bbb")+12] = 0x30 }, 1, nil},
+		// Checksums left to the NIC tell nothing: the largest data offset
+		// whose options read as options (none here: 5) is taken.
+		{"TCP data offset, checksum not filled in", func(f []byte) {
+			f[tcpAt(f, "bbb")+12], f[tcpAt(f, "bbb")+16], f[tcpAt(f, "bbb")+17] = 0xf0, 0, 0
+		}, 1, nil},
 		{"two fields: skipped", func(f []byte) { f[ipAt(f, "bbb")+9], f[ipAt(f, "bbb")] = 17, 0x65 }, 0,
 			[]string{"c1 to_server data aaa", "c1 to_server gap 3", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}},
 	}

@@ -62,8 +62,9 @@ func countExchanges(t *testing.T, file []byte) (*exchangeCounter, capture.Stats,
 // 190 of the 192 cases reach 90%, the other two 89%, both lossy.pcapng
 // as pcap: its 48 exchanges are mostly 126 kB Produce and Fetch frames
 // spread over 87 segments each, so that 0.2% of flipped bytes hits most
-// of its packets, and one lost request header costs 2% (seed 7: 5
-// packets undecodable and 4 dropped as damaged beyond repair). A pcapng packet
+// of its packets, and one lost request header costs 2% (seed 7: its
+// first requests on two connections go missing where damaged headers
+// split a connection in two). A pcapng packet
 // block whose interface id is hit is set back (file_resync_ng.go
 // repairIface): before, two pcapng seeds lost an ApiVersions request so.
 func TestResyncExchanges(t *testing.T) {
