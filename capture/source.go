@@ -78,8 +78,9 @@ type Stats struct {
 	DamagedPackets uint64 `json:"damaged_packets"`
 	// RepairedPackets counts packets of a damaged file set back instead
 	// of being skipped or misplaced: one damaged field of their IPv4 or
-	// link header (checksum.go repair), or one damaged word of their TCP
-	// header, IPv4 total length or address (tcp_repair.go).
+	// link header, or a TCP data offset no header can have (checksum.go
+	// repair), or one damaged word of their TCP header, IPv4 total length
+	// or address (tcp_repair.go).
 	RepairedPackets uint64 `json:"repaired_packets"`
 	// DeliveredBytes counts bytes delivered in Data chunks.
 	DeliveredBytes uint64 `json:"delivered_bytes"`
