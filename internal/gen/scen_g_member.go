@@ -20,18 +20,40 @@ type gMember struct {
 	done   chan struct{}
 }
 
-// startGMember starts a member and its poll loop (see GMemberArgs).
-func startGMember(ctx context.Context, c *Cluster, a GMemberArgs) (*gMember, error) {
+// probedClient makes a's client, its generations reported to the truth
+// through the member probe.
+func (c *Cluster) probedClient(a GMemberArgs) (*kgo.Client, *probe, error) {
 	p := newProbe(a.Group, a.ClientID, a.InstanceID, c.groups.add)
 	opts, err := a.opts(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cl, err := c.Kgo(opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.cl.Store(cl)
+	return cl, p, nil
+}
+
+// pollN polls cl until it has given n records.
+func pollN(ctx context.Context, cl *kgo.Client, n int) error {
+	for got := 0; got < n; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		got += len(fs.Records())
+	}
+	return nil
+}
+
+// startGMember starts a member and its poll loop (see GMemberArgs).
+func startGMember(ctx context.Context, c *Cluster, a GMemberArgs) (*gMember, error) {
+	cl, p, err := c.probedClient(a)
+	if err != nil {
+		return nil, err
+	}
 	m := &gMember{args: a, c: c, p: p, cl: cl, done: make(chan struct{})}
 	ctx, m.cancel = context.WithCancel(ctx)
 	go func() {

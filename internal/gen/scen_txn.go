@@ -311,22 +311,12 @@ var hTxnOffsetCommitRejected = Scenario{
 		}
 		args := GMemberArgs{ClientID: "txr-member", Group: group, Topics: []string{topic}, Commit: "none",
 			Extra: []kgo.Opt{kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}}
-		probe := newProbe(group, args.ClientID, "", c.groups.add)
-		mopts, err := args.opts(probe)
+		m, _, err := c.probedClient(args)
 		if err != nil {
 			return err
 		}
-		m, err := c.Kgo(mopts...)
-		if err != nil {
+		if err := pollN(ctx, m, 10); err != nil {
 			return err
-		}
-		probe.cl.Store(m)
-		for got := 0; got < 10; {
-			fs := m.PollFetches(ctx)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			got += len(fs.Records())
 		}
 		member, gen := m.GroupMetadata()
 		p, err := txnClient(c, "txr-producer", txn, "txr-out", 10*time.Second)

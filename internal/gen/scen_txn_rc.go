@@ -197,22 +197,12 @@ var hTxnOffsetsAborted = Scenario{
 		args := GMemberArgs{ClientID: "txa-etl", Group: group, Topics: []string{topic}, Commit: "none",
 			Extra: []kgo.Opt{readCommitted(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.TransactionalID(txn),
 				kgo.TransactionTimeout(10 * time.Second), kgo.DefaultProduceTopic("txa-out"), kgo.ProducerLinger(0)}}
-		probe := newProbe(group, args.ClientID, "", c.groups.add)
-		mopts, err := args.opts(probe)
+		cl, probe, err := c.probedClient(args)
 		if err != nil {
 			return err
 		}
-		cl, err := c.Kgo(mopts...)
-		if err != nil {
+		if err := pollN(ctx, cl, 10); err != nil {
 			return err
-		}
-		probe.cl.Store(cl)
-		for got := 0; got < 10; {
-			fs := cl.PollFetches(ctx)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			got += len(fs.Records())
 		}
 		var commitErr error
 		cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: 3}}},
