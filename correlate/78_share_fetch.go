@@ -22,8 +22,9 @@ func (c *Correlator) shareFetch(e *decode.Exchange, req *kmsg.ShareFetchRequest)
 	}
 	member := strVal(req.MemberID)
 	resp, _ := e.Resp.(*kmsg.ShareFetchResponse)
-	codes := map[tp]int16{}
-	if resp != nil {
+	var codes map[tp]int16 // the answers to its acknowledgements, if it has any
+	if resp != nil && shareFetchAcks(req) {
+		codes = map[tp]int16{}
 		for _, rt := range resp.Topics {
 			topic := c.topicKey("", rt.TopicID)
 			for _, p := range rt.Partitions {
@@ -42,13 +43,11 @@ func (c *Correlator) shareFetch(e *decode.Exchange, req *kmsg.ShareFetchRequest)
 				batches[i] = ackBatch{b.FirstOffset, b.LastOffset, b.AcknowledgeTypes}
 			}
 			key := tp{topic, p.Partition}
-			code, ok := codes[key]
-			if resp == nil || (!ok && resp.ErrorCode == 0) {
-				code = -1
-			} else if resp.ErrorCode != 0 {
-				code = resp.ErrorCode
+			var top int16
+			if resp != nil {
+				top = resp.ErrorCode
 			}
-			c.shareAcks(g, e, "ShareFetch", member, key, batches, code)
+			c.shareAcks(g, e, "ShareFetch", member, key, batches, ackCode(codes, key, resp != nil, top))
 		}
 	}
 	if resp != nil && resp.ErrorCode == 0 {
@@ -65,6 +64,32 @@ func (c *Correlator) shareFetch(e *decode.Exchange, req *kmsg.ShareFetchRequest)
 	if req.ShareSessionEpoch == -1 {
 		c.shareDropHeld(g, member, c.connOf(e).Broker, e.ReqTime.UTC())
 	}
+}
+
+// shareFetchAcks reports whether req acknowledges records.
+func shareFetchAcks(req *kmsg.ShareFetchRequest) bool {
+	for _, rt := range req.Topics {
+		for _, p := range rt.Partitions {
+			if len(p.AcknowledgementBatches) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ackCode is the answer to the acknowledgements of partition key: its
+// error code in codes, the response's top-level error when it has one,
+// or -1 when there is no answer (no response, or the partition left out).
+func ackCode(codes map[tp]int16, key tp, answered bool, top int16) int16 {
+	code, ok := codes[key]
+	switch {
+	case !answered, !ok && top == 0:
+		return -1
+	case top != 0:
+		return top
+	}
+	return code
 }
 
 // shareAcquired records the ranges the broker acquired for member in

@@ -36,14 +36,11 @@ func (c *Correlator) shareAcknowledge(e *decode.Exchange, req *kmsg.ShareAcknowl
 				batches[i] = ackBatch{b.FirstOffset, b.LastOffset, b.AcknowledgeTypes}
 			}
 			key := tp{topic, p.Partition}
-			code, ok := codes[key]
-			switch {
-			case resp == nil, !ok && resp.ErrorCode == 0:
-				code = -1
-			case resp.ErrorCode != 0:
-				code = resp.ErrorCode
+			var top int16
+			if resp != nil {
+				top = resp.ErrorCode
 			}
-			c.shareAcks(g, e, "ShareAcknowledge", member, key, batches, code)
+			c.shareAcks(g, e, "ShareAcknowledge", member, key, batches, ackCode(codes, key, resp != nil, top))
 		}
 	}
 	if req.ShareSessionEpoch == -1 {
