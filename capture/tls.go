@@ -26,6 +26,12 @@ type TLSStats struct {
 	// the logged keys (damaged in the capture, or a wrong key log): their
 	// plaintext is a gap, the records after them are decrypted.
 	TLSDecryptFailures uint64 `json:"tls_decrypt_failures,omitempty"`
+	// TLSKeysLate counts connections (kwire live) whose secrets reached
+	// the followed key log more than tlsStallMax after their hellos: they
+	// were decrypted, but their first bytes reached the decoder after
+	// other connections' later ones, which may misplace their first
+	// requests in the story.
+	TLSKeysLate uint64 `json:"tls_keys_late,omitempty"`
 }
 
 // TLSDecrypter is a Sink that decrypts TLS connections with the secrets of
@@ -40,7 +46,11 @@ type TLSStats struct {
 // A connection is TLS when its first bytes are a TLS record (RFC 8446
 // §5.1). Its chunks are held until both hellos are read and the key log
 // looked up: at most maxTLSHeld bytes, and when the keys follow a growing
-// key log (LoadTLSKeys follow), at most tlsWaitKeys of capture time.
+// key log (LoadTLSKeys follow), at most tlsWaitKeys of capture time. While
+// a connection waits for its secrets to be logged, the chunks of every
+// connection queue behind it, at most tlsStallMax and maxTLSStall bytes,
+// so that the plaintext goes on in capture order: a live consumer calls
+// Tick to let the queue go when no chunk arrives.
 //
 // Like every Sink, it is called from one goroutine; Stats may be called
 // from any.
@@ -50,7 +60,16 @@ type TLSDecrypter struct {
 	conns map[*Conn]*tlsConn
 	out   Chunk
 
-	conns_, decrypted, noKeys, unsupported, failures atomic.Uint64
+	// stall, when set, is a connection waiting for its secrets in a
+	// followed key log: the chunks after it queue behind it, so that its
+	// first bytes reach the next Sink in their capture order (tls_stall.go).
+	stall      *tlsConn
+	stallSince time.Time
+	queue      []queuedChunk
+	qhead      int
+	queueBytes int
+
+	conns_, decrypted, noKeys, unsupported, failures, late atomic.Uint64
 }
 
 const (
@@ -71,12 +90,21 @@ func DecryptTLS(next Sink, keys *TLSKeys) *TLSDecrypter {
 func (d *TLSDecrypter) Stats() TLSStats {
 	return TLSStats{
 		TLSConns: d.conns_.Load(), TLSDecrypted: d.decrypted.Load(), TLSNoKeys: d.noKeys.Load(),
-		TLSUnsupported: d.unsupported.Load(), TLSDecryptFailures: d.failures.Load(),
+		TLSUnsupported: d.unsupported.Load(), TLSDecryptFailures: d.failures.Load(), TLSKeysLate: d.late.Load(),
 	}
 }
 
 // Chunk implements Sink.
 func (d *TLSDecrypter) Chunk(c *Chunk) {
+	if d.stall != nil {
+		d.enqueue(c)
+		return
+	}
+	d.process(c)
+}
+
+// process handles a chunk in its turn.
+func (d *TLSDecrypter) process(c *Chunk) {
 	tc := d.conns[c.Conn]
 	if tc == nil {
 		if c.Kind == Close {
@@ -95,6 +123,9 @@ func (d *TLSDecrypter) Chunk(c *Chunk) {
 	default:
 		tc.hold(c, abs)
 		tc.advance(c.Time)
+		if tc.state == tlsWaiting && !tc.late {
+			d.stallOn(tc, c.Time)
+		}
 	}
 	if c.Kind == Close {
 		tc.closed[abs] = true
@@ -152,6 +183,8 @@ type tlsConn struct {
 	state  tlsState
 	cliAbs uint8 // absDir of the TLS client's bytes
 	closed [2]bool
+	late   bool // waited longer than tlsStallMax: waits alone (tls_stall.go)
+	ending bool // its Close is queued behind it
 
 	held      []heldChunk
 	heldBytes int
@@ -221,7 +254,7 @@ func (tc *tlsConn) advance(t time.Time) {
 		tc.fed, tc.fedOff = tc.fed+1, 0
 	}
 	switch {
-	case tc.state == tlsWaiting && (tc.heldBytes > maxTLSHeld || t.Sub(tc.waitSince) > tlsWaitKeys || tc.heldClosed()):
+	case tc.state == tlsWaiting && (tc.heldBytes > maxTLSHeld || t.Sub(tc.waitSince) > tlsWaitKeys || tc.ending || tc.heldClosed()):
 		tc.giveUp(tlsGiveUpNoKeys)
 	case tc.state == tlsHello && tc.heldBytes > maxTLSHeld:
 		tc.giveUp(tlsGiveUpNoHello)

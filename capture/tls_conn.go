@@ -55,10 +55,21 @@ func (tc *tlsConn) serverHello(h serverHello) {
 func (tc *tlsConn) lookup(t time.Time) {
 	// A connection that closed while waiting is given up on after this
 	// lookup: read the key log once more whatever the time of the last read
-	// (its secrets were logged before its first application data).
-	if sec := tc.d.keys.lookup(tc.clientRandom, tc.heldClosed()); sec != nil && tc.install(sec) {
+	// (its secrets were logged before its first application data). One
+	// that other connections queue behind reads it more often.
+	every := reloadEvery
+	switch {
+	case tc.ending || tc.heldClosed():
+		every = 0
+	case tc.d.stall == tc:
+		every = stallReloadEvery
+	}
+	if sec := tc.d.keys.lookup(tc.clientRandom, every); sec != nil && tc.install(sec) {
 		tc.state = tlsDecrypting
 		tc.d.decrypted.Add(1)
+		if tc.late {
+			tc.d.late.Add(1)
+		}
 		for i := range tc.dir {
 			tc.dir[i].resume(t)
 		}

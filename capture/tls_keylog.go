@@ -32,7 +32,7 @@ type TLSKeys struct {
 	files      []*keylogFile
 	secrets    map[[32]byte]*tlsSecrets
 	malformed  int
-	nextReload time.Time
+	lastReload time.Time
 	reloadErr  error
 }
 
@@ -93,11 +93,12 @@ func (k *TLSKeys) Malformed() int {
 }
 
 // lookup returns the secrets logged for a client random, or nil. When
-// following, a miss re-reads the files (at most once a second), and so
-// does a TLS 1.3 session with its handshake secrets only: a client logs
-// them before the traffic secrets, and a lookup may fall in between.
-// force re-reads on a miss even within the second.
-func (k *TLSKeys) lookup(random []byte, force bool) *tlsSecrets {
+// following, a miss re-reads the files if the last read is at least every
+// ago (reloadEvery, or less while other connections wait behind this one,
+// 0 for one that ended), and so does a TLS 1.3 session with its handshake
+// secrets only: a client logs them before the traffic secrets, and a
+// lookup may fall in between.
+func (k *TLSKeys) lookup(random []byte, every time.Duration) *tlsSecrets {
 	if k == nil || len(random) != 32 {
 		return nil
 	}
@@ -107,8 +108,8 @@ func (k *TLSKeys) lookup(random []byte, force bool) *tlsSecrets {
 	if s := k.secrets[key]; s.complete() || !k.follow {
 		return s
 	}
-	if now := k.now(); force || !now.Before(k.nextReload) {
-		k.nextReload = now.Add(reloadEvery)
+	if now := k.now(); now.Sub(k.lastReload) >= every {
+		k.lastReload = now
 		k.reloadErr = k.reload(false)
 	}
 	return k.secrets[key]

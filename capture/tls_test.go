@@ -206,17 +206,17 @@ func TestTLSKeysFollow(t *testing.T) {
 	}
 	now := time.Unix(1700000000, 0)
 	k.now = func() time.Time { return now }
-	if k.lookup(random, false) != nil || k.Malformed() != 1 {
+	if k.lookup(random, reloadEvery) != nil || k.Malformed() != 1 {
 		t.Fatalf("found a session from half a line, or malformed %d != 1", k.Malformed())
 	}
 	if err := os.WriteFile(path, []byte(head+line), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if k.lookup(random, false) != nil {
+	if k.lookup(random, reloadEvery) != nil {
 		t.Fatal("re-read within a second of the last read")
 	}
 	now = now.Add(time.Second)
-	if s := k.lookup(random, false); s == nil || len(s.master) != 48 || k.Sessions() != 1 || k.Malformed() != 1 {
+	if s := k.lookup(random, reloadEvery); s == nil || len(s.master) != 48 || k.Sessions() != 1 || k.Malformed() != 1 {
 		t.Fatalf("after the line was completed: %v, %d sessions, %d malformed", s != nil, k.Sessions(), k.Malformed())
 	}
 }
@@ -240,14 +240,14 @@ func TestTLSKeysFollowTLS13(t *testing.T) {
 	}
 	now := time.Unix(1700000000, 0)
 	k.now = func() time.Time { return now }
-	if s := k.lookup(random, false); s.complete() {
+	if s := k.lookup(random, reloadEvery); s.complete() {
 		t.Fatal("complete with the handshake secrets only")
 	}
 	if err := os.WriteFile(path, []byte(hs+secret("CLIENT_TRAFFIC_SECRET_0")+secret("SERVER_TRAFFIC_SECRET_0")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Second)
-	if s := k.lookup(random, false); !s.complete() || s.clientHS == nil {
+	if s := k.lookup(random, reloadEvery); !s.complete() || s.clientHS == nil {
 		t.Fatalf("after the traffic secrets were appended: %+v", s != nil)
 	}
 }

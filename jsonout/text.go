@@ -126,6 +126,15 @@ func textStats(l *statsLine) string {
 	if c.ConnsOverCap > 0 {
 		loss += fmt.Sprintf(", %d connections over --max-conns (%d packets)", c.ConnsOverCap, c.PacketsOverCap)
 	}
+	if t := c.TLSStats; t.TLSConns > 0 {
+		// --tls-keylog: what the key log decrypted, and what it could not.
+		loss += fmt.Sprintf(", %d TLS connections decrypted of %d (%d without keys, %d unsupported; %d records failed to decrypt",
+			t.TLSDecrypted, t.TLSConns, t.TLSNoKeys, t.TLSUnsupported, t.TLSDecryptFailures)
+		if t.TLSKeysLate > 0 {
+			loss += fmt.Sprintf("; %d decrypted out of capture order: keys logged late", t.TLSKeysLate)
+		}
+		loss += ")"
+	}
 	return fmt.Sprintf("-- %d packets, %d bytes%s, %d kafka connections (%d not kafka, %d tls); %d exchanges (%d responses missing, %d lost, %d unmatched); %d gaps (%d bytes), %d resyncs (%d bytes skipped), %d decode errors\n-- by api: %s",
 		c.Packets, c.Bytes, loss, d.KafkaConns, d.NonKafkaConns, d.TLSConns, d.Exchanges, d.Missing, d.Lost, d.Unmatched,
 		d.Gaps, d.GapBytes, d.Resyncs, d.SkippedBytes, d.DecodeErrors, strings.Join(apis, " "))

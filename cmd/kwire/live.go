@@ -326,6 +326,9 @@ func (r *liveRun) Chunk(c *capture.Chunk) {
 
 // Tick implements capture.Ticker.
 func (r *liveRun) Tick(now time.Time) {
+	if r.p.tls != nil {
+		r.p.tls.Tick(now) // chunks queued behind a connection waiting for its secrets
+	}
 	if r.tui != nil {
 		r.tui.s.poll(false)
 	}
