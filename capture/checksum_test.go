@@ -131,6 +131,9 @@ func TestRepairedHeaders(t *testing.T) {
 		{"TCP data offset, checksum not filled in", func(f []byte) {
 			f[tcpAt(f, "bbb")+12], f[tcpAt(f, "bbb")+16], f[tcpAt(f, "bbb")+17] = 0xf0, 0, 0
 		}, 1, nil},
+		// Both the total length and the TCP checksum hit: the IPv4
+		// checksum's value is kept as it ends the packet with the frame.
+		{"total length and TCP checksum", func(f []byte) { f[ipAt(f, "bbb")+3] ^= 0x91; f[tcpAt(f, "bbb")+17] ^= 0x6a }, 1, nil},
 		{"two fields: skipped", func(f []byte) { f[ipAt(f, "bbb")+9], f[ipAt(f, "bbb")] = 17, 0x65 }, 0,
 			[]string{"c1 to_server data aaa", "c1 to_server gap 3", "c1 to_server data ccc", "c1 to_server close eof", "c1 to_client close eof"}},
 	}
@@ -160,3 +163,33 @@ func TestRepairedHeaders(t *testing.T) {
 // tcpAt returns the offset in file of the TCP header of the segment
 // carrying payload (the synthetic segments have no options).
 func tcpAt(file []byte, payload string) int { return bytes.Index(file, []byte(payload)) - 20 }
+
+// TestFitsFrame: an IPv4 total length fits a frame when the packet ends
+// where the frame does, or at the zero padding of a minimum Ethernet
+// frame.
+func TestFitsFrame(t *testing.T) {
+	ack := frame(t, layers.LinkTypeEthernet, seg{seq: 1, flags: "A"}, 0) // 54 bytes
+	padded := append(append([]byte(nil), ack...), make([]byte, 60-len(ack))...)
+	dirty := append(append([]byte(nil), ack...), 0, 0, 0, 1, 0, 0)
+	data := frame(t, layers.LinkTypeEthernet, seg{seq: 1, flags: "PA", data: "abc"}, 0)
+	for _, tt := range []struct {
+		name  string
+		frame []byte
+		n     uint16
+		want  bool
+	}{
+		{"exact", ack, 40, true},
+		{"padded", padded, 40, true},
+		{"padded, a payload of padding", padded, 43, true},
+		{"padded, shorter than the headers", padded, 39, false},
+		{"padding not zero", dirty, 40, false},
+		{"longer than the frame", ack, 185, false},
+		{"data segment", data, 43, true},
+		{"data segment, shorter", data, 42, false},
+		{"data segment, unpadded", data[:57], 43, true},
+	} {
+		if got := fitsFrame(layers.LinkTypeEthernet, tt.frame, tt.n); got != tt.want {
+			t.Errorf("%s: fitsFrame(%d bytes, %d) = %v, want %v", tt.name, len(tt.frame), tt.n, got, tt.want)
+		}
+	}
+}

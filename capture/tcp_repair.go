@@ -198,8 +198,10 @@ func (a *Assembler) isOpen(x, y netip.AddrPort) bool {
 // (which puts the packet in a connection of its own). The IPv4 header
 // checksum says what the word was, as the TCP one does for its header;
 // a total length is kept only when the TCP checksum is right afterwards,
-// which it is not by chance, and an address only when the packet then
-// belongs to a connection being assembled. It reports whether it changed the packet,
+// which it is not by chance, or when it, and not the damaged one, ends
+// the packet where the frame ends (the TCP checksum may be damaged too,
+// or left to the NIC), and an address only when the packet then belongs
+// to a connection being assembled. It reports whether it changed the packet,
 // decoded again; the caller counts it.
 func (a *Assembler) ipFix(lt layers.LinkType, data []byte) bool {
 	d := &a.dec
@@ -226,7 +228,7 @@ func (a *Assembler) ipFix(lt layers.LinkType, data []byte) bool {
 			// An address is in the TCP checksum too (pseudo-header): a
 			// wrong word set to make up for the damaged one leaves it
 			// right. Only a connection being assembled confirms one.
-			if right, known := d.tcpChecksum(); off == 2 && right && known || off >= 12 && a.known() {
+			if right, known := d.tcpChecksum(); off == 2 && (right && known || fitsFrame(lt, data, w) && !fitsFrame(lt, data, cur)) || off >= 12 && a.known() {
 				return true
 			}
 		}
@@ -263,4 +265,27 @@ func oddOptions(b []byte) bool {
 		i += int(b[i+1])
 	}
 	return false
+}
+
+// fitsFrame reports whether an IPv4 total length of n ends the packet at
+// the end of the frame: exactly, or, in an Ethernet frame padded to its
+// minimum of 60 bytes, at the zero padding.
+func fitsFrame(lt layers.LinkType, data []byte, n uint16) bool {
+	off, ok := ipv4Offset(lt)
+	if !ok || len(data) < off+40 {
+		return false
+	}
+	if off+int(n) == len(data) {
+		return true
+	}
+	hdr := 20 + int(data[off+32]>>4)*4 // IPv4 (no options) and TCP headers
+	if lt != layers.LinkTypeEthernet || len(data) != 60 || int(n) < hdr || off+int(n) > len(data) {
+		return false
+	}
+	for _, b := range data[off+int(n):] {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }

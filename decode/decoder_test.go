@@ -66,6 +66,14 @@ func produceResp() *kmsg.ProduceResponse {
 	return r
 }
 
+// damageClientID sets a request frame's client id length beyond the
+// frame, as a flipped byte would.
+func damageClientID(frame []byte) []byte {
+	f := append([]byte(nil), frame...)
+	f[12] |= 0x40
+	return f
+}
+
 func summary(r *recorder) []string {
 	var out []string
 	for _, x := range r.ex {
@@ -135,6 +143,34 @@ func TestDecode(t *testing.T) {
 			req(reqFrame(heartbeatReq(1), 4, 43, "c")), resp(respFrame(heartbeatResp(0), 4, 43)),
 		},
 		want:      []string{"Heartbeat v4 #43 seen"},
+		anomalies: []AnomalyKind{AnomalyUnmatchedResponse},
+	}, {
+		// A flipped byte of a capture file in a client id length: the
+		// request is the next of its connection, its answer is decoded.
+		name: "damaged client id length",
+		steps: []step{
+			req(reqFrame(heartbeatReq(1), 4, 7, "c")), resp(respFrame(heartbeatResp(0), 4, 7)),
+			req(damageClientID(reqFrame(heartbeatReq(1), 4, 8, "c"))), resp(respFrame(heartbeatResp(27), 4, 8)),
+			req(reqFrame(heartbeatReq(1), 4, 9, "c")), resp(respFrame(heartbeatResp(0), 4, 9)),
+		},
+		want:      []string{"Heartbeat v4 #7 seen", "Heartbeat v4 #8 seen noreq err=27", "Heartbeat v4 #9 seen"},
+		anomalies: []AnomalyKind{AnomalyDecodeError},
+	}, {
+		name: "damaged client id length of a connection's first request",
+		steps: []step{
+			req(damageClientID(reqFrame(apiVersionsReq(), 3, 0, "c"))), resp(respFrame(apiVersionsResp(), 3, 0)),
+			req(reqFrame(metadataReq(), 12, 1, "c")), resp(respFrame(kmsg.NewPtrMetadataResponse(), 12, 1)),
+		},
+		want:      []string{"ApiVersions v3 #0 seen noreq", "Metadata v12 #1 seen"},
+		anomalies: []AnomalyKind{AnomalyDecodeError},
+	}, {
+		// Not the next correlation id: not taken for a request.
+		name: "damaged client id length, correlation id out of turn",
+		steps: []step{
+			req(reqFrame(heartbeatReq(1), 4, 7, "c")), resp(respFrame(heartbeatResp(0), 4, 7)),
+			req(damageClientID(reqFrame(heartbeatReq(1), 4, 20, "c"))), resp(respFrame(heartbeatResp(0), 4, 20)),
+		},
+		want:      []string{"Heartbeat v4 #7 seen"},
 		anomalies: []AnomalyKind{AnomalyUnmatchedResponse},
 	}, {
 		name: "request never answered before the capture ended",

@@ -152,6 +152,16 @@ func junkRequest(p []byte, l int64) bool {
 	return !printable(p[14:min(int64(len(p)), 14+max(n, 0))])
 }
 
+// inTurnAt reports whether the request header at p[4:] is in turn on its
+// connection (Decoder.inTurn): junk for its client id length alone is
+// then a damaged request, kept by Decoder.request.
+func (d *Decoder) inTurnAt(cs *connState, p []byte) bool {
+	if len(p) < 14 || p[8]&0x80 != 0 {
+		return false
+	}
+	return d.inTurn(cs, int16(binary.BigEndian.Uint16(p[4:])), int16(binary.BigEndian.Uint16(p[6:])), int32(binary.BigEndian.Uint32(p[8:])))
+}
+
 // nearRequest reports whether frame, a request frame that did not decode,
 // has a Kafka request header but for one field: of a key kmsg knows, a
 // version of that key, a correlation id >= 0 and a printable client id

@@ -23,6 +23,10 @@ var (
 	// ErrNotCopied: the source did not copy bytes outside the frame's
 	// record data (eBPF --snap; see holes.go).
 	ErrNotCopied = errors.New("bytes not copied by the source (--snap) outside record data")
+	// ErrDamagedHeader: a request whose header's client id does not fit
+	// its frame (a damaged length), kept for its key, version and
+	// correlation id, the next of its connection: its answer is decoded.
+	ErrDamagedHeader = errors.New("request header damaged: its client id does not fit the frame; the body is not decoded")
 )
 
 // pending is a request awaiting its response.
@@ -126,11 +130,16 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 		d.stats.NotCopiedFrames++
 		return true
 	}
-	if !ok || h.corr < 0 || h.key < 0 || h.version < 0 {
+	damaged := !ok && d.damagedClientID(cs, frame, &h)
+	if !ok && !damaged || h.corr < 0 || h.key < 0 || h.version < 0 {
 		return false
 	}
 	p := d.begin(cs, &h, t, 4+len(frame))
 	body := frame[h.body:]
+	if damaged {
+		p.reqErr = ErrDamagedHeader
+		d.decodeError(cs, capture.ToServer, t, &h, p.reqErr)
+	}
 	if p.reqErr == nil {
 		// The kmsg message points into the bytes it is read from, so they
 		// are copied to outlive the frame; unless only record bytes would
@@ -175,6 +184,30 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 	}
 	d.enqueue(cs, p, t)
 	return true
+}
+
+// damagedClientID reports whether a frame whose request header did not
+// parse is a request all the same, with a damaged client id length (a
+// flipped byte in a capture file): a key and version kmsg knows, and the
+// correlation id that follows the connection's last one, as every client
+// numbers its requests, from 0 or 1 on a connection seen from its SYN. h
+// is then the header without a client id or body.
+func (d *Decoder) damagedClientID(cs *connState, frame []byte, h *reqHeader) bool {
+	if len(frame) < 10 || !d.inTurn(cs, h.key, h.version, h.corr) {
+		return false
+	}
+	h.clientID, h.body, h.known = nil, len(frame), true
+	return true
+}
+
+// inTurn reports whether a request header's key and version are ones kmsg
+// knows and its correlation id the next of the connection: the last one's
+// successor, or 0 or 1 for its first request when it was seen from its
+// SYN.
+func (d *Decoder) inTurn(cs *connState, key, version int16, corr int32) bool {
+	next := cs.frames > 0 && corr == cs.lastCorr+1 || cs.frames == 0 && cs.conn.Handshake && (corr == 0 || corr == 1)
+	proto := keyKnown(&d.protos, key)
+	return next && proto != nil && version >= 0 && version <= proto.MaxVersion()
 }
 
 // DropRecords clears the record bytes of a Produce request (what

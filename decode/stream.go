@@ -182,7 +182,7 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 				continue
 			}
 		}
-		if int64(len(rem)) < 4+l && dir == capture.ToServer && !cs.rawSASL(dir) && junkRequest(rem, l) {
+		if int64(len(rem)) < 4+l && dir == capture.ToServer && !cs.rawSASL(dir) && junkRequest(rem, l) && !d.inTurnAt(cs, rem) {
 			d.desync(cs, dir, t) // not a frame start: the one before was cut wrong
 			continue
 		}
