@@ -145,6 +145,9 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 		r.link = r.pcap.LinkType()
 		r.rs.setPcapHeader(r.pcap.Snaplen(), r.link)
 		if !SupportedLinkType(r.link) {
+			r.link = r.rs.pcapFirstLink(r.link) // a damaged header?
+		}
+		if !SupportedLinkType(r.link) {
 			return fmt.Errorf("link type %d (%s) is not supported; kwire reads Ethernet, Linux cooked (SLL, SLL2), BSD loopback and raw IP captures", r.link, r.link)
 		}
 	default:
@@ -179,6 +182,9 @@ func (r *fileReader) next() {
 		if len(r.ci.AncillaryData) > 0 {
 			r.lt, _ = r.ci.AncillaryData[0].(layers.LinkType)
 		}
+	}
+	if err == nil && !SupportedLinkType(r.lt) {
+		r.lt = r.rs.fixLink(r.lt, r.data) // a damaged interface's link type?
 	}
 	switch {
 	case err == nil:

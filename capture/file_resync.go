@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"io"
+	"slices"
 
 	"github.com/gopacket/gopacket/layers"
 )
@@ -91,6 +92,71 @@ type resync struct {
 	fixTime bool // the packet pcapgo reads next gets the time before it
 	dec     decoder
 	dmg     fileDamage
+	links   map[layers.LinkType]linkFix // damaged link types (fixLink)
+}
+
+// linkFix is what fixLink made of a link type kwire does not read.
+type linkFix struct {
+	lt    layers.LinkType // the one its frames decode with, once found
+	found bool
+	tries int // frames tried without finding one
+}
+
+// maxLinkTries bounds the frames fixLink tries for one link type: a
+// capture of a link kwire does not read is left as it is after them.
+const maxLinkTries = 16
+
+// fixLink returns the link type to decode a frame of link type lt with.
+// A link type kwire does not read is damage (a flipped byte in a pcap
+// header or an Interface Description Block) when its frames decode as
+// TCP over IP, with a right IPv4 header checksum, with one it reads
+// (guessLink): that one is used from then on, for the interfaces that
+// gave lt too, counted as damage once. A capture of another link keeps
+// its link type: its packets are skipped and counted, as before.
+func (r *resync) fixLink(lt layers.LinkType, data []byte) layers.LinkType {
+	f := r.links[lt]
+	if f.found {
+		return f.lt
+	}
+	if f.tries >= maxLinkTries {
+		return lt
+	}
+	if r.links == nil {
+		r.links = map[layers.LinkType]linkFix{}
+	}
+	got, ok := r.guessLink(data)
+	if !ok {
+		f.tries++
+		r.links[lt] = f
+		return lt
+	}
+	r.links[lt] = linkFix{lt: got, found: true}
+	at := r.pos
+	for i := range slices.Backward(r.ifaces) {
+		if r.ifaces[i].link == lt {
+			r.ifaces[i].link, at = got, r.ifaces[i].at
+		}
+	}
+	if !r.ng {
+		r.link, at = got, 0 // the file header
+	}
+	if r.dmg.resyncs == 0 {
+		r.dmg.at = at
+	}
+	r.dmg.resyncs++
+	return got
+}
+
+// guessLink returns the link type, of those kwire reads, that a frame
+// decodes as TCP with, its IPv4 header checksum right: Ethernet first.
+func (r *resync) guessLink(data []byte) (layers.LinkType, bool) {
+	for _, lt := range [...]layers.LinkType{layers.LinkTypeEthernet, layers.LinkTypeLinuxSLL2, layers.LinkTypeLinuxSLL,
+		layers.LinkTypeNull, layers.LinkTypeLoop, layers.LinkTypeRaw} {
+		if r.dec.decode(lt, data) == pktTCP && (r.dec.v6 || len(r.dec.ip4.Contents) >= 20 && fold(sum16(0, r.dec.ip4.Contents)) == 0xffff) {
+			return lt, true
+		}
+	}
+	return 0, false
 }
 
 // spliced is the reader under a file's read buffer: bytes put back, then
@@ -133,6 +199,18 @@ func newPcapResync(br *bufio.Reader, src *spliced) *resync {
 	r.big = magic == magicPcapMicroBE || magic == magicPcapNanoBE
 	r.nano = magic == magicPcapNano || magic == magicPcapNanoBE
 	return r
+}
+
+// pcapFirstLink returns the link type to read a pcap file whose header
+// gives lt, one kwire does not read, with: fixLink's judgement of the
+// first packet's frame, still in br.
+func (r *resync) pcapFirstLink(lt layers.LinkType) layers.LinkType {
+	h, _ := r.br.Peek(16)
+	if len(h) < 16 {
+		return lt
+	}
+	b, _ := r.br.Peek(16 + int(min(r.u32(h[8:]), 1<<16)))
+	return r.fixLink(lt, b[16:])
 }
 
 // setPcapHeader takes in the snap length and link type of a pcap file.

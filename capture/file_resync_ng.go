@@ -39,6 +39,7 @@ type ngIface struct {
 	snap   uint32
 	mask   uint64 // timestamp units per second, as pcapgo computes it
 	offset uint64 // if_tsoffset, seconds
+	at     int64  // offset of its block in the file
 }
 
 // ngBlock is a pcapng block as checked.
@@ -134,6 +135,7 @@ func (r *resync) beforeNg() {
 			r.held = append(r.held, r.idb(blk.intf)...)
 			continue
 		case ok && (blk.typ == ngSHB || blk.typ == ngIDB):
+			blk.intf.at = r.pos + int64(p)
 			r.ngApply(&blk)
 			p += blk.n
 			continue

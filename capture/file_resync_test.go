@@ -203,6 +203,16 @@ var resyncCases = []resyncCase{
 		put32(f, idb.off+4, uint32(idb.n+4))
 		return f, idb.off, idb.n
 	}, resyncs: 1},
+	// A link type kwire does not read, where the frames read as one it
+	// does: the header's damaged, the link type found from the frames.
+	{name: "pcapng: interface link type damaged: found from the frames", ng: true, damage: func(f []byte, _, b []span) ([]byte, int, int) {
+		f[b[1].off+8] ^= 0xd7
+		return f, b[1].off, 0
+	}, resyncs: 1},
+	{name: "pcap: header link type damaged: found from the frames", damage: func(f []byte, _, _ []span) ([]byte, int, int) {
+		f[20] ^= 0xd7
+		return f, 0, 0
+	}, resyncs: 1},
 	{name: "pcapng: time years off", ng: true, damage: func(f []byte, r, _ []span) ([]byte, int, int) {
 		f[r[k].off+15] ^= 0x01
 		return f, 0, 0
