@@ -41,6 +41,7 @@ type seg struct {
 	snap  int    // if > 0, capture only this many payload bytes
 	v6    bool   // use the IPv6 endpoints
 	id    uint16 // IPv4 id; pcapFile numbers packets when 0
+	ack0  bool   // acknowledgement number 0 (else 1)
 }
 
 // endpoints returns the sender and receiver of s.
@@ -61,7 +62,7 @@ func (s seg) ipLayers() []gopacket.SerializableLayer {
 	src, dst := s.endpoints()
 	tcp := &layers.TCP{
 		SrcPort: layers.TCPPort(src.Port()), DstPort: layers.TCPPort(dst.Port()),
-		Seq: s.seq, Ack: 1, Window: 65535,
+		Seq: s.seq, Ack: 1 &^ b2u(s.ack0), Window: 65535,
 		SYN: strings.Contains(s.flags, "S"), ACK: strings.Contains(s.flags, "A"),
 		FIN: strings.Contains(s.flags, "F"), RST: strings.Contains(s.flags, "R"),
 		PSH: strings.Contains(s.flags, "P"),
@@ -262,4 +263,13 @@ func diffLines(want, got []string) string {
 		return ""
 	}
 	return b.String()
+}
+
+
+// b2u is 1 for true, 0 for false.
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }

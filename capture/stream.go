@@ -64,8 +64,12 @@ func addrOf(b []byte) netip.Addr {
 // roles decides which endpoint is the broker from the first packet of a
 // connection, sent by src to dst.
 func roles(ports *Ports, src, dst netip.AddrPort, tcp *layers.TCP) (client, server netip.AddrPort, role Role) {
-	syn := tcp.SYN && !tcp.ACK // SYN: src is the client
-	synAck := tcp.SYN && tcp.ACK
+	// A SYN-ACK acknowledges the SYN's sequence number, never 0 but for
+	// one ISN in 2^32: a SYN with the ACK flag and a zero acknowledgement
+	// field (as stacks send a SYN) had its flags hit by a flipped byte of
+	// a damaged file.
+	synAck := tcp.SYN && tcp.ACK && tcp.Ack != 0
+	syn := tcp.SYN && !synAck // SYN: src is the client
 	lower := func() (netip.AddrPort, netip.AddrPort) {
 		// The lower port is the server; on a tie, the destination.
 		if src.Port() < dst.Port() {

@@ -129,6 +129,7 @@ func TestRoles(t *testing.T) {
 		{"both ports listed, no SYN: lower port", ports, seg{toCli: true, flags: "PA", data: "x"}, 9092, RolePort},
 		{"SYN sender is the client", Ports{}, seg{toCli: true, flags: "S"}, 50000, RoleSYN},
 		{"SYN-ACK sender is the server", Ports{}, seg{flags: "SA"}, 50000, RoleSYN},
+		{"a SYN with a damaged ACK flag: acknowledges nothing", Ports{}, seg{toCli: true, flags: "SAP", ack0: true}, 50000, RoleSYN},
 		{"guess: lower port", Ports{}, seg{toCli: true, flags: "A"}, 9092, RoleGuess},
 	}
 	for _, tt := range tests {
