@@ -113,6 +113,7 @@ type hole struct {
 type halfState struct {
 	pos     reassembly.Sequence // sequence number of the next byte to deliver
 	started bool                // pos is known
+	synNext reassembly.Sequence // when it began with a SYN (not a SYN-ACK): the sequence number after it, else 0
 	closed  bool                // its Close was produced
 	fin     bool                // a FIN was seen at finSeq (maybe ahead of pos)
 	finSeq  reassembly.Sequence
@@ -184,7 +185,7 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 	if x := s.a.hole; x.n > 0 && !s.addHole(h, x) {
 		return false // too many holes to track: let this segment be a gap
 	}
-	if s.a.repair && s.headerFix(h, tcp, nextSeq) { // tcp_repair.go
+	if s.a.repair && (s.headerFix(h, tcp, nextSeq) || noACK(tcp, nextSeq)) { // tcp_repair.go
 		s.a.st.RepairedPackets++
 	}
 	seq, n := reassembly.Sequence(tcp.Seq), len(tcp.Payload)
@@ -218,8 +219,15 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 		// connections open before the capture began are assembled too.
 		*start = true
 		h.pos, h.started = seq, true
+		if !tcp.SYN && s.lostSYN(tcp, hi) {
+			tcp.SYN = true
+			s.a.st.RepairedPackets++
+		}
 		if tcp.SYN {
 			h.pos = seq.Add(1)
+		}
+		if tcp.SYN && !(tcp.ACK && tcp.Ack != 0) {
+			h.synNext = h.pos // a SYN, not a SYN-ACK (see roles)
 		}
 		h.maxEnd = h.pos
 	} else if n > 0 {
@@ -235,6 +243,18 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 		h.fin, h.finSeq = true, seq.Add(n)
 	}
 	return true
+}
+
+// lostSYN reports whether tcp, the first packet of direction hi, is the
+// SYN-ACK answering the other direction's SYN with its SYN flag lost to a
+// flipped byte of a damaged file: no payload, ACK, no FIN or RST, and it
+// acknowledges exactly the SYN. (A client's handshake ACK acknowledges a
+// SYN-ACK, which sets no synNext.) Taken for a plain ACK, it would start its
+// direction one byte early, before a byte that never comes.
+func (s *stream) lostSYN(tcp *layers.TCP, hi int) bool {
+	other := &s.half[1-hi]
+	return len(tcp.Payload) == 0 && tcp.ACK && !tcp.FIN && !tcp.RST &&
+		other.synNext != 0 && reassembly.Sequence(tcp.Ack) == other.synNext
 }
 
 // noteAhead remembers the time of a segment buffered ahead of pos.

@@ -163,6 +163,22 @@ func (s *stream) ordinaryFlags(h *halfState, w uint16, nextSeq reassembly.Sequen
 	return flags == 0x010 || flags == 0x018
 }
 
+// noACK clears the flags of a segment of a started direction that has
+// neither ACK nor RST: every segment after the handshake acknowledges
+// (RFC 9293 §3.10.7.4), but for a reset, so its flags byte was hit by a
+// flipped byte of a damaged file, where checksums could not say (offload)
+// what it was. A FIN there would end the direction: it is taken as a plain
+// ACK. (A SYN alone is left to the SYN rules: a retransmitted SYN, or a
+// new connection on the same ports.) It reports whether it changed the
+// packet.
+func noACK(tcp *layers.TCP, nextSeq reassembly.Sequence) bool {
+	if nextSeq < 0 || tcp.ACK || tcp.RST || tcp.SYN && !tcp.FIN && len(tcp.Payload) == 0 {
+		return false
+	}
+	tcp.ACK, tcp.FIN, tcp.SYN, tcp.URG = true, false, false, false
+	return true
+}
+
 // setFlags applies a repaired data offset and flags word to the decoded
 // header: its flags, and where its payload starts.
 func (d *decoder) setFlags(w uint16) {

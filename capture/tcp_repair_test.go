@@ -57,3 +57,48 @@ func TestTCPHeaderRepair(t *testing.T) {
 		})
 	}
 }
+
+// TestFlagsRepairedWithoutChecksums: flags hit by a flipped byte where the
+// checksum cannot say what they were (left to the NIC, or damaged too): a
+// SYN-ACK that lost its SYN flag still starts its direction after the SYN,
+// and a FIN without ACK in the middle of a direction does not end it.
+func TestFlagsRepairedWithoutChecksums(t *testing.T) {
+	segs := cat(handshake(0, 0), []seg{
+		{at: 1, seq: 1, flags: "PA", data: "aaaaaaaa"},
+		{at: 2, toCli: true, seq: 1, flags: "PA", data: "xxxxxxxx"},
+		{at: 3, seq: 9, flags: "A"},
+		{at: 4, seq: 9, flags: "PA", data: "bbbbbbbb"},
+		{at: 5, toCli: true, seq: 9, flags: "PA", data: "yyyyyyyy"},
+	})
+	whole := []string{"c1 to_server data aaaaaaaa", "c1 to_client data xxxxxxxx", "c1 to_server data bbbbbbbb",
+		"c1 to_client data yyyyyyyy", "c1 to_server close eof", "c1 to_client close eof"}
+	// tcpOf returns the offset of the TCP header of packet i (of segs).
+	tcpOf := func(f []byte, i int) int {
+		recs, _ := records(f)
+		return recs[i].off + 16 + 14 + 20
+	}
+	noSum := func(f []byte, at int) { f[at+16], f[at+17] = 0, 0 }
+	for _, tt := range []struct {
+		name   string
+		damage func(f []byte)
+	}{
+		{"a SYN-ACK without its SYN", func(f []byte) { at := tcpOf(f, 1); f[at+13] = 0xd0; noSum(f, at) }},
+		{"a FIN without ACK", func(f []byte) { at := tcpOf(f, 5); f[at+13] = 0x49; noSum(f, at) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := pcapFile(t, layers.LinkTypeEthernet, 0, segs...)
+			tt.damage(file)
+			rec := &recorder{}
+			st, err := runFiles(t, nil, rec, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := diffLines(whole, rec.lines(false)); d != "" {
+				t.Errorf("chunks (-want +got):\n%s", d)
+			}
+			if st.RepairedPackets != 1 || st.DamagedPackets != 0 {
+				t.Errorf("repaired_packets %d, damaged_packets %d; want 1, 0", st.RepairedPackets, st.DamagedPackets)
+			}
+		})
+	}
+}
