@@ -163,19 +163,22 @@ func (s *stream) ordinaryFlags(h *halfState, w uint16, nextSeq reassembly.Sequen
 	return flags == 0x010 || flags == 0x018
 }
 
-// noACK clears the flags of a segment of a started direction that has
-// neither ACK nor RST: every segment after the handshake acknowledges
-// (RFC 9293 §3.10.7.4), but for a reset, so its flags byte was hit by a
-// flipped byte of a damaged file, where checksums could not say (offload)
-// what it was. A FIN there would end the direction: it is taken as a plain
-// ACK. (A SYN alone is left to the SYN rules: a retransmitted SYN, or a
-// new connection on the same ports.) It reports whether it changed the
+// noACK clears the flags of a segment whose flags no TCP sends, hit by
+// a flipped byte of a damaged file where checksums could not say
+// (offload) what they were: in a started direction, neither ACK nor RST
+// (every segment after the handshake acknowledges, but for a reset: RFC
+// 9293 §3.10.7.4); or two of SYN, FIN and RST. A FIN or RST there would
+// end the direction, a SYN restart it: it is taken as a plain ACK. (A
+// SYN alone is left to the SYN rules: a retransmitted SYN, or a new
+// connection on the same ports.) It reports whether it changed the
 // packet.
 func noACK(tcp *layers.TCP, nextSeq reassembly.Sequence) bool {
-	if nextSeq < 0 || tcp.ACK || tcp.RST || tcp.SYN && !tcp.FIN && len(tcp.Payload) == 0 {
+	two := tcp.SYN && tcp.FIN || tcp.SYN && tcp.RST || tcp.FIN && tcp.RST
+	lone := nextSeq >= 0 && !tcp.ACK && !tcp.RST && !(tcp.SYN && !tcp.FIN && len(tcp.Payload) == 0)
+	if !two && !lone {
 		return false
 	}
-	tcp.ACK, tcp.FIN, tcp.SYN, tcp.URG = true, false, false, false
+	tcp.ACK, tcp.FIN, tcp.SYN, tcp.RST, tcp.URG = true, false, false, false, false
 	return true
 }
 

@@ -84,6 +84,7 @@ func TestFlagsRepairedWithoutChecksums(t *testing.T) {
 	}{
 		{"a SYN-ACK without its SYN", func(f []byte) { at := tcpOf(f, 1); f[at+13] = 0xd0; noSum(f, at) }},
 		{"a FIN without ACK", func(f []byte) { at := tcpOf(f, 5); f[at+13] = 0x49; noSum(f, at) }},
+		{"RST, SYN and FIN at once", func(f []byte) { at := tcpOf(f, 5); f[at+13] = 0xe7; noSum(f, at) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			file := pcapFile(t, layers.LinkTypeEthernet, 0, segs...)

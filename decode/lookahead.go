@@ -42,6 +42,7 @@ type look struct {
 	corr   int32  // request: the suspect's correlation id
 	prev   int32  // request: the last one decoded before it (-1: none)
 	client []byte // request: the suspect's client id
+	last   string // request: the client id of the connection's last request
 	left   int64  // bytes still to search
 }
 
@@ -59,7 +60,7 @@ func (d *Decoder) suspect(cs *connState, dir capture.Dir, rem []byte, l int64) b
 		if !ok || !h.plausible() {
 			return false
 		}
-		lk.corr, lk.prev, lk.client = h.corr, cs.lastCorr, append(s.look.client[:0], h.clientID...)
+		lk.corr, lk.prev, lk.client, lk.last = h.corr, cs.lastCorr, append(s.look.client[:0], h.clientID...), cs.clientID
 	} else {
 		// The suspect answers the oldest request: its follower, the next.
 		if len(cs.pending) < 2 || int32(binary.BigEndian.Uint32(rem[4:])) != cs.pending[0].corr {
@@ -94,7 +95,10 @@ func (d *Decoder) follower(lk *look, p []byte, from int) (int, bool) {
 		if l < 8 || (corr <= lk.corr || corr > lk.corr+nextCorrs) && (lk.prev < 0 || corr <= lk.prev+1 || corr > lk.prev+1+nextCorrs) {
 			continue
 		}
-		if h, ok := parseRequestHeader(&d.protos, &d.tags, p[i+4:]); ok && h.plausible() && bytes.Equal(h.clientID, lk.client) {
+		// The suspect's client id, or, if a flipped byte hit that too,
+		// that of the request before it.
+		if h, ok := parseRequestHeader(&d.protos, &d.tags, p[i+4:]); ok && h.plausible() &&
+			(bytes.Equal(h.clientID, lk.client) || lk.prev >= 0 && string(h.clientID) == lk.last) {
 			return i, true
 		}
 	}

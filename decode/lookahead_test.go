@@ -17,6 +17,8 @@ import (
 func TestDamagedLength(t *testing.T) {
 	hb := func(corr int32) []byte { return reqFrame(heartbeatReq(1), 4, corr, "c") }
 	hbResp := func(corr int32) []byte { return respFrame(heartbeatResp(0), 4, corr) }
+	pr := func(corr int32, client string) []byte { return reqFrame(produceReq(1, 200), 9, corr, client) }
+	prResp := func(corr int32) []byte { return respFrame(produceResp(), 9, corr) }
 	damage := func(f []byte, l uint32) []byte {
 		f = append([]byte(nil), f...)
 		binary.BigEndian.PutUint32(f, l)
@@ -52,6 +54,13 @@ func TestDamagedLength(t *testing.T) {
 			req(damage(hb(0x4002), 0xd200|uint32(len(hb(2))-4))), req(hb(3)), req(hb(4)),
 		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 missing", "Heartbeat v4 #4 missing"},
 			[]AnomalyKind{AnomalyResync}},
+		// The follower has the client id of the request before.
+		{"a produce request claiming 1.3 GB, its client id damaged too", []step{
+			req(pr(1, "producer")), resp(prResp(1)),
+			req(damage(pr(2, "produ>er"), 0x50000000|uint32(len(pr(2, "produ>er"))-4))), req(pr(3, "producer")), req(pr(4, "producer")),
+			resp(prResp(2)), resp(prResp(3)), resp(prResp(4)),
+		}, []string{"Produce v9 #1 seen", "Produce v9 #3 seen", "Produce v9 #4 seen"},
+			[]AnomalyKind{AnomalyResync, AnomalyUnmatchedResponse}},
 		{"request claiming 1.5 GB", []step{
 			req(hb(1)), resp(hbResp(1)),
 			req(damage(hb(2), 0x5c000000|uint32(len(hb(2))-4))), req(hb(3)), req(hb(4)),
