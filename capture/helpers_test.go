@@ -265,7 +265,6 @@ func diffLines(want, got []string) string {
 	return b.String()
 }
 
-
 // b2u is 1 for true, 0 for false.
 func b2u(b bool) uint32 {
 	if b {
