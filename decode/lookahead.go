@@ -56,8 +56,9 @@ func (d *Decoder) suspect(cs *connState, dir capture.Dir, rem []byte, l int64) b
 	}
 	lk := look{on: true, left: lookLimit}
 	if dir == capture.ToServer {
+		// A plausible header, or one in turn whose client id was hit too.
 		h, ok := parseRequestHeader(&d.protos, &d.tags, rem[4:])
-		if !ok || !h.plausible() {
+		if !ok || !h.plausible() && !d.inTurn(cs, h.key, h.version, h.corr) {
 			return false
 		}
 		lk.corr, lk.prev, lk.client, lk.last = h.corr, cs.lastCorr, append(s.look.client[:0], h.clientID...), cs.clientID

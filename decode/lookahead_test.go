@@ -19,6 +19,11 @@ func TestDamagedLength(t *testing.T) {
 	hbResp := func(corr int32) []byte { return respFrame(heartbeatResp(0), 4, corr) }
 	pr := func(corr int32, client string) []byte { return reqFrame(produceReq(1, 200), 9, corr, client) }
 	prResp := func(corr int32) []byte { return respFrame(produceResp(), 9, corr) }
+	clientByte := func(f []byte) []byte { // the client id's first byte: not text
+		f = append([]byte(nil), f...)
+		f[14] = 0xec
+		return f
+	}
 	damage := func(f []byte, l uint32) []byte {
 		f = append([]byte(nil), f...)
 		binary.BigEndian.PutUint32(f, l)
@@ -61,6 +66,13 @@ func TestDamagedLength(t *testing.T) {
 			resp(prResp(2)), resp(prResp(3)), resp(prResp(4)),
 		}, []string{"Produce v9 #1 seen", "Produce v9 #3 seen", "Produce v9 #4 seen"},
 			[]AnomalyKind{AnomalyResync, AnomalyUnmatchedResponse}},
+		// No answer comes to say where the requests are (reframe): the
+		// answers are held behind a gap in the capture.
+		{"a produce request claiming 1.4 MB, a byte of its client id not text, no answers", []step{
+			req(pr(1, "producer")), resp(prResp(1)),
+			req(damage(clientByte(pr(2, "producer")), 0x160000|uint32(len(pr(2, "producer"))-4))), req(pr(3, "producer")), req(pr(4, "producer")),
+		}, []string{"Produce v9 #1 seen", "Produce v9 #3 missing", "Produce v9 #4 missing"},
+			[]AnomalyKind{AnomalyResync}},
 		{"request claiming 1.5 GB", []step{
 			req(hb(1)), resp(hbResp(1)),
 			req(damage(hb(2), 0x5c000000|uint32(len(hb(2))-4))), req(hb(3)), req(hb(4)),
