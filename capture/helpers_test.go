@@ -41,7 +41,7 @@ type seg struct {
 	snap  int    // if > 0, capture only this many payload bytes
 	v6    bool   // use the IPv6 endpoints
 	id    uint16 // IPv4 id; pcapFile numbers packets when 0
-	ack0  bool   // acknowledgement number 0 (else 1)
+	ack0  bool   // acknowledgement number 0 even with the ACK flag (else 1 with it, 0 without, as stacks send)
 }
 
 // endpoints returns the sender and receiver of s.
@@ -62,7 +62,7 @@ func (s seg) ipLayers() []gopacket.SerializableLayer {
 	src, dst := s.endpoints()
 	tcp := &layers.TCP{
 		SrcPort: layers.TCPPort(src.Port()), DstPort: layers.TCPPort(dst.Port()),
-		Seq: s.seq, Ack: 1 &^ b2u(s.ack0), Window: 65535,
+		Seq: s.seq, Ack: b2u(strings.Contains(s.flags, "A") && !s.ack0), Window: 65535,
 		SYN: strings.Contains(s.flags, "S"), ACK: strings.Contains(s.flags, "A"),
 		FIN: strings.Contains(s.flags, "F"), RST: strings.Contains(s.flags, "R"),
 		PSH: strings.Contains(s.flags, "P"),

@@ -114,6 +114,7 @@ type halfState struct {
 	pos     reassembly.Sequence // sequence number of the next byte to deliver
 	started bool                // pos is known
 	synNext reassembly.Sequence // when it began with a SYN (not a SYN-ACK): the sequence number after it, else 0
+	synAcks reassembly.Sequence // when it began with a SYN-ACK: what it acknowledged (the other's start), else 0
 	closed  bool                // its Close was produced
 	fin     bool                // a FIN was seen at finSeq (maybe ahead of pos)
 	finSeq  reassembly.Sequence
@@ -213,6 +214,10 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 	if n > 0 {
 		h.hdr = len(tcp.Contents)
 	}
+	if nextSeq < 0 && s.offStart(tcp, hi) {
+		s.a.st.DamagedPackets++
+		return false
+	}
 	if nextSeq < 0 {
 		// First packet of this direction. Without a SYN the reassembly
 		// package would wait for one forever: start the stream here, so
@@ -228,6 +233,8 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 		}
 		if tcp.SYN && !(tcp.ACK && tcp.Ack != 0) {
 			h.synNext = h.pos // a SYN, not a SYN-ACK (see roles)
+		} else if tcp.SYN {
+			h.synAcks = reassembly.Sequence(tcp.Ack)
 		}
 		h.maxEnd = h.pos
 	} else if n > 0 {
@@ -255,6 +262,18 @@ func (s *stream) lostSYN(tcp *layers.TCP, hi int) bool {
 	other := &s.half[1-hi]
 	return len(tcp.Payload) == 0 && tcp.ACK && !tcp.FIN && !tcp.RST &&
 		other.synNext != 0 && reassembly.Sequence(tcp.Ack) == other.synNext
+}
+
+// offStart reports whether tcp, the first packet of direction hi, would
+// start its stream somewhere else than the other direction's SYN-ACK
+// acknowledged, without a byte to show for it: a segment without payload
+// (the client's handshake ACK, its SYN lost) whose sequence number was hit
+// by a flipped byte of a damaged file. Started there, the direction would
+// take every byte after it for an old retransmission. It is dropped, and
+// the direction starts at its next segment.
+func (s *stream) offStart(tcp *layers.TCP, hi int) bool {
+	at := s.half[1-hi].synAcks
+	return at != 0 && len(tcp.Payload) == 0 && !tcp.SYN && !tcp.FIN && !tcp.RST && reassembly.Sequence(tcp.Seq) != at
 }
 
 // noteAhead remembers the time of a segment buffered ahead of pos.

@@ -167,7 +167,8 @@ func (s *stream) ordinaryFlags(h *halfState, w uint16, nextSeq reassembly.Sequen
 // a flipped byte of a damaged file where checksums could not say
 // (offload) what they were: in a started direction, neither ACK nor RST
 // (every segment after the handshake acknowledges, but for a reset: RFC
-// 9293 §3.10.7.4); or two of SYN, FIN and RST. A FIN or RST there would
+// 9293 §3.10.7.4); a reset without ACK but with an acknowledgement; or
+// two of SYN, FIN and RST. A FIN or RST there would
 // end the direction, a SYN restart it: it is taken as a plain ACK. (A
 // SYN alone is left to the SYN rules: a retransmitted SYN, or a new
 // connection on the same ports.) It reports whether it changed the
@@ -175,7 +176,12 @@ func (s *stream) ordinaryFlags(h *halfState, w uint16, nextSeq reassembly.Sequen
 func noACK(tcp *layers.TCP, nextSeq reassembly.Sequence) bool {
 	two := tcp.SYN && tcp.FIN || tcp.SYN && tcp.RST || tcp.FIN && tcp.RST
 	lone := nextSeq >= 0 && !tcp.ACK && !tcp.RST && !(tcp.SYN && !tcp.FIN && len(tcp.Payload) == 0)
-	if !two && !lone {
+	// A reset without ACK answers a segment that acknowledged something,
+	// and so acknowledges nothing itself: a zero field (RFC 9293 §3.10.7.1,
+	// as stacks send it). One with an acknowledgement is an ACK whose
+	// flags were hit.
+	rst := nextSeq >= 0 && tcp.RST && !tcp.ACK && tcp.Ack != 0
+	if !two && !lone && !rst {
 		return false
 	}
 	tcp.ACK, tcp.FIN, tcp.SYN, tcp.RST, tcp.URG = true, false, false, false, false

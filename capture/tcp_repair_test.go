@@ -84,6 +84,7 @@ func TestFlagsRepairedWithoutChecksums(t *testing.T) {
 	}{
 		{"a SYN-ACK without its SYN", func(f []byte) { at := tcpOf(f, 1); f[at+13] = 0xd0; noSum(f, at) }},
 		{"a FIN without ACK", func(f []byte) { at := tcpOf(f, 5); f[at+13] = 0x49; noSum(f, at) }},
+		{"a RST without ACK that acknowledges", func(f []byte) { at := tcpOf(f, 5); f[at+13] = 0x04; noSum(f, at) }},
 		{"RST, SYN and FIN at once", func(f []byte) { at := tcpOf(f, 5); f[at+13] = 0xe7; noSum(f, at) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,5 +102,34 @@ func TestFlagsRepairedWithoutChecksums(t *testing.T) {
 				t.Errorf("repaired_packets %d, damaged_packets %d; want 1, 0", st.RepairedPackets, st.DamagedPackets)
 			}
 		})
+	}
+}
+
+// TestOffStart: the client's SYN not in the capture, and its handshake
+// ACK's sequence number hit by a flipped byte: the ACK is dropped instead
+// of starting the direction where every byte after it would look old; the
+// SYN-ACK said where it starts.
+func TestOffStart(t *testing.T) {
+	segs := cat(handshake(0, 0)[1:], []seg{
+		{at: 1, seq: 1, flags: "PA", data: "aaaaaaaa"},
+		{at: 2, toCli: true, seq: 1, flags: "PA", data: "xxxxxxxx"},
+		{at: 3, seq: 9, flags: "PA", data: "bbbbbbbb"},
+	})
+	file := pcapFile(t, layers.LinkTypeEthernet, 0, segs...)
+	recs, _ := records(file)
+	at := recs[1].off + 16 + 14 + 20 // the client's handshake ACK
+	file[at+5] ^= 0x86
+	file[at+16], file[at+17] = 0, 0 // checksum left to the NIC
+	rec := &recorder{}
+	st, err := runFiles(t, nil, rec, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"c1 to_server data aaaaaaaa", "c1 to_client data xxxxxxxx", "c1 to_server data bbbbbbbb", "c1 to_server close eof", "c1 to_client close eof"}
+	if d := diffLines(want, rec.lines(false)); d != "" {
+		t.Errorf("chunks (-want +got):\n%s", d)
+	}
+	if st.DamagedPackets != 1 {
+		t.Errorf("damaged_packets %d, want 1", st.DamagedPackets)
 	}
 }
