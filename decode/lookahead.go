@@ -138,6 +138,59 @@ func (d *Decoder) damagedLength(cs *connState, dir capture.Dir, n int64, l int64
 		"a frame claims %d bytes, but the frame after it starts %d bytes on: its length is damaged; skipped", l, n))
 }
 
+// highByteHit judges a length prefix at rem[0] that no frame has (negative,
+// or above --max-frame): found when its high byte was hit by a flipped byte
+// of a damaged capture file and the low three bytes are the length: the
+// header after it is the connection's next request (Decoder.inTurn) or the
+// answer to its oldest one, and the frame so long ends where the buffered
+// bytes end or where another frame starts; tail when more bytes must say.
+// Low bytes that claim far more than the frames before (a suspect, as for
+// the look-ahead) are not taken. A frame of 16 MiB or more has a high byte
+// of its own, but never one that makes it negative or larger than
+// --max-frame.
+func (d *Decoder) highByteHit(cs *connState, dir capture.Dir, rem []byte) scan {
+	l := int64(binary.BigEndian.Uint32(rem) & 0xffffff)
+	if rem[0] == 0 || l > suspectMin && l > suspectRatio*cs.dir[dir].largest {
+		return none // a frame above --max-frame, undamaged; or one the look-ahead judges
+	}
+	if dir == capture.ToServer {
+		switch {
+		case len(rem) < 14:
+			return tail
+		case l < 8 || !d.inTurnAt(cs, rem):
+			return none
+		}
+	} else if len(rem) < 8 {
+		return tail
+	} else if l < 4 || len(cs.pending) == 0 || int32(binary.BigEndian.Uint32(rem[4:])) != cs.pending[0].corr {
+		return none
+	}
+	end := 4 + l
+	switch n := int64(len(rem)); {
+	case n == end:
+		return found
+	case n < end+4:
+		return tail
+	}
+	next := rem[end:]
+	if n := int64(int32(binary.BigEndian.Uint32(next))); n < 4 || n > int64(d.opts.MaxFrame) {
+		return none
+	} else if dir == capture.ToServer {
+		return d.requestHead(next, n) // found, none, or tail
+	}
+	return found
+}
+
+// highByteLength counts a length prefix set back by highByteHit and
+// returns the length.
+func (d *Decoder) highByteLength(cs *connState, dir capture.Dir, rem []byte, t time.Time) int64 {
+	l := int64(binary.BigEndian.Uint32(rem) & 0xffffff)
+	d.stats.Resyncs++
+	d.anomaly(cs, dir, t, AnomalyResync, 0, -1, fmt.Sprintf(
+		"a frame's length prefix 0x%08x cannot be right, its high byte damaged: read as %d bytes, where the next frame starts", binary.BigEndian.Uint32(rem), l))
+	return l
+}
+
 // junkRequest reports whether p, the start of an incomplete request frame
 // of length l, cannot be a request header, whatever API it would be for:
 // a key or version out of any range Kafka uses, a negative correlation id,

@@ -60,9 +60,9 @@ func TestDamagedLength(t *testing.T) {
 		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 missing", "Heartbeat v4 #4 missing"},
 			[]AnomalyKind{AnomalyResync}},
 		// The follower has the client id of the request before.
-		{"a produce request claiming 1.3 GB, its client id damaged too", []step{
+		{"a produce request claiming 5 MB, its client id damaged too", []step{
 			req(pr(1, "producer")), resp(prResp(1)),
-			req(damage(pr(2, "produ>er"), 0x50000000|uint32(len(pr(2, "produ>er"))-4))), req(pr(3, "producer")), req(pr(4, "producer")),
+			req(damage(pr(2, "produ>er"), 0x500000|uint32(len(pr(2, "produ>er"))-4))), req(pr(3, "producer")), req(pr(4, "producer")),
 			resp(prResp(2)), resp(prResp(3)), resp(prResp(4)),
 		}, []string{"Produce v9 #1 seen", "Produce v9 #3 seen", "Produce v9 #4 seen"},
 			[]AnomalyKind{AnomalyResync, AnomalyUnmatchedResponse}},
@@ -73,11 +73,15 @@ func TestDamagedLength(t *testing.T) {
 			req(damage(clientByte(pr(2, "producer")), 0x160000|uint32(len(pr(2, "producer"))-4))), req(pr(3, "producer")), req(pr(4, "producer")),
 		}, []string{"Produce v9 #1 seen", "Produce v9 #3 missing", "Produce v9 #4 missing"},
 			[]AnomalyKind{AnomalyResync}},
-		{"request claiming 1.5 GB", []step{
+		{"request claiming 1.5 GB: its high byte hit, set back", []step{
 			req(hb(1)), resp(hbResp(1)),
 			req(damage(hb(2), 0x5c000000|uint32(len(hb(2))-4))), req(hb(3)), req(hb(4)),
 			resp(hbResp(3)), resp(hbResp(4)),
-		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 seen", "Heartbeat v4 #4 seen"},
+		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #2 lost", "Heartbeat v4 #3 seen", "Heartbeat v4 #4 seen"},
+			[]AnomalyKind{AnomalyResync}},
+		{"response whose length's high byte is hit: set back", []step{
+			req(hb(1)), resp(damage(hbResp(1), 0x83000000|uint32(len(hbResp(1))-4))), req(hb(2)), resp(hbResp(2)),
+		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #2 seen"},
 			[]AnomalyKind{AnomalyResync}},
 		{"response claiming 16 MiB", []step{
 			req(hb(1)), resp(hbResp(1)), req(hb(2)), req(hb(3)),

@@ -176,6 +176,14 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 			return rem, dir
 		}
 		l := int64(int32(binary.BigEndian.Uint32(rem)))
+		if (l < 0 || l > int64(d.opts.MaxFrame)) && !cs.rawSASL(dir) { // a damaged high byte? (lookahead.go)
+			switch d.highByteHit(cs, dir, rem) {
+			case tail:
+				return rem, dir
+			case found:
+				l = d.highByteLength(cs, dir, rem, t)
+			}
+		}
 		if l < 4 || (dir == capture.ToServer && l < 8) {
 			if l < 0 || !cs.rawSASL(dir) {
 				d.desync(cs, dir, t)
