@@ -123,6 +123,8 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 	if err != nil {
 		return fmt.Errorf("file too short (%d bytes) to be a capture; kwire reads pcap and pcapng files", len(head))
 	}
+	pcapFixed := fixPcapHeader(br) // a damaged pcap header? (file_resync.go)
+	head, _ = br.Peek(4)
 	switch magic := binary.LittleEndian.Uint32(head); {
 	case head[0] == 0x1f && head[1] == 0x8b && !inGzip:
 		z, err := gzip.NewReader(br)
@@ -130,14 +132,18 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 			return fmt.Errorf("bad gzip data: %w", err)
 		}
 		return r.open(z, true)
-	case magic == magicPcapNG:
+	case magic == magicPcapNG || ngBOMAt(br):
 		r.rs = newNgResync(br, src)
+		r.rs.fixSHB() // a damaged section header (file_resync_ng.go)
 		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
 		if err != nil {
 			return fmt.Errorf("bad pcapng header: %w", err)
 		}
 	case magic == magicPcapMicro || magic == magicPcapNano || magic == magicPcapMicroBE || magic == magicPcapNanoBE:
 		r.rs = newPcapResync(br, src)
+		if pcapFixed {
+			r.rs.dmg.resyncs = 1 // at 0
+		}
 		r.pcap, err = pcapgo.NewReader(br)
 		if err != nil {
 			return fmt.Errorf("bad pcap header: %w", err)
@@ -157,6 +163,14 @@ func (r *fileReader) open(rd io.Reader, inGzip bool) error {
 		r.fast = &fastReader{}
 	}
 	return nil
+}
+
+// ngBOMAt reports whether br starts with what a pcapng Section Header has
+// after its block type and length: the byte-order magic, in either order.
+// A file whose type was damaged is still read as pcapng.
+func ngBOMAt(br *bufio.Reader) bool {
+	h, _ := br.Peek(12)
+	return len(h) == 12 && (binary.LittleEndian.Uint32(h[8:]) == ngBOM || binary.BigEndian.Uint32(h[8:]) == ngBOM)
 }
 
 // next reads the following packet into r.data, r.ci and r.lt, or sets

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"io"
 	"slices"
@@ -199,6 +200,46 @@ func newPcapResync(br *bufio.Reader, src *spliced) *resync {
 	r.big = magic == magicPcapMicroBE || magic == magicPcapNanoBE
 	r.nano = magic == magicPcapNano || magic == magicPcapNanoBE
 	return r
+}
+
+// fixPcapHeader sets back, in br's buffer, a pcap file header whose magic
+// number or version a flipped byte damaged (pcapgo refuses the file): a
+// magic one byte off one of the four is that one, when the version then
+// reads 2.4; a version other than 2.4 under a magic is 2.4. It reports
+// whether it changed the header.
+func fixPcapHeader(br *bufio.Reader) bool {
+	h, _ := br.Peek(24)
+	if len(h) < 24 {
+		return false
+	}
+	magics := [...]uint32{magicPcapMicro, magicPcapNano, magicPcapMicroBE, magicPcapNanoBE}
+	version := func(m uint32) []byte {
+		if m == magicPcapMicroBE || m == magicPcapNanoBE {
+			return []byte{0, 2, 0, 4}
+		}
+		return []byte{2, 0, 4, 0}
+	}
+	magic := binary.LittleEndian.Uint32(h)
+	if slices.Contains(magics[:], magic) {
+		if v := version(magic); !bytes.Equal(h[4:8], v) {
+			copy(h[4:8], v)
+			return true
+		}
+		return false
+	}
+	for _, m := range magics {
+		off := 0
+		for i := range 4 {
+			if byte(magic>>(8*i)) != byte(m>>(8*i)) {
+				off++
+			}
+		}
+		if off == 1 && bytes.Equal(h[4:8], version(m)) {
+			binary.LittleEndian.PutUint32(h, m)
+			return true
+		}
+	}
+	return false
 }
 
 // pcapFirstLink returns the link type to read a pcap file whose header

@@ -72,6 +72,52 @@ func newNgResync(br *bufio.Reader, src *spliced) *resync {
 	return r
 }
 
+// fixSHB sets back a damaged Section Header Block at the start of the file,
+// which pcapgo would refuse, failing the whole file: when its length, given
+// at its start and its end in one byte order, is that of a block, it is
+// replaced by a Section Header of that byte order without options (they
+// are not used), counted as damage. The magic number itself may be the
+// damage (the caller found the byte-order magic after it). It reports
+// whether it replaced the block.
+func (r *resync) fixSHB() bool {
+	h, _ := r.br.Peek(12)
+	if len(h) < 12 {
+		return false
+	}
+	for _, big := range [...]bool{r.big, !r.big} {
+		r.big = big
+		n := int(r.u32(h[4:]))
+		if n < 28 || n%4 != 0 || n > r.br.Size() {
+			continue
+		}
+		b, _ := r.br.Peek(n)
+		if len(b) < n || r.u32(b[n-4:]) != uint32(n) {
+			continue
+		}
+		blk := ngBlock{typ: ngSHB, n: n, big: big}
+		if binary.LittleEndian.Uint32(b) == ngSHB && r.u32(b[8:]) == ngBOM && r.ngCheck(&blk, b) {
+			return false // a good one
+		}
+		shb := make([]byte, 28)
+		put := binary.ByteOrder(binary.LittleEndian)
+		if big {
+			put = binary.BigEndian
+		}
+		put.PutUint32(shb, ngSHB)
+		put.PutUint32(shb[4:], 28)
+		put.PutUint32(shb[8:], ngBOM)
+		put.PutUint16(shb[12:], 1)
+		put.PutUint64(shb[16:], ^uint64(0)) // section length not given
+		put.PutUint32(shb[24:], 28)
+		r.br.Discard(n)
+		r.unread(shb)
+		r.pos = int64(n) // as if pcapgo had read the file's block
+		r.dmg.at, r.dmg.resyncs = 0, r.dmg.resyncs+1
+		return true
+	}
+	return false
+}
+
 // beforeNg checks the blocks pcapgo reads next, up to a packet: section
 // and interface headers, which pcapgo reads along with the packet after
 // them, then the packet block. A block dropped behind checked headers has

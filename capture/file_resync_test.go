@@ -209,8 +209,25 @@ var resyncCases = []resyncCase{
 		f[b[1].off+8] ^= 0xd7
 		return f, b[1].off, 0
 	}, resyncs: 1},
+	{name: "pcap: magic damaged", damage: func(f []byte, _, _ []span) ([]byte, int, int) {
+		f[1] ^= 0x21
+		return f, 0, 0
+	}, resyncs: 1},
+	{name: "pcap: version damaged", damage: func(f []byte, _, _ []span) ([]byte, int, int) {
+		f[6] ^= 0x08
+		return f, 0, 0
+	}, resyncs: 1},
 	{name: "pcap: header link type damaged: found from the frames", damage: func(f []byte, _, _ []span) ([]byte, int, int) {
 		f[20] ^= 0xd7
+		return f, 0, 0
+	}, resyncs: 1},
+	// The section header pcapgo refuses: set back without its options.
+	{name: "pcapng: section header's end of options damaged", ng: true, damage: func(f []byte, _, b []span) ([]byte, int, int) {
+		f[b[0].off+b[0].n-6] = 0x33
+		return f, 0, 0
+	}, resyncs: 1},
+	{name: "pcapng: section header's type damaged", ng: true, damage: func(f []byte, _, b []span) ([]byte, int, int) {
+		f[0] ^= 0x40
 		return f, 0, 0
 	}, resyncs: 1},
 	{name: "pcapng: time years off", ng: true, damage: func(f []byte, r, _ []span) ([]byte, int, int) {
