@@ -83,6 +83,14 @@ func TestDamagedLength(t *testing.T) {
 			req(hb(1)), resp(damage(hbResp(1), 0x83000000|uint32(len(hbResp(1))-4))), req(hb(2)), resp(hbResp(2)),
 		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #2 seen"},
 			[]AnomalyKind{AnomalyResync}},
+		{"a correlation id one byte off: answered in turn", []step{
+			req(hb(1)), resp(hbResp(1)), req(hb(2)), resp(hbResp(0x4002)), req(hb(0x6003)), resp(hbResp(3)), req(hb(4)), resp(hbResp(4)),
+		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #2 seen", "Heartbeat v4 #24579 seen", "Heartbeat v4 #4 seen"},
+			[]AnomalyKind{AnomalyResync, AnomalyResync}},
+		{"a lost request's answer is not taken for the next", []step{
+			req(hb(1)), resp(hbResp(1)), gap(capture.ToServer, len(hb(2))), req(hb(3)), resp(hbResp(2)), resp(hbResp(3)),
+		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 seen"},
+			[]AnomalyKind{AnomalyGap, AnomalyUnmatchedResponse}},
 		{"response claiming 16 MiB", []step{
 			req(hb(1)), resp(hbResp(1)), req(hb(2)), req(hb(3)),
 			resp(damage(hbResp(2), 1<<24|uint32(len(hbResp(2))-4))), resp(hbResp(3)),

@@ -293,7 +293,7 @@ func (d *Decoder) response(cs *connState, frame []byte, t time.Time) {
 		d.stats.NotCopiedFrames++ // the correlation id is not known
 		return
 	}
-	if cs.find(corr) < 0 {
+	if cs.find(corr) < 0 && !(len(cs.pending) > 0 && oneByteOff(corr, cs.pending[0].corr)) {
 		d.hold(cs, corr, frame, t)
 		d.reframe(cs, corr, t) // lookahead.go
 		return
@@ -412,6 +412,12 @@ func (d *Decoder) pairEarly(cs *connState, corr int32) {
 // for a response with no request.
 func (d *Decoder) match(cs *connState, corr int32, size int, t time.Time) *pending {
 	i := cs.find(corr)
+	if i < 0 && len(cs.pending) > 0 && oneByteOff(corr, cs.pending[0].corr) {
+		i = 0 // answered in order, a byte of one id damaged
+		d.stats.Resyncs++
+		d.anomaly(cs, capture.ToClient, t, AnomalyResync, 0, -1, fmt.Sprintf(
+			"a response's correlation id %d is one byte off the oldest request's %d, which it answers in turn: a damaged byte", corr, cs.pending[0].corr))
+	}
 	if i < 0 {
 		d.unmatchedFrame(cs, corr, size, t)
 		return nil
@@ -428,6 +434,20 @@ func (d *Decoder) match(cs *connState, corr int32, size int, t time.Time) *pendi
 	cs.pending = cs.pending[:n]
 	d.stats.Responses++
 	return p
+}
+
+// oneByteOff reports whether two correlation ids differ in one byte, by
+// more than a client's numbering would make them (not a lost request's
+// answer): what a flipped byte of a damaged capture file does to one.
+func oneByteOff(a, b int32) bool {
+	x := uint32(a ^ b)
+	n := 0
+	for i := range 4 {
+		if x>>(8*i)&0xff != 0 {
+			n++
+		}
+	}
+	return n == 1 && x > 0x3f
 }
 
 // decodeResponse decodes a response body (after the correlation id) for p.
