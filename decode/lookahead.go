@@ -128,14 +128,49 @@ func (d *Decoder) lookSkipped(s *stream, p []byte) (int, bool) {
 }
 
 // damagedLength gives up the frame of claimed length l whose length cannot
-// be right: the frame after it starts n bytes after its start.
-func (d *Decoder) damagedLength(cs *connState, dir capture.Dir, n int64, l int64, t time.Time) {
+// be right: the frame after it starts n bytes after its start. kept says
+// the frame was read up to there (keepCut) rather than skipped.
+func (d *Decoder) damagedLength(cs *connState, dir capture.Dir, n int64, l int64, t time.Time, kept bool) {
 	s := &cs.dir[dir]
 	s.look.on, s.looked, s.skip = false, 0, 0
 	d.stats.Resyncs++
-	d.stats.SkippedBytes += n
+	what := "read up to there"
+	if !kept {
+		d.stats.SkippedBytes += n
+		what = "skipped"
+	}
 	d.anomaly(cs, dir, t, AnomalyResync, n, -1, fmt.Sprintf(
-		"a frame claims %d bytes, but the frame after it starts %d bytes on: its length is damaged; skipped", l, n))
+		"a frame claims %d bytes, but the frame after it starts %d bytes on: its length is damaged; %s", l, n, what))
+}
+
+// keepCut reads a frame whose damaged length was found out by the frame
+// after it (frame: up to there, after the length prefix), when its header
+// is a request's (plausible, or the connection's next) whose body reads
+// to the byte, or the answer to a request awaiting one: the exchange is
+// kept, rather than skipped with it. It reports whether it read the frame.
+func (d *Decoder) keepCut(cs *connState, dir capture.Dir, frame []byte, t time.Time) bool {
+	if len(d.holes) > 0 || len(cs.dir[dir].holes) > 0 || len(frame) < 8 {
+		return false // bytes not copied: left to the usual rules
+	}
+	if dir == capture.ToServer {
+		// Its body must read as the request, to the byte: what is cut
+		// there may be no frame at all (the one before claimed too little).
+		h, ok := parseRequestHeader(&d.protos, &d.tags, frame)
+		if !ok || !h.known || !h.plausible() && !d.inTurn(cs, h.key, h.version, h.corr) {
+			return false
+		}
+		req := d.protos[h.key]
+		req.SetVersion(h.version)
+		if body := frame[h.body:]; req.ReadFrom(body) != nil || len(req.AppendTo(d.scratch[:0])) != len(body) {
+			return false
+		}
+		return d.request(cs, frame, t)
+	}
+	if cs.find(int32(binary.BigEndian.Uint32(frame))) < 0 {
+		return false
+	}
+	d.response(cs, frame, t)
+	return true
 }
 
 // highByteHit judges a length prefix at rem[0] that no frame has (negative,
@@ -275,7 +310,7 @@ func (d *Decoder) reframe(cs *connState, corr int32, t time.Time) {
 		if h, ok := parseRequestHeader(&d.protos, &d.tags, s.buf[i+4:]); !ok || !h.plausible() {
 			continue
 		}
-		d.damagedLength(cs, capture.ToServer, int64(i), l, t)
+		d.damagedLength(cs, capture.ToServer, int64(i), l, t, d.keepCut(cs, capture.ToServer, s.buf[4:i], t))
 		n := copy(s.buf, s.buf[i:])
 		s.buf = s.buf[:n]
 		d.drain(cs, capture.ToServer, n, t)

@@ -143,7 +143,7 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 			n := min(int64(len(p)-off), s.skip)
 			if s.look.on { // skipping a suspect frame above --max-frame
 				if i, ok := d.lookSkipped(s, p[off:off+int(n)]); ok {
-					d.damagedLength(cs, dir, s.skipAt+int64(i), s.claimed, t)
+					d.damagedLength(cs, dir, s.skipAt+int64(i), s.claimed, t, false)
 					off += i
 					continue
 				}
@@ -197,7 +197,7 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 		// Far larger than anything before: a damaged length? (lookahead.go)
 		if int64(len(rem)) < 4+l && (s.look.on || d.suspect(cs, dir, rem, l)) {
 			if i, ok := d.lookBuffered(s, rem); ok {
-				d.damagedLength(cs, dir, int64(i), l, t)
+				d.damagedLength(cs, dir, int64(i), l, t, d.keepCut(cs, dir, rem[4:i], t))
 				off += i
 				continue
 			}
