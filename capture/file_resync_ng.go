@@ -84,7 +84,8 @@ func (r *resync) fixSHB() bool {
 	if len(h) < 12 {
 		return false
 	}
-	for _, big := range [...]bool{r.big, !r.big} {
+	orig := r.big
+	for _, big := range [...]bool{orig, !orig} {
 		r.big = big
 		n := int(r.u32(h[4:]))
 		if n < 28 || n%4 != 0 || n > r.br.Size() {
@@ -96,6 +97,7 @@ func (r *resync) fixSHB() bool {
 		}
 		blk := ngBlock{typ: ngSHB, n: n, big: big}
 		if binary.LittleEndian.Uint32(b) == ngSHB && r.u32(b[8:]) == ngBOM && r.ngCheck(&blk, b) {
+			r.big = orig
 			return false // a good one
 		}
 		shb := make([]byte, 28)
@@ -115,6 +117,7 @@ func (r *resync) fixSHB() bool {
 		r.dmg.at, r.dmg.resyncs = 0, r.dmg.resyncs+1
 		return true
 	}
+	r.big = orig
 	return false
 }
 

@@ -226,6 +226,10 @@ var resyncCases = []resyncCase{
 		f[b[0].off+b[0].n-6] = 0x33
 		return f, 0, 0
 	}, resyncs: 1},
+	{name: "pcapng: section header's repeated length damaged: left to the resync", ng: true, damage: func(f []byte, _, b []span) ([]byte, int, int) {
+		f[b[0].off+b[0].n-1] = 0xca
+		return f, 0, 0
+	}},
 	{name: "pcapng: section header's type damaged", ng: true, damage: func(f []byte, _, b []span) ([]byte, int, int) {
 		f[0] ^= 0x40
 		return f, 0, 0
