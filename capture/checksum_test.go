@@ -57,16 +57,7 @@ func TestDamagedPackets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			file := pcapFile(t, layers.LinkTypeEthernet, 0, segs...)
-			tt.damage(file)
-			rec := &recorder{}
-			st, err := runFiles(t, nil, rec, file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := diffLines(tt.want, rec.lines(false)); d != "" {
-				t.Errorf("chunks (-want +got):\n%s", d)
-			}
+			st := runDamaged(t, segs, tt.damage, tt.want)
 			if st.DamagedPackets != tt.damaged || st.RepairedPackets != tt.fixed {
 				t.Errorf("damaged_packets = %d, repaired_packets = %d, want %d and %d", st.DamagedPackets, st.RepairedPackets, tt.damaged, tt.fixed)
 			}

@@ -40,16 +40,7 @@ func TestTCPHeaderRepair(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			file := pcapFile(t, layers.LinkTypeEthernet, 0, segs...)
-			tt.damage(file)
-			rec := &recorder{}
-			st, err := runFiles(t, nil, rec, file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := diffLines(tt.want, rec.lines(false)); d != "" {
-				t.Errorf("chunks (-want +got):\n%s", d)
-			}
+			st := runDamaged(t, segs, tt.damage, tt.want)
 			if st.RepairedPackets != tt.repaired || st.DamagedPackets != 0 || st.ConnsSeen != 1 {
 				t.Errorf("repaired_packets %d, damaged_packets %d, conns_seen %d; want %d, 0, 1",
 					st.RepairedPackets, st.DamagedPackets, st.ConnsSeen, tt.repaired)
@@ -88,16 +79,7 @@ func TestFlagsRepairedWithoutChecksums(t *testing.T) {
 		{"RST, SYN and FIN at once", func(f []byte) { at := tcpOf(f, 5); f[at+13] = 0xe7; noSum(f, at) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			file := pcapFile(t, layers.LinkTypeEthernet, 0, segs...)
-			tt.damage(file)
-			rec := &recorder{}
-			st, err := runFiles(t, nil, rec, file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := diffLines(whole, rec.lines(false)); d != "" {
-				t.Errorf("chunks (-want +got):\n%s", d)
-			}
+			st := runDamaged(t, segs, tt.damage, whole)
 			if st.RepairedPackets != 1 || st.DamagedPackets != 0 {
 				t.Errorf("repaired_packets %d, damaged_packets %d; want 1, 0", st.RepairedPackets, st.DamagedPackets)
 			}
@@ -115,21 +97,30 @@ func TestOffStart(t *testing.T) {
 		{at: 2, toCli: true, seq: 1, flags: "PA", data: "xxxxxxxx"},
 		{at: 3, seq: 9, flags: "PA", data: "bbbbbbbb"},
 	})
+	st := runDamaged(t, segs, func(f []byte) {
+		recs, _ := records(f)
+		at := recs[1].off + 16 + 14 + 20 // the client's handshake ACK
+		f[at+5] ^= 0x86
+		f[at+16], f[at+17] = 0, 0 // checksum left to the NIC
+	}, []string{"c1 to_server data aaaaaaaa", "c1 to_client data xxxxxxxx", "c1 to_server data bbbbbbbb", "c1 to_server close eof", "c1 to_client close eof"})
+	if st.DamagedPackets != 1 {
+		t.Errorf("damaged_packets %d, want 1", st.DamagedPackets)
+	}
+}
+
+// runDamaged writes segs as an Ethernet pcap file, lets damage change it,
+// reads it and checks the chunks delivered against want.
+func runDamaged(t *testing.T, segs []seg, damage func(f []byte), want []string) Stats {
+	t.Helper()
 	file := pcapFile(t, layers.LinkTypeEthernet, 0, segs...)
-	recs, _ := records(file)
-	at := recs[1].off + 16 + 14 + 20 // the client's handshake ACK
-	file[at+5] ^= 0x86
-	file[at+16], file[at+17] = 0, 0 // checksum left to the NIC
+	damage(file)
 	rec := &recorder{}
 	st, err := runFiles(t, nil, rec, file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"c1 to_server data aaaaaaaa", "c1 to_client data xxxxxxxx", "c1 to_server data bbbbbbbb", "c1 to_server close eof", "c1 to_client close eof"}
 	if d := diffLines(want, rec.lines(false)); d != "" {
 		t.Errorf("chunks (-want +got):\n%s", d)
 	}
-	if st.DamagedPackets != 1 {
-		t.Errorf("damaged_packets %d, want 1", st.DamagedPackets)
-	}
+	return st
 }
