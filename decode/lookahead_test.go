@@ -89,6 +89,10 @@ func TestDamagedLength(t *testing.T) {
 			req(hb(1)), resp(hbResp(1)), req(hb(2)), resp(hbResp(0x4002)), req(hb(0x6003)), resp(hbResp(3)), req(hb(4)), resp(hbResp(4)),
 		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #2 seen", "Heartbeat v4 #24579 seen", "Heartbeat v4 #4 seen"},
 			[]AnomalyKind{AnomalyResync, AnomalyResync}},
+		{"a lost request's answer is not taken for the oldest, one byte off", []step{
+			req(hb(0x100)), resp(hbResp(0x100)), req(hb(0x101)), gap(capture.ToServer, 0x40*len(hb(2))), req(hb(0x142)), resp(hbResp(0x141)), resp(hbResp(0x142)),
+		}, []string{"Heartbeat v4 #256 seen", "Heartbeat v4 #257 lost", "Heartbeat v4 #322 seen"},
+			[]AnomalyKind{AnomalyGap, AnomalyUnmatchedResponse}},
 		{"a lost request's answer is not taken for the next", []step{
 			req(hb(1)), resp(hbResp(1)), gap(capture.ToServer, len(hb(2))), req(hb(3)), resp(hbResp(2)), resp(hbResp(3)),
 		}, []string{"Heartbeat v4 #1 seen", "Heartbeat v4 #3 seen"},

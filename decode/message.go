@@ -293,7 +293,7 @@ func (d *Decoder) response(cs *connState, frame []byte, t time.Time) {
 		d.stats.NotCopiedFrames++ // the correlation id is not known
 		return
 	}
-	if cs.find(corr) < 0 && !(len(cs.pending) > 0 && oneByteOff(corr, cs.pending[0].corr)) {
+	if cs.find(corr) < 0 && !damagedCorr(cs, corr) {
 		d.hold(cs, corr, frame, t)
 		d.reframe(cs, corr, t) // lookahead.go
 		return
@@ -412,7 +412,7 @@ func (d *Decoder) pairEarly(cs *connState, corr int32) {
 // for a response with no request.
 func (d *Decoder) match(cs *connState, corr int32, size int, t time.Time) *pending {
 	i := cs.find(corr)
-	if i < 0 && len(cs.pending) > 0 && oneByteOff(corr, cs.pending[0].corr) {
+	if i < 0 && damagedCorr(cs, corr) {
 		i = 0 // answered in order, a byte of one id damaged
 		d.stats.Resyncs++
 		d.anomaly(cs, capture.ToClient, t, AnomalyResync, 0, -1, fmt.Sprintf(
@@ -436,9 +436,25 @@ func (d *Decoder) match(cs *connState, corr int32, size int, t time.Time) *pendi
 	return p
 }
 
+// damagedCorr reports whether a response's correlation id, of no awaiting
+// request, is the oldest awaiting request's with a byte damaged: one byte
+// off it, and not an id the client may have given a request the capture
+// lost (from the oldest awaiting one to a little past the latest read).
+func damagedCorr(cs *connState, corr int32) bool {
+	if len(cs.pending) == 0 {
+		return false
+	}
+	oldest := cs.pending[0].corr
+	return oneByteOff(corr, oldest) && (corr < oldest || corr > cs.lastCorr+lostCorrs)
+}
+
+// lostCorrs is how far past the latest request read a response's id may
+// be its answer to a request the capture lost.
+const lostCorrs = 1024
+
 // oneByteOff reports whether two correlation ids differ in one byte, by
-// more than a client's numbering would make them (not a lost request's
-// answer): what a flipped byte of a damaged capture file does to one.
+// more than a client's numbering would make them: what a flipped byte of
+// a damaged capture file does to one.
 func oneByteOff(a, b int32) bool {
 	x := uint32(a ^ b)
 	n := 0
