@@ -150,15 +150,33 @@ func tlsSession(t testing.TB, cfg *tls.Config, sizes []int) *tlsTranscript {
 // keysFrom loads a key log held in memory.
 func keysFrom(t testing.TB, keylog []byte) *TLSKeys {
 	t.Helper()
+	k, _ := keyLogFile(t, keylog, false)
+	return k
+}
+
+// followedKeys writes keylog to a file and follows it, as kwire live does,
+// on a clock that reads *now: the caller moves it, and writes the file
+// (path) again to make it grow.
+func followedKeys(t testing.TB, keylog []byte, now *time.Time) (k *TLSKeys, path string) {
+	t.Helper()
+	k, path = keyLogFile(t, keylog, true)
+	*now = time.Unix(1700000000, 0)
+	k.now = func() time.Time { return *now }
+	return k, path
+}
+
+// keyLogFile writes keylog to a file and loads it.
+func keyLogFile(t testing.TB, keylog []byte, follow bool) (*TLSKeys, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "keylog")
 	if err := os.WriteFile(path, keylog, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k, err := LoadTLSKeys([]string{path}, false)
+	k, err := LoadTLSKeys([]string{path}, follow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k
+	return k, path
 }
 
 // tlsRecorder collects what a TLSDecrypter passes on.

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -58,16 +57,8 @@ func TestTLSFollowKeepsOrder(t *testing.T) {
 		{name: "never", keysAt: -1, want: TLSStats{TLSConns: 1, TLSNoKeys: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "keylog")
-			if err := os.WriteFile(path, nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			keys, err := LoadTLSKeys([]string{path}, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			now := time.Unix(1700000000, 0)
-			keys.now = func() time.Time { return now }
+			var now time.Time
+			keys, path := followedKeys(t, nil, &now)
 			rec := &orderRecorder{data: map[uint64][]byte{}}
 			d := DecryptTLS(rec, keys)
 			tlsConn := &Conn{ID: 1, Role: RolePort, Handshake: true}

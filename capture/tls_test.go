@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -195,17 +194,9 @@ func TestTLSDamage(t *testing.T) {
 func TestTLSKeysFollow(t *testing.T) {
 	random := bytes.Repeat([]byte{0xab}, 32)
 	line := "CLIENT_RANDOM " + hex.EncodeToString(random) + " " + hex.EncodeToString(bytes.Repeat([]byte{1}, 48)) + "\n"
-	path := filepath.Join(t.TempDir(), "keylog")
 	head := "# comment\nEXPORTER_SECRET " + hex.EncodeToString(random) + " 00\nnot a key log line\n"
-	if err := os.WriteFile(path, []byte(head+line[:20]), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	k, err := LoadTLSKeys([]string{path}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Unix(1700000000, 0)
-	k.now = func() time.Time { return now }
+	var now time.Time
+	k, path := followedKeys(t, []byte(head+line[:20]), &now)
 	if k.lookup(random, reloadEvery) != nil || k.Malformed() != 1 {
 		t.Fatalf("found a session from half a line, or malformed %d != 1", k.Malformed())
 	}
@@ -230,16 +221,8 @@ func TestTLSKeysFollowTLS13(t *testing.T) {
 		return label + " " + hex.EncodeToString(random) + " " + hex.EncodeToString(bytes.Repeat([]byte{2}, 32)) + "\n"
 	}
 	hs := secret("CLIENT_HANDSHAKE_TRAFFIC_SECRET") + secret("SERVER_HANDSHAKE_TRAFFIC_SECRET")
-	path := filepath.Join(t.TempDir(), "keylog")
-	if err := os.WriteFile(path, []byte(hs), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	k, err := LoadTLSKeys([]string{path}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Unix(1700000000, 0)
-	k.now = func() time.Time { return now }
+	var now time.Time
+	k, path := followedKeys(t, []byte(hs), &now)
 	if s := k.lookup(random, reloadEvery); s.complete() {
 		t.Fatal("complete with the handshake secrets only")
 	}
