@@ -35,9 +35,16 @@ type queuedChunk struct {
 }
 
 // stallOn makes the chunks after this one queue behind tc, which waits
-// for its secrets since t.
+// for its secrets since t. When the queue already holds its Close (it
+// was queued behind another), it looks a last time and is given up on.
 func (d *TLSDecrypter) stallOn(tc *tlsConn, t time.Time) {
 	d.stall, d.stallSince = tc, t
+	for i := d.qhead; i < len(d.queue); i++ {
+		if q := &d.queue[i]; q.kind == Close && q.conn == tc.conn {
+			tc.ending = true
+			break
+		}
+	}
 }
 
 // enqueue keeps a copy of c behind the waiting connection, and lets the

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -124,4 +125,100 @@ func TestTLSFollowKeepsOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzTLSStall drives the queue behind a connection waiting for its
+// secrets in a followed key log: two TLS sessions (TLS 1.3 and 1.2) and a
+// plaintext connection, interleaved as the input says, the key log written
+// at a point it chooses (or never), time moving and Ticks in between. The
+// plaintext connection loses and reorders nothing, every Close is passed
+// on, the queue is empty once every connection closed, and every TLS
+// connection is counted decrypted or passed on.
+func FuzzTLSStall(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 0, 2, 1, 1, 5, 0, 2, 1, 0, 2})
+	f.Add([]byte{0, 1, 0, 1, 2, 0x3b, 4, 2, 0, 1, 5, 2, 0, 1, 0, 1})
+	f.Add([]byte{0, 0, 0, 2, 0xfb, 2, 4, 0, 0, 0, 2, 5, 4, 0, 0})
+	path := filepath.Join(f.TempDir(), "keylog") // one per worker: a TempDir per input costs most of the time
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		ss := fuzzSessions(t)
+		sessions := [2]*tlsFuzzSession{ss[0], ss[1]}
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		keys, err := LoadTLSKeys([]string{path}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Unix(1700000000, 0)
+		keys.now = func() time.Time { return now }
+		logged := false
+		rec := &orderRecorder{data: map[uint64][]byte{}}
+		closes := 0
+		d := DecryptTLS(SinkFunc(func(c *Chunk) {
+			if c.Kind == Close {
+				closes++
+			}
+			rec.Chunk(c)
+		}), keys)
+		conns := [3]*Conn{}
+		for i := range conns {
+			conns[i] = &Conn{ID: uint64(i + 1), Role: RolePort, Handshake: true}
+		}
+		var next [2]int
+		var plain []byte
+		for k, op := range ops {
+			switch op % 6 {
+			case 0, 1: // the next write of a session
+				i := op % 2
+				if ws := sessions[i].tr.writes; next[i] < len(ws) {
+					w := ws[next[i]]
+					next[i]++
+					now = now.Add(time.Millisecond)
+					d.Chunk(&Chunk{Conn: conns[i], Dir: w.dir, Kind: Data, Time: now, Data: w.data})
+				}
+			case 2: // the plaintext connection talks
+				p := fmt.Appendf(nil, "p%d;", k)
+				plain = append(plain, p...)
+				now = now.Add(time.Millisecond)
+				d.Chunk(&Chunk{Conn: conns[2], Dir: ToServer, Kind: Data, Time: now, Data: p})
+			case 3:
+				now = now.Add(time.Duration(op>>3) * 100 * time.Millisecond)
+			case 4:
+				d.Tick(now)
+			case 5: // the clients log their secrets
+				if !logged {
+					logged = true
+					if err := os.WriteFile(path, append(append([]byte(nil), sessions[0].tr.keylog...), sessions[1].tr.keylog...), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		now = now.Add(time.Millisecond)
+		for _, c := range conns {
+			for _, dir := range []Dir{ToServer, ToClient} {
+				d.Chunk(&Chunk{Conn: c, Dir: dir, Kind: Close, Time: now, Reason: CloseEOF})
+			}
+		}
+		if !bytes.Equal(rec.data[3], plain) {
+			t.Fatalf("the plaintext connection: got %q, want %q", rec.data[3], plain)
+		}
+		if closes != 2*len(conns) {
+			t.Fatalf("%d closes passed on, want %d", closes, 2*len(conns))
+		}
+		if d.stall != nil || len(d.queue) != 0 || d.queueBytes != 0 {
+			t.Fatalf("after every Close: stalled %v, %d queued (%d bytes)", d.stall != nil, len(d.queue), d.queueBytes)
+		}
+		st := d.Stats()
+		started := 0
+		for i := range next {
+			if next[i] > 0 {
+				started++
+			}
+		}
+		if int(st.TLSConns) != started || st.TLSDecrypted+st.TLSNoKeys+st.TLSUnsupported != st.TLSConns || st.TLSKeysLate > st.TLSDecrypted {
+			t.Fatalf("stats %+v for %d TLS connections", st, started)
+		}
+	})
 }
