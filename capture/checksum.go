@@ -204,15 +204,38 @@ func repairDataOffset(p []byte) bool {
 	return false
 }
 
-// tcpOptionLens are the shortest and longest lengths of the TCP options
-// tcpOptionsOK knows, by kind.
-var tcpOptionLens = map[byte][2]int{2: {4, 4}, 3: {3, 3}, 4: {2, 2}, 5: {10, 34}, 8: {10, 10}, 19: {18, 18},
-	29: {4, 40}, 30: {3, 40}, 34: {2, 18}}
+// tcpOptionLen returns the shortest and longest lengths of a TCP option
+// of a kind in use today (RFC 9293 and the IANA registry: MSS, window
+// scale, SACK permitted, SACK, timestamps, MD5, user timeout, TCP-AO,
+// MPTCP, TFO, the experimental kinds), ok false for another kind.
+func tcpOptionLen(kind byte) (lo, hi int, ok bool) {
+	switch kind {
+	case 2:
+		return 4, 4, true
+	case 3:
+		return 3, 3, true
+	case 4:
+		return 2, 2, true
+	case 5:
+		return 10, 34, true
+	case 8:
+		return 10, 10, true
+	case 19:
+		return 18, 18, true
+	case 28:
+		return 4, 4, true
+	case 29, 30, 253, 254:
+		return 3, 40, true
+	case 34:
+		return 2, 18, true
+	}
+	return 0, 0, false
+}
 
-// tcpOptionsOK reports whether b reads as a TCP header's options: kinds
-// in use today (RFC 9293 and the IANA registry: end, no-op, MSS, window
-// scale, SACK permitted, SACK, timestamps, MD5, TCP-AO, MPTCP, TFO) with
-// their lengths, to its end.
+// tcpOptionsOK reports whether b reads as the options of a TCP header as
+// a stack writes them: kinds in use (tcpOptionLen) with their lengths, to
+// its end, only zeros after an end of options. A data offset damaged
+// upwards takes the payload's first bytes as options.
 func tcpOptionsOK(b []byte) bool {
 	for i := 0; i < len(b); {
 		switch kind := b[i]; kind {
@@ -225,8 +248,8 @@ func tcpOptionsOK(b []byte) bool {
 				return false
 			}
 			n := int(b[i+1])
-			want, ok := tcpOptionLens[kind]
-			if !ok || n < want[0] || n > want[1] || i+n > len(b) {
+			lo, hi, ok := tcpOptionLen(kind)
+			if !ok || n < lo || n > hi || i+n > len(b) {
 				return false
 			}
 			i += n

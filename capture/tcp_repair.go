@@ -112,7 +112,7 @@ func (s *stream) headerFix(h *halfState, tcp *layers.TCP, nextSeq reassembly.Seq
 	seq := reassembly.Sequence(tcp.Seq)
 	oddSeq := n > 0 && nextSeq >= 0 && seq != h.maxEnd && seq != nextSeq
 	oddFlags := tcp.URG || tcp.RST || tcp.FIN || tcp.SYN && nextSeq >= 0 ||
-		n > 0 && (h.hdr != 0 && len(tcp.Contents) != h.hdr || h.hdr == 0 && oddOptions(tcp.Contents[20:]))
+		n > 0 && (h.hdr != 0 && len(tcp.Contents) != h.hdr || h.hdr == 0 && !tcpOptionsOK(tcp.Contents[20:]))
 	if !oddSeq && !oddFlags {
 		return false
 	}
@@ -157,7 +157,7 @@ func (s *stream) ordinaryFlags(h *halfState, w uint16, nextSeq reassembly.Sequen
 	if nextSeq < 0 && hdr == seg && (flags == 0x002 || flags == 0x012) { // SYN, SYN-ACK
 		return true
 	}
-	if h.hdr != 0 && hdr != h.hdr || h.hdr == 0 && oddOptions(s.a.dec.tcp.Contents[:hdr][min(hdr, 20):]) {
+	if h.hdr != 0 && hdr != h.hdr || h.hdr == 0 && !tcpOptionsOK(s.a.dec.tcp.Contents[:hdr][min(hdr, 20):]) {
 		return false
 	}
 	return flags == 0x010 || flags == 0x018
@@ -263,34 +263,6 @@ func (a *Assembler) ipFix(lt layers.LinkType, data []byte) bool {
 	return false
 }
 
-// oddOptions reports whether b, the options of a TCP header, are not what
-// a TCP stack writes: a kind it does not send, a length that overruns, or
-// anything but zeros after the end of the option list. A data offset
-// damaged upwards takes the payload's first bytes as options.
-func oddOptions(b []byte) bool {
-	for i := 0; i < len(b); {
-		switch b[i] {
-		case 0: // end of the list: zeros only after it
-			for _, c := range b[i:] {
-				if c != 0 {
-					return true
-				}
-			}
-			return false
-		case 1: // no-op
-			i++
-			continue
-		case 2, 3, 4, 5, 8, 28, 29, 30, 34, 253, 254:
-		default:
-			return true
-		}
-		if i+1 >= len(b) || b[i+1] < 2 || i+int(b[i+1]) > len(b) {
-			return true
-		}
-		i += int(b[i+1])
-	}
-	return false
-}
 
 // fitsFrame reports whether an IPv4 total length of n ends the packet at
 // the end of the frame: exactly, or, in an Ethernet frame padded to its
