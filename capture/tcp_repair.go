@@ -263,7 +263,6 @@ func (a *Assembler) ipFix(lt layers.LinkType, data []byte) bool {
 	return false
 }
 
-
 // fitsFrame reports whether an IPv4 total length of n ends the packet at
 // the end of the frame: exactly, or, in an Ethernet frame padded to its
 // minimum of 60 bytes, at the zero padding.
