@@ -64,11 +64,7 @@ func addrOf(b []byte) netip.Addr {
 // roles decides which endpoint is the broker from the first packet of a
 // connection, sent by src to dst.
 func roles(ports *Ports, src, dst netip.AddrPort, tcp *layers.TCP) (client, server netip.AddrPort, role Role) {
-	// A SYN-ACK acknowledges the SYN's sequence number, never 0 but for
-	// one ISN in 2^32: a SYN with the ACK flag and a zero acknowledgement
-	// field (as stacks send a SYN) had its flags hit by a flipped byte of
-	// a damaged file.
-	synAck := tcp.SYN && tcp.ACK && tcp.Ack != 0
+	synAck := isSynAck(tcp)
 	syn := tcp.SYN && !synAck // SYN: src is the client
 	lower := func() (netip.AddrPort, netip.AddrPort) {
 		// The lower port is the server; on a tie, the destination.
@@ -98,6 +94,14 @@ func roles(ports *Ports, src, dst netip.AddrPort, tcp *layers.TCP) (client, serv
 		return client, server, RolePort
 	}
 	return client, server, RoleSYN
+}
+
+// isSynAck reports whether tcp is a SYN-ACK. A SYN-ACK acknowledges the
+// SYN's sequence number, never 0 but for one ISN in 2^32: a SYN with the
+// ACK flag and a zero acknowledgement field (as stacks send a SYN) had its
+// flags hit by a flipped byte of a damaged file, and is a SYN.
+func isSynAck(tcp *layers.TCP) bool {
+	return tcp.SYN && tcp.ACK && tcp.Ack != 0
 }
 
 // hole is a range of sequence space filled with zeros because the capture
@@ -231,10 +235,11 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 		if tcp.SYN {
 			h.pos = seq.Add(1)
 		}
-		if tcp.SYN && !(tcp.ACK && tcp.Ack != 0) {
-			h.synNext = h.pos // a SYN, not a SYN-ACK (see roles)
-		} else if tcp.SYN {
+		switch {
+		case isSynAck(tcp):
 			h.synAcks = reassembly.Sequence(tcp.Ack)
+		case tcp.SYN:
+			h.synNext = h.pos
 		}
 		h.maxEnd = h.pos
 	} else if n > 0 {
