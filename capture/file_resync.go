@@ -111,7 +111,7 @@ const maxLinkTries = 16
 // A link type kwire does not read is damage (a flipped byte in a pcap
 // header or an Interface Description Block) when its frames decode as
 // TCP over IP, with a right IPv4 header checksum, with one it reads
-// (guessLink): that one is used from then on, for the interfaces that
+// (tcpLink): that one is used from then on, for the interfaces that
 // gave lt too, counted as damage once. A capture of another link keeps
 // its link type: its packets are skipped and counted, as before.
 func (r *resync) fixLink(lt layers.LinkType, data []byte) layers.LinkType {
@@ -125,7 +125,7 @@ func (r *resync) fixLink(lt layers.LinkType, data []byte) layers.LinkType {
 	if r.links == nil {
 		r.links = map[layers.LinkType]linkFix{}
 	}
-	got, ok := r.guessLink(data)
+	got, ok := r.tcpLink(data, true)
 	if !ok {
 		f.tries++
 		r.links[lt] = f
@@ -148,13 +148,21 @@ func (r *resync) fixLink(lt layers.LinkType, data []byte) layers.LinkType {
 	return got
 }
 
-// guessLink returns the link type, of those kwire reads, that a frame
-// decodes as TCP with, its IPv4 header checksum right: Ethernet first.
-func (r *resync) guessLink(data []byte) (layers.LinkType, bool) {
-	for _, lt := range [...]layers.LinkType{layers.LinkTypeEthernet, layers.LinkTypeLinuxSLL2, layers.LinkTypeLinuxSLL,
-		layers.LinkTypeNull, layers.LinkTypeLoop, layers.LinkTypeRaw} {
-		if r.dec.decode(lt, data) == pktTCP && (r.dec.v6 || len(r.dec.ip4.Contents) >= 20 && fold(sum16(0, r.dec.ip4.Contents)) == 0xffff) {
-			return lt, true
+// readLinks are the link types a frame of a damaged or lost link type is
+// tried with, the most common first.
+var readLinks = [...]layers.LinkType{layers.LinkTypeEthernet, layers.LinkTypeLinuxSLL2, layers.LinkTypeLinuxSLL,
+	layers.LinkTypeNull, layers.LinkTypeLoop, layers.LinkTypeRaw}
+
+// tcpLink returns the link type a frame decodes as TCP with: those of
+// first (the interface before), then readLinks. headerRight also wants its
+// IPv4 header checksum right (an IPv6 header has none).
+func (r *resync) tcpLink(data []byte, headerRight bool, first ...layers.LinkType) (layers.LinkType, bool) {
+	for _, try := range [2][]layers.LinkType{first, readLinks[:]} {
+		for _, lt := range try {
+			if r.dec.decode(lt, data) == pktTCP &&
+				(!headerRight || r.dec.v6 || len(r.dec.ip4.Contents) >= 20 && fold(sum16(0, r.dec.ip4.Contents)) == 0xffff) {
+				return lt, true
+			}
 		}
 	}
 	return 0, false
@@ -174,6 +182,14 @@ func (s *spliced) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	return s.r.Read(p)
+}
+
+// order is the byte order of the file (pcap) or the section (pcapng).
+func (r *resync) order() binary.ByteOrder {
+	if r.big {
+		return binary.BigEndian
+	}
+	return binary.LittleEndian
 }
 
 func (r *resync) u16(b []byte) uint16 {

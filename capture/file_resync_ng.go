@@ -101,10 +101,7 @@ func (r *resync) fixSHB() bool {
 			return false // a good one
 		}
 		shb := make([]byte, 28)
-		put := binary.ByteOrder(binary.LittleEndian)
-		if big {
-			put = binary.BigEndian
-		}
+		put := r.order()
 		put.PutUint32(shb, ngSHB)
 		put.PutUint32(shb[4:], 28)
 		put.PutUint32(shb[8:], ngBOM)
@@ -435,21 +432,13 @@ func (r *resync) ngCandidate(b []byte, eof bool) candidate {
 // resolution (ns or µs) that puts it near the packets before it, or in
 // this century.
 func (r *resync) guessIface(blk *ngBlock) (ngIface, bool) {
-	links := [...]layers.LinkType{0, layers.LinkTypeEthernet, layers.LinkTypeLinuxSLL2,
-		layers.LinkTypeLinuxSLL, layers.LinkTypeNull, layers.LinkTypeRaw}
-	try := links[1:]
+	var prev []layers.LinkType
 	if n := len(r.ifaces); n > 0 {
-		links[0], try = r.ifaces[n-1].link, links[:]
+		prev = append(prev, r.ifaces[n-1].link)
 	}
 	in := ngIface{mask: 1e6}
-	found := false
-	for _, lt := range try {
-		if r.dec.decode(lt, blk.data) == pktTCP {
-			in.link, found = lt, true
-			break
-		}
-	}
-	if !found {
+	var found bool
+	if in.link, found = r.tcpLink(blk.data, false, prev...); !found {
 		return in, false
 	}
 	if blk.timed() {
@@ -481,10 +470,7 @@ func (r *resync) idb(in ngIface) []byte {
 	if in.mask == 1e9 {
 		res = 9
 	}
-	order := binary.ByteOrder(binary.LittleEndian)
-	if r.big {
-		order = binary.BigEndian
-	}
+	order := r.order()
 	b := make([]byte, 32) // header, link type, snap length, if_tsresol, end of options, length
 	order.PutUint32(b, ngIDB)
 	order.PutUint32(b[4:], 32)
@@ -597,10 +583,7 @@ func (r *resync) ngFixBlock(b []byte) bool {
 		return false
 	}
 	old := [8]byte(b)
-	order := binary.ByteOrder(binary.LittleEndian)
-	if r.big {
-		order = binary.BigEndian
-	}
+	order := r.order()
 	order.PutUint32(b, ngEPB)
 	order.PutUint32(b[4:], uint32(n))
 	if [8]byte(b) == old {
