@@ -210,12 +210,32 @@ func newTLSConn(d *TLSDecrypter, c *Conn) *tlsConn {
 
 // hold keeps a copy of c until the connection's fate is known.
 func (tc *tlsConn) hold(c *Chunk, abs uint8) {
+	h := heldOf(c, abs)
+	tc.heldBytes += len(h.data)
+	tc.held = append(tc.held, h)
+}
+
+// heldOf copies c, with its direction relative to the source's first
+// choice of sides (absDir: a Swap while it is held does not change it).
+func heldOf(c *Chunk, abs uint8) heldChunk {
 	h := heldChunk{abs: abs, kind: c.Kind, n: c.Len, t: c.Time, reason: c.Reason, notCopied: c.NotCopied}
 	if c.Kind == Data {
 		h.data = append([]byte(nil), c.Data...)
-		tc.heldBytes += len(c.Data)
 	}
-	tc.held = append(tc.held, h)
+	return h
+}
+
+// chunk returns h as a chunk of conn, its direction for conn's sides now;
+// ok is false when conn's next Sink wants only its Close now (Ignore).
+func (h *heldChunk) chunk(conn *Conn) (c Chunk, ok bool) {
+	if conn.Ignore && h.kind != Close {
+		return c, false
+	}
+	d := Dir(h.abs)
+	if conn.swapped {
+		d ^= 1
+	}
+	return Chunk{Conn: conn, Dir: d, Kind: h.kind, Time: h.t, Data: h.data, Len: h.n, Reason: h.reason, NotCopied: h.notCopied}, true
 }
 
 // advance moves a held connection on as far as its chunks allow: the

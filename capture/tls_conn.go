@@ -125,15 +125,9 @@ func (tc *tlsConn) replay() {
 	held := tc.held
 	tc.held, tc.heldBytes, tc.fed, tc.fedOff = nil, 0, 0, 0
 	for i := range held {
-		h := &held[i]
-		if tc.conn.Ignore && h.kind != Close {
-			continue // the next Sink wants only the Close now
+		if c, ok := held[i].chunk(tc.conn); ok {
+			tc.emit(&c)
 		}
-		d := Dir(h.abs)
-		if tc.conn.swapped {
-			d ^= 1
-		}
-		tc.emit(&Chunk{Dir: d, Kind: h.kind, Time: h.t, Data: h.data, Len: h.n, Reason: h.reason, NotCopied: h.notCopied})
 	}
 }
 

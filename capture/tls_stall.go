@@ -27,8 +27,7 @@ const (
 )
 
 // queuedChunk is a chunk queued behind a connection waiting for its
-// secrets: a copy, with its direction relative to the source's first
-// choice of sides (a Swap while it waits does not change it).
+// secrets: a copy (heldOf).
 type queuedChunk struct {
 	conn *Conn
 	heldChunk
@@ -50,11 +49,8 @@ func (d *TLSDecrypter) stallOn(tc *tlsConn, t time.Time) {
 // enqueue keeps a copy of c behind the waiting connection, and lets the
 // queue go if it can.
 func (d *TLSDecrypter) enqueue(c *Chunk) {
-	q := queuedChunk{conn: c.Conn, heldChunk: heldChunk{abs: absDir(c), kind: c.Kind, n: c.Len, t: c.Time, reason: c.Reason, notCopied: c.NotCopied}}
-	if c.Kind == Data {
-		q.data = append([]byte(nil), c.Data...)
-		d.queueBytes += len(q.data)
-	}
+	q := queuedChunk{conn: c.Conn, heldChunk: heldOf(c, absDir(c))}
+	d.queueBytes += len(q.data)
 	d.queue = append(d.queue, q)
 	if c.Kind == Close && c.Conn == d.stall.conn {
 		d.stall.ending = true // look a last time, then give up
@@ -100,14 +96,9 @@ func (d *TLSDecrypter) drain() {
 		d.queue[d.qhead] = queuedChunk{}
 		d.qhead++
 		d.queueBytes -= len(q.data)
-		if q.conn.Ignore && q.kind != Close {
-			continue // the next Sink wants only the Close now
+		if c, ok := q.chunk(q.conn); ok {
+			d.process(&c)
 		}
-		c := Chunk{Conn: q.conn, Dir: Dir(q.abs), Kind: q.kind, Time: q.t, Data: q.data, Len: q.n, NotCopied: q.notCopied, Reason: q.reason}
-		if q.conn.swapped {
-			c.Dir ^= 1
-		}
-		d.process(&c)
 	}
 	switch {
 	case d.qhead == len(d.queue):
