@@ -156,12 +156,7 @@ func (d *Decoder) keepCut(cs *connState, dir capture.Dir, frame []byte, t time.T
 		// Its body must read as the request, to the byte: what is cut
 		// there may be no frame at all (the one before claimed too little).
 		h, ok := parseRequestHeader(&d.protos, &d.tags, frame)
-		if !ok || !h.known || !h.plausible() && !d.inTurn(cs, h.key, h.version, h.corr) {
-			return false
-		}
-		req := d.protos[h.key]
-		req.SetVersion(h.version)
-		if body := frame[h.body:]; req.ReadFrom(body) != nil || len(req.AppendTo(d.scratch[:0])) != len(body) {
+		if !ok || !h.known || !h.plausible() && !d.inTurn(cs, h.key, h.version, h.corr) || !d.exactBody(&h, frame) {
 			return false
 		}
 		return d.request(cs, frame, t)
@@ -179,51 +174,49 @@ func (d *Decoder) keepCut(cs *connState, dir capture.Dir, frame []byte, t time.T
 // header after it is the connection's next request (Decoder.inTurn) or the
 // answer to its oldest one, and the frame so long ends where the buffered
 // bytes end or where another frame starts; tail when more bytes must say.
+// It also returns the length the low bytes give.
 // Low bytes that claim far more than the frames before (a suspect, as for
 // the look-ahead) are not taken. A frame of 16 MiB or more has a high byte
 // of its own, but never one that makes it negative or larger than
 // --max-frame.
-func (d *Decoder) highByteHit(cs *connState, dir capture.Dir, rem []byte) scan {
+func (d *Decoder) highByteHit(cs *connState, dir capture.Dir, rem []byte) (scan, int64) {
 	l := int64(binary.BigEndian.Uint32(rem) & 0xffffff)
 	if rem[0] == 0 || l > suspectMin && l > suspectRatio*cs.dir[dir].largest {
-		return none // a frame above --max-frame, undamaged; or one the look-ahead judges
+		return none, l // a frame above --max-frame, undamaged; or one the look-ahead judges
 	}
 	if dir == capture.ToServer {
 		switch {
 		case len(rem) < 14:
-			return tail
+			return tail, l
 		case l < 8 || !d.inTurnAt(cs, rem):
-			return none
+			return none, l
 		}
 	} else if len(rem) < 8 {
-		return tail
+		return tail, l
 	} else if l < 4 || len(cs.pending) == 0 || int32(binary.BigEndian.Uint32(rem[4:])) != cs.pending[0].corr {
-		return none
+		return none, l
 	}
 	end := 4 + l
 	switch n := int64(len(rem)); {
 	case n == end:
-		return found
+		return found, l
 	case n < end+4:
-		return tail
+		return tail, l
 	}
 	next := rem[end:]
 	if n := int64(int32(binary.BigEndian.Uint32(next))); n < 4 || n > int64(d.opts.MaxFrame) {
-		return none
+		return none, l
 	} else if dir == capture.ToServer {
-		return d.requestHead(next, n) // found, none, or tail
+		return d.requestHead(next, n), l // found, none, or tail
 	}
-	return found
+	return found, l
 }
 
-// highByteLength counts a length prefix set back by highByteHit and
-// returns the length.
-func (d *Decoder) highByteLength(cs *connState, dir capture.Dir, rem []byte, t time.Time) int64 {
-	l := int64(binary.BigEndian.Uint32(rem) & 0xffffff)
+// highByteLength counts a length prefix set back by highByteHit to l.
+func (d *Decoder) highByteLength(cs *connState, dir capture.Dir, rem []byte, l int64, t time.Time) {
 	d.stats.Resyncs++
 	d.anomaly(cs, dir, t, AnomalyResync, 0, -1, fmt.Sprintf(
 		"a frame's length prefix 0x%08x cannot be right, its high byte damaged: read as %d bytes, where the next frame starts", binary.BigEndian.Uint32(rem), l))
-	return l
 }
 
 // junkRequest reports whether p, the start of an incomplete request frame

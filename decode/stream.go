@@ -177,11 +177,12 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 		}
 		l := int64(int32(binary.BigEndian.Uint32(rem)))
 		if (l < 0 || l > int64(d.opts.MaxFrame)) && !cs.rawSASL(dir) { // a damaged high byte? (lookahead.go)
-			switch d.highByteHit(cs, dir, rem) {
+			switch r, low := d.highByteHit(cs, dir, rem); r {
 			case tail:
 				return rem, dir
 			case found:
-				l = d.highByteLength(cs, dir, rem, t)
+				d.highByteLength(cs, dir, rem, low, t)
+				l = low
 			}
 		}
 		if l < 4 || (dir == capture.ToServer && l < 8) {
@@ -343,16 +344,20 @@ func (d *Decoder) requestAt(p []byte) scan {
 		return candidate
 	}
 	h, ok := parseRequestHeader(&d.protos, &d.tags, frame)
-	if !ok || !h.plausible() {
-		return none
-	}
-	req := d.protos[h.key]
-	req.SetVersion(h.version)
-	body := frame[h.body:]
-	if req.ReadFrom(body) != nil || len(req.AppendTo(d.scratch[:0])) != len(body) {
+	if !ok || !h.plausible() || !d.exactBody(&h, frame) {
 		return none
 	}
 	return found
+}
+
+// exactBody reports whether the body of frame, a request of header h (a
+// key and version kmsg knows), reads as that request and writes back to
+// its exact size: what tells a request from bytes that only start like one.
+func (d *Decoder) exactBody(h *reqHeader, frame []byte) bool {
+	req := d.protos[h.key]
+	req.SetVersion(h.version)
+	body := frame[h.body:]
+	return req.ReadFrom(body) == nil && len(req.AppendTo(d.scratch[:0])) == len(body)
 }
 
 // requestHead judges the fixed part of a request header at p[0] (length l):
