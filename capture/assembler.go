@@ -64,6 +64,24 @@ type Assembler struct {
 
 	overCap map[[2]gopacket.Flow]struct{}
 
+	// The in-order fast path (tcp_fast.go): the connections it holds or
+	// gave gopacket (nil: Options.ReferenceTCP), and its state around a
+	// call into gopacket: the stream a primer's new connection gets, a
+	// primer's or a handed-over segment's answer to Accept, and the
+	// connection a segment was routed to and what gopacket made of it.
+	fast        map[tcpKey]*fastConn
+	adopt       *stream
+	priming     bool
+	primeNext   reassembly.Sequence
+	replay      bool
+	replayStart bool
+	route       *fastConn
+	routed      bool
+	routedTo    *stream
+	primeHdr    [20]byte
+	primeTCP    layers.TCP
+	primeCtx    packetContext
+
 	// Eviction of connections without payload when the table is full
 	// (evict.go).
 	quiet   quietList
@@ -92,6 +110,9 @@ func NewAssembler(opts *Options, sink Sink) *Assembler {
 	a.asm = reassembly.NewAssembler(a.pool)
 	a.asm.MaxBufferedPagesPerConnection = a.opts.MaxBufferedPagesPerConn
 	a.asm.MaxBufferedPagesTotal = a.opts.MaxBufferedPagesTotal
+	if !a.opts.ReferenceTCP {
+		a.fast = map[tcpKey]*fastConn{}
+	}
 	if a.opts.DedupeWindow > 0 {
 		a.dedup = newDedupe(a.opts.DedupeWindow, oneSlots)
 	}
@@ -152,13 +173,13 @@ func (a *Assembler) Packet(lt layers.LinkType, data []byte, ci gopacket.CaptureI
 	}
 	a.ctx.ci = ci
 	a.rst = d.tcp.RST
-	a.asm.AssembleWithContext(d.netFlow, &d.tcp, &a.ctx)
+	a.assemble(d.netFlow, &d.tcp)
 	if a.redo { // a damaged port was set back (tcp_repair.go)
 		a.redo = false
 		if d.decode(lt, data) == pktTCP {
 			a.st.RepairedPackets++
 			a.rst = d.tcp.RST
-			a.asm.AssembleWithContext(d.netFlow, &d.tcp, &a.ctx)
+			a.assemble(d.netFlow, &d.tcp)
 		}
 	}
 	a.rst, a.hole = false, hole{}
@@ -195,10 +216,9 @@ func (a *Assembler) Advance(t time.Time) {
 	}
 	a.nextFlush = a.now.Add(a.flushStep)
 	a.flush(CloseIdle, func() {
-		a.asm.FlushWithOptions(reassembly.FlushOptions{
-			T:  a.now.Add(-a.opts.ReorderTimeout),
-			TC: a.now.Add(-a.opts.IdleTimeout),
-		})
+		tc := a.now.Add(-a.opts.IdleTimeout)
+		a.asm.FlushWithOptions(reassembly.FlushOptions{T: a.now.Add(-a.opts.ReorderTimeout), TC: tc})
+		a.fastFlush(tc, false)
 	})
 }
 
@@ -210,7 +230,10 @@ func (a *Assembler) Close() {
 		return
 	}
 	a.closed = true
-	a.flush(CloseEOF, func() { a.asm.FlushAll() })
+	a.flush(CloseEOF, func() {
+		a.asm.FlushAll()
+		a.fastFlush(time.Time{}, true)
+	})
 	a.publish()
 }
 

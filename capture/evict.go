@@ -83,6 +83,7 @@ func (a *Assembler) evictQuiet() bool {
 func (a *Assembler) reapEvicted() {
 	a.reaping = true
 	for i, s := range a.reap {
+		a.reapFast(s)
 		for hi := 0; hi < 2 && !s.reaped; hi++ {
 			a.reset(s, hi)
 		}

@@ -142,6 +142,10 @@ type Options struct {
 	// fast reading of plain packet blocks beside it (file_fast.go): to
 	// check that the two read the same.
 	ReferenceRead bool
+	// ReferenceTCP reassembles every segment with gopacket's reassembly
+	// alone, without the in-order fast path beside it (tcp_fast.go): to
+	// check that the two give the same chunks.
+	ReferenceTCP bool
 }
 
 const (

@@ -20,6 +20,23 @@ type factory struct{ a *Assembler }
 // assembled), so the decoder still holds its addresses.
 func (f factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
 	a := f.a
+	if s := a.adopt; s != nil { // a connection the fast path hands over (tcp_fast.go)
+		a.adopt = nil
+		return s
+	}
+	s := a.newStream(netFlow, tcpFlow, tcp, ac)
+	if a.route != nil {
+		a.routed, a.routedTo = true, s
+	}
+	if s == nil {
+		return nil
+	}
+	return s
+}
+
+// newStream creates the stream of a new connection, or returns nil when
+// the packet is not to start one.
+func (a *Assembler) newStream(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) *stream {
 	if a.reaping {
 		return nil // a RST made up for a connection already gone
 	}
@@ -151,7 +168,8 @@ type stream struct {
 	ep   [2]netip.AddrPort // source endpoint of half 0 and half 1
 	last time.Time         // capture time of the latest packet
 	half [2]halfState
-	v6   bool // IPv6 addresses: to rebuild the reassembly key (evict.go)
+	v6   bool      // IPv6 addresses: to rebuild the reassembly key (evict.go)
+	fc   *fastConn // the fast path's entry, while it has one (tcp_fast.go)
 
 	// quiet: open, and no packet with payload seen; on Assembler.quiet.
 	quiet        bool
@@ -169,6 +187,9 @@ func halfIndex(dir reassembly.TCPFlowDirection) int {
 
 // Accept sees every packet of the connection before reassembly does.
 func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, ac reassembly.AssemblerContext) bool {
+	if accept, ok := s.a.accepted(start); ok {
+		return accept
+	}
 	if s.a.reaping {
 		return s.acceptReap(tcp, nextSeq, start)
 	}
@@ -330,14 +351,23 @@ func (s *stream) addHole(h *halfState, x hole) bool {
 func (s *stream) ReassembledSG(sg reassembly.ScatterGather, ac reassembly.AssemblerContext) {
 	dir, _, end, skip := sg.Info()
 	hi := halfIndex(dir)
-	h := &s.half[hi]
-	if h.closed {
+	if s.half[hi].closed {
 		return
 	}
 	avail, _ := sg.Lengths()
 	var data []byte
 	if avail > 0 {
 		data = sg.Fetch(avail)
+	}
+	s.reassembled(hi, data, skip, end)
+}
+
+// reassembled delivers data, the next bytes of direction hi after skip
+// missing ones (negative: data starts that many bytes before pos), and
+// ends the direction with end.
+func (s *stream) reassembled(hi int, data []byte, skip int, end bool) {
+	if s.half[hi].closed {
+		return
 	}
 	switch {
 	case skip > 0:
@@ -446,6 +476,7 @@ func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
 		// Both directions were closed when it was evicted: let the pool
 		// drop it now (see reapEvicted).
 		s.reaped = true
+		s.gone()
 		return true
 	}
 	flushed := false
@@ -469,6 +500,9 @@ func (s *stream) ReassemblyComplete(ac reassembly.AssemblerContext) bool {
 	// been idle for IdleTimeout, like TIME_WAIT: late copies of its packets
 	// (from a second capture file) then hit the closed connection instead
 	// of starting a new one.
+	if flushed {
+		s.gone()
+	}
 	return flushed
 }
 

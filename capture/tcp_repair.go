@@ -148,6 +148,11 @@ func (s *stream) headerFix(h *halfState, tcp *layers.TCP, nextSeq reassembly.Seq
 // long as the direction's (or a plausible one), no reserved bit, and ACK
 // with at most PSH, or the SYN that starts a direction.
 func (s *stream) ordinaryFlags(h *halfState, w uint16, nextSeq reassembly.Sequence) bool {
+	if s.a.hole.n > 0 {
+		// Cut by the snaplen, its payload is padding (padCut), apart from
+		// the header: a header of another length cannot be put back.
+		return false
+	}
 	hdr := int(w>>12) * 4
 	seg := len(s.a.dec.tcp.Contents) + len(s.a.dec.tcp.Payload)
 	if hdr < 20 || hdr > seg || w&0x0e00 != 0 {

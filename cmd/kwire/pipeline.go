@@ -118,8 +118,9 @@ func (p *pipeline) event(ev correlate.Event) {
 // the stats line, so that what was decoded before an error is kept.
 func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error {
 	perConn, total := cf.limits.reorderPages()
+	ref := referenceFromEnv()
 	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports, MaxConns: cf.limits.conns,
-		MaxBufferedPagesPerConn: perConn, MaxBufferedPagesTotal: total, ReferenceRead: referenceFromEnv().read})
+		MaxBufferedPagesPerConn: perConn, MaxBufferedPagesTotal: total, ReferenceRead: ref.read, ReferenceTCP: ref.tcp})
 	if err != nil {
 		return err
 	}

@@ -8,12 +8,13 @@ import (
 // referenceEnv names the fast paths to leave off, for the tests that
 // hold each to its reference (the dependency it stands beside): a comma
 // list of lines (exchange lines: jsonout's Summary and encoding/json),
-// read (pcapng files: pcapgo alone), or all. It is not a flag: nobody but those tests has a reason to set it.
+// read (pcapng files: pcapgo alone), tcp (gopacket's reassembly alone,
+// without the in-order fast path), or all. It is not a flag: nobody but those tests has a reason to set it.
 const referenceEnv = "KWIRE_REFERENCE"
 
 // reference says which fast paths are off.
 type reference struct {
-	lines, read bool
+	lines, read, tcp bool
 }
 
 // referenceFromEnv reads referenceEnv.
@@ -22,11 +23,13 @@ func referenceFromEnv() reference {
 	for _, name := range strings.Split(os.Getenv(referenceEnv), ",") {
 		switch strings.TrimSpace(name) {
 		case "all":
-			r = reference{lines: true, read: true}
+			r = reference{lines: true, read: true, tcp: true}
 		case "lines":
 			r.lines = true
 		case "read":
 			r.read = true
+		case "tcp":
+			r.tcp = true
 		}
 	}
 	return r

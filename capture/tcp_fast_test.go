@@ -1,0 +1,180 @@
+package capture
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+// fastOps turns fuzz input into TCP segments on three connections, 4
+// bytes a segment:
+//
+//	op[0] bits 0-1 connection, 2 from the server, 3 SYN, 4 FIN, 5 RST,
+//	      6 no ACK, 7 IPv6
+//	op[1] bits 0-2 where: 0-3 next in order, 4 behind (a retransmission,
+//	      op[1]>>3 bytes back), 5 ahead (a loss of op[1]>>3 bytes),
+//	      6 anywhere, 7 the same as the last segment of the direction;
+//	      bits 3-7 that many bytes
+//	op[2] payload bytes (times 8 when op[3] bit 7 is set)
+//	op[3] bits 0-4 time step (0: same time; k: 2^k microseconds, so that
+//	      reordering and idle timeouts are crossed), bit 5 cut by the
+//	      snaplen, bit 6 one byte of the frame flipped (at op[2])
+//
+// Each direction starts at its own sequence number, one of them near the
+// 32-bit wrap.
+func fastOps(tb testing.TB, in []byte) (frames [][]byte, cis []gopacket.CaptureInfo) {
+	type dirSeq struct{ next, last uint32 }
+	var seqs [3][2][2]dirSeq // connection, v6, direction
+	for c := range seqs {
+		for v := range seqs[c] {
+			for d := range seqs[c][v] {
+				isn := uint32(1000*(c+1) + 500000*d)
+				if c == 2 && d == 1 {
+					isn = 0xffffff00 // wraps
+				}
+				seqs[c][v][d] = dirSeq{isn, isn}
+			}
+		}
+	}
+	at := time.Duration(0)
+	for len(in) >= 4 {
+		op := in[:4]
+		in = in[4:]
+		c, toCli, v6 := int(op[0]&3)%3, op[0]&4 != 0, op[0]&0x80 != 0
+		flags := ""
+		for i, f := range "SFR" {
+			if op[0]&(8<<i) != 0 {
+				flags += string(f)
+			}
+		}
+		if op[0]&0x40 == 0 {
+			flags += "A"
+		}
+		n := int(op[2])
+		if op[3]&0x80 != 0 {
+			n *= 8
+		}
+		ds := &seqs[c][b2i(v6)][b2i(toCli)]
+		k := uint32(op[1] >> 3)
+		var seq uint32
+		switch op[1] & 7 {
+		case 4:
+			seq = ds.next - k
+		case 5:
+			seq = ds.next + k
+		case 6:
+			seq = uint32(op[1])<<24 | uint32(op[2])<<8
+		case 7:
+			seq = ds.last
+		default:
+			seq = ds.next
+		}
+		end := seq + uint32(n)
+		if op[0]&8 != 0 || op[0]&16 != 0 {
+			end++
+		}
+		if int32(end-ds.next) > 0 {
+			ds.next = end
+		}
+		ds.last = seq
+		if step := op[3] & 31; step > 0 {
+			at += time.Microsecond << step
+		}
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(seq + uint32(i)) // the same byte at the same place, sent again or not
+		}
+		s := seg{at: at, c: c, toCli: toCli, seq: seq, flags: flags, data: string(data), v6: v6, id: uint16(len(frames) + 1)}
+		b := frame(tb, layers.LinkTypeEthernet, s, 0)
+		ci := gopacket.CaptureInfo{Timestamp: base.Add(at), CaptureLength: len(b), Length: len(b)}
+		if op[3]&0x20 != 0 && n > 0 {
+			cut := n / 2
+			ci.CaptureLength -= n - cut
+			b = b[:ci.CaptureLength]
+		}
+		if op[3]&0x40 != 0 {
+			b[int(op[2])%len(b)] ^= 0x5a
+		}
+		frames, cis = append(frames, b), append(cis, ci)
+	}
+	return frames, cis
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// assembleAll feeds frames to an Assembler, the fast path on or off, as a
+// capture file's or a live capture's (repair), and returns every chunk
+// (with its connection as it was then) and the stats.
+func assembleAll(frames [][]byte, cis []gopacket.CaptureInfo, opts Options, repair, reference bool) []string {
+	opts.ReferenceTCP = reference
+	rec := &recorder{}
+	a := NewAssembler(&opts, rec)
+	if repair {
+		a.repair, a.open = true, map[connKey]bool{}
+	}
+	for i, b := range frames {
+		a.Packet(layers.LinkTypeEthernet, slices.Clone(b), cis[i]) // repairs write to it
+	}
+	a.Close()
+	var out []string
+	for _, c := range rec.chunks {
+		out = append(out, fmt.Sprintf("%s %+v %s %v %d %s len=%d %x", c.Time.Sub(base), *c.Conn, c.Dir, c.Kind, c.Len, c.Reason, len(c.Data), c.Data))
+	}
+	return append(out, fmt.Sprintf("stats %+v", a.Stats()))
+}
+
+// FuzzTCPFast holds the in-order fast path to gopacket's reassembly: any
+// segments (in order or not, lost, sent again, cut, damaged, SYN, FIN and
+// RST anywhere, idle gaps, more connections than the table holds) must
+// give the same chunks, connection by connection, and the same stats with
+// the fast path as with gopacket alone.
+func FuzzTCPFast(f *testing.F) {
+	for _, s := range tcpFastSeeds() {
+		f.Add(uint8(0), s)
+		f.Add(uint8(3), s)
+	}
+	f.Fuzz(func(t *testing.T, mode uint8, in []byte) {
+		if len(in) > 4*256 {
+			return
+		}
+		frames, cis := fastOps(t, in)
+		opts := Options{IdleTimeout: 40 * time.Millisecond, ReorderTimeout: 10 * time.Millisecond}
+		if mode&2 != 0 {
+			opts.MaxConns = 2 // eviction and drops over the cap
+		}
+		if mode&4 != 0 {
+			opts.MaxBufferedPagesPerConn, opts.MaxBufferedPagesTotal = 2, 3 // gaps at the buffer limits
+		}
+		repair := mode&1 != 0
+		want := assembleAll(frames, cis, opts, repair, true)
+		got := assembleAll(frames, cis, opts, repair, false)
+		if !slices.Equal(want, got) {
+			t.Fatalf("fast path differs from gopacket's reassembly (-gopacket +fast):\n%s", diffLines(want, got))
+		}
+	})
+}
+
+// tcpFastSeeds are conversations to start from: a handshake, data both
+// ways in order, a loss, a retransmission, a FIN; and the same mid-stream.
+func tcpFastSeeds() [][]byte {
+	op := func(conn, dirFlags, where, n, step byte) []byte { return []byte{conn | dirFlags, where, n, step} }
+	const srv, syn, fin, rst, noAck = 4, 8, 16, 32, 64
+	hs := slices.Concat(op(0, syn|noAck, 0, 0, 1), op(0, srv|syn, 0, 0, 1), op(0, 0, 0, 0, 1))
+	data := slices.Concat(op(0, 0, 0, 40, 1), op(0, srv, 0, 0, 1), op(0, srv, 0, 90, 2), op(0, 0, 0, 0, 1))
+	return [][]byte{
+		slices.Concat(hs, data, op(0, fin, 0, 0, 3), op(0, srv|fin, 0, 0, 3)),
+		slices.Concat(data, op(0, 0, 5|8<<3, 30, 2), op(0, 0, 0, 20, 2), op(0, 0, 4|8<<3, 20, 20)),
+		slices.Concat(hs, op(1, syn|noAck, 0, 0, 1), op(1, srv, 0, 10, 1), data, op(1, 0, 0, 7, 1), op(0, rst, 0, 0, 1)),
+		slices.Concat(op(2, srv, 0, 200, 1|0x80), op(2, 0, 0, 0, 1), op(2, srv, 0, 200, 1|0x80), op(2, srv, 0, 10, 0x20|1), op(1, 0, 0, 10, 25)),
+		slices.Concat(hs, data, op(0, 0, 0, 33, 0x40|1), op(0, srv, 7, 0, 1), op(0, 0, 0, 1, 1)),
+	}
+}
