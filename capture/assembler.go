@@ -30,6 +30,7 @@ const statsEvery = 1024
 type Assembler struct {
 	opts  Options
 	sink  Sink
+	fac   *factory // the pool's: a test points it at another Assembler
 	pool  *reassembly.StreamPool
 	asm   *reassembly.Assembler
 	dec   decoder
@@ -105,9 +106,28 @@ func (c *packetContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
 
 // NewAssembler returns an Assembler delivering to sink. opts may be nil.
 func NewAssembler(opts *Options, sink Sink) *Assembler {
+	return newAssembler(opts, sink, nil)
+}
+
+// reassemblyOf is gopacket's reassembly of an Assembler.
+type reassemblyOf struct {
+	fac  *factory
+	pool *reassembly.StreamPool
+	asm  *reassembly.Assembler
+}
+
+// newAssembler is NewAssembler, with the reassembly of one that is done
+// and whose pool is empty if r is not nil (a test's: a new StreamPool
+// allocates 1024 connections).
+func newAssembler(opts *Options, sink Sink, r *reassemblyOf) *Assembler {
 	a := &Assembler{opts: opts.withDefaults(), sink: sink, overCap: map[[2]gopacket.Flow]struct{}{}}
-	a.pool = reassembly.NewStreamPool(factory{a})
-	a.asm = reassembly.NewAssembler(a.pool)
+	if r == nil {
+		r = &reassemblyOf{fac: &factory{}}
+		r.pool = reassembly.NewStreamPool(r.fac)
+		r.asm = reassembly.NewAssembler(r.pool)
+	}
+	r.fac.a = a
+	a.fac, a.pool, a.asm = r.fac, r.pool, r.asm
 	a.asm.MaxBufferedPagesPerConnection = a.opts.MaxBufferedPagesPerConn
 	a.asm.MaxBufferedPagesTotal = a.opts.MaxBufferedPagesTotal
 	if !a.opts.ReferenceTCP {

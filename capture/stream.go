@@ -18,7 +18,7 @@ type factory struct{ a *Assembler }
 
 // New is called on the first packet of a connection (the one being
 // assembled), so the decoder still holds its addresses.
-func (f factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
+func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
 	a := f.a
 	if s := a.adopt; s != nil { // a connection the fast path hands over (tcp_fast.go)
 		a.adopt = nil

@@ -1,13 +1,17 @@
 package capture
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/reassembly"
 )
 
 // fastOps turns fuzz input into TCP segments on three connections, 4
@@ -89,7 +93,7 @@ func fastOps(tb testing.TB, in []byte) (frames [][]byte, cis []gopacket.CaptureI
 			data[i] = byte(seq + uint32(i)) // the same byte at the same place, sent again or not
 		}
 		s := seg{at: at, c: c, toCli: toCli, seq: seq, flags: flags, data: string(data), v6: v6, id: uint16(len(frames) + 1)}
-		b := frame(tb, layers.LinkTypeEthernet, s, 0)
+		b := rawFrame(s)
 		ci := gopacket.CaptureInfo{Timestamp: base.Add(at), CaptureLength: len(b), Length: len(b)}
 		if op[3]&0x20 != 0 && n > 0 {
 			cut := n / 2
@@ -102,6 +106,58 @@ func fastOps(tb testing.TB, in []byte) (frames [][]byte, cis []gopacket.CaptureI
 		frames, cis = append(frames, b), append(cis, ci)
 	}
 	return frames, cis
+}
+
+// rawFrame builds s as an Ethernet frame, checksums right, the way frame
+// does but without gopacket's serialization: the fuzz target builds one
+// per segment, and frame would be most of its time.
+func rawFrame(s seg) []byte {
+	src, dst := s.endpoints()
+	var b []byte
+	b = append(b, 2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1) // MACs
+	tcpLen := 20 + len(s.data)
+	var pseudo uint64
+	if s.v6 {
+		b = append(b, 0x86, 0xdd, 0x60, 0, 0, 0)
+		b = binary.BigEndian.AppendUint16(b, uint16(tcpLen))
+		b = append(b, 6, 64)
+		s16, d16 := src.Addr().As16(), dst.Addr().As16()
+		b = append(append(b, s16[:]...), d16[:]...)
+		pseudo = sum16(sum16(0, s16[:]), d16[:])
+	} else {
+		ip := len(b) + 2
+		b = append(b, 0x08, 0x00, 0x45, 0)
+		b = binary.BigEndian.AppendUint16(b, uint16(20+tcpLen))
+		b = binary.BigEndian.AppendUint16(b, s.id)
+		b = append(b, 0x40, 0, 64, 6, 0, 0)
+		s4, d4 := src.Addr().As4(), dst.Addr().As4()
+		b = append(append(b, s4[:]...), d4[:]...)
+		binary.BigEndian.PutUint16(b[ip+10:], ^uint16(fold(sum16(0, b[ip:ip+20]))))
+		pseudo = sum16(sum16(0, s4[:]), d4[:])
+	}
+	t := len(b)
+	b = binary.BigEndian.AppendUint16(b, src.Port())
+	b = binary.BigEndian.AppendUint16(b, dst.Port())
+	b = binary.BigEndian.AppendUint32(b, s.seq)
+	var flags byte
+	for i, f := range "FSRPA" {
+		if strings.ContainsRune(s.flags, f) {
+			flags |= 1 << i
+		}
+	}
+	if flags&0x10 != 0 && !s.ack0 {
+		b = binary.BigEndian.AppendUint32(b, 1)
+	} else {
+		b = binary.BigEndian.AppendUint32(b, 0)
+	}
+	b = append(b, 5<<4, flags, 0xff, 0xff, 0, 0, 0, 0)
+	b = append(b, s.data...)
+	pseudo += 6 + uint64(tcpLen)
+	binary.BigEndian.PutUint16(b[t+16:], ^uint16(fold(sum16(pseudo, b[t:]))))
+	for len(b) < 60 { // Ethernet's shortest frame, as gopacket pads it
+		b = append(b, 0)
+	}
+	return b
 }
 
 func b2i(b bool) int {
@@ -117,7 +173,8 @@ func b2i(b bool) int {
 func assembleAll(frames [][]byte, cis []gopacket.CaptureInfo, opts Options, repair, reference bool) []string {
 	opts.ReferenceTCP = reference
 	rec := &recorder{}
-	a := NewAssembler(&opts, rec)
+	a, done := reusedAssembler(&opts, rec)
+	defer done()
 	if repair {
 		a.repair, a.open = true, map[connKey]bool{}
 	}
@@ -130,6 +187,34 @@ func assembleAll(frames [][]byte, cis []gopacket.CaptureInfo, opts Options, repa
 		out = append(out, fmt.Sprintf("%s %+v %s %v %d %s len=%d %x", c.Time.Sub(base), *c.Conn, c.Dir, c.Kind, c.Len, c.Reason, len(c.Data), c.Data))
 	}
 	return append(out, fmt.Sprintf("stats %+v", a.Stats()))
+}
+
+// spare holds gopacket's reassembly of Assemblers that are done, for the
+// next: a StreamPool allocates 1024 connections when it first grows, which
+// was most of FuzzTCPFast's time.
+var spare struct {
+	sync.Mutex
+	r []*reassemblyOf
+}
+
+// reusedAssembler returns a new Assembler with the reassembly of one that
+// is done, if there is one, and what gives its own back once it is done
+// (Close called): its connections, all closed, dropped from the pool.
+func reusedAssembler(opts *Options, sink Sink) (*Assembler, func()) {
+	spare.Lock()
+	var r *reassemblyOf
+	if n := len(spare.r); n > 0 {
+		r, spare.r = spare.r[n-1], spare.r[:n-1]
+	}
+	spare.Unlock()
+	a := newAssembler(opts, sink, r)
+	return a, func() {
+		far := time.Unix(1<<40, 0)
+		a.asm.FlushWithOptions(reassembly.FlushOptions{T: far, TC: far})
+		spare.Lock()
+		spare.r = append(spare.r, &reassemblyOf{a.fac, a.pool, a.asm})
+		spare.Unlock()
+	}
 }
 
 // FuzzTCPFast holds the in-order fast path to gopacket's reassembly: any
@@ -147,7 +232,8 @@ func FuzzTCPFast(f *testing.F) {
 			return
 		}
 		frames, cis := fastOps(t, in)
-		opts := Options{IdleTimeout: 40 * time.Millisecond, ReorderTimeout: 10 * time.Millisecond}
+		// No dedupe: copies of a segment go to reassembly, as retransmissions.
+		opts := Options{IdleTimeout: 40 * time.Millisecond, ReorderTimeout: 10 * time.Millisecond, DedupeWindow: -1}
 		if mode&2 != 0 {
 			opts.MaxConns = 2 // eviction and drops over the cap
 		}
@@ -176,5 +262,19 @@ func tcpFastSeeds() [][]byte {
 		slices.Concat(hs, op(1, syn|noAck, 0, 0, 1), op(1, srv, 0, 10, 1), data, op(1, 0, 0, 7, 1), op(0, rst, 0, 0, 1)),
 		slices.Concat(op(2, srv, 0, 200, 1|0x80), op(2, 0, 0, 0, 1), op(2, srv, 0, 200, 1|0x80), op(2, srv, 0, 10, 0x20|1), op(1, 0, 0, 10, 25)),
 		slices.Concat(hs, data, op(0, 0, 0, 33, 0x40|1), op(0, srv, 7, 0, 1), op(0, 0, 0, 1, 1)),
+	}
+}
+
+// TestRawFrame holds rawFrame to frame: the same bytes.
+func TestRawFrame(t *testing.T) {
+	for _, s := range []seg{
+		{c: 1, seq: 7, flags: "SA", data: "hello"},
+		{c: 2, toCli: true, seq: 0xfffffff0, flags: "PA", data: "odd", id: 9, v6: true},
+		{flags: "R", id: 3},
+		{flags: "FA", data: "x", ack0: true, id: 4},
+	} {
+		if got, want := rawFrame(s), frame(t, layers.LinkTypeEthernet, s, 0); !slices.Equal(got, want) {
+			t.Errorf("%+v:\n got  %x\n want %x", s, got, want)
+		}
 	}
 }
