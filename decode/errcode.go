@@ -24,6 +24,15 @@ func ErrorCode(resp kmsg.Response) int16 {
 			}
 		}
 		return 0
+	case *kmsg.OffsetCommitResponse: // as the reflection finds it, without
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if c := r.Topics[i].Partitions[j].ErrorCode; c != 0 {
+					return c
+				}
+			}
+		}
+		return 0
 	case *kmsg.ProduceResponse:
 		for i := range r.Topics {
 			for j := range r.Topics[i].Partitions {
