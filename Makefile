@@ -66,11 +66,12 @@ FUZZMINIMIZE ?= 200x
 FUZZ_LONG ?= $(FUZZ_LONG_TARGETS)
 FUZZ_TARGETS := ./decode:FuzzFramer ./decode:FuzzRequest ./decode:FuzzResponse \
                 ./correlate:FuzzCorrelator ./capture:FuzzReader ./capture:FuzzResync \
-                ./capture:FuzzTLSRecord ./capture:FuzzFastReader ./capture:FuzzTCPFast \
-                ./jsonout:FuzzFastExchange
+                ./capture:FuzzTLSRecord ./capture:FuzzFastReader ./jsonout:FuzzFastExchange
 # Targets too slow for fuzz-short's budget in CI (FuzzTLSStall writes a key
-# log file per input: about 1,400 a second); `make fuzz` runs them too.
-FUZZ_LONG_TARGETS := ./capture:FuzzTLSStall
+# log file per input: about 1,400 a second; FuzzTCPFast runs two
+# Assemblers over up to 128 segments: about 2,000); `make fuzz` runs them
+# too, and their corpora run in every `go test`.
+FUZZ_LONG_TARGETS := ./capture:FuzzTLSStall ./capture:FuzzTCPFast
 .PHONY: fuzz-short
 
 fuzz:
