@@ -31,7 +31,7 @@ import (
 //
 // Each direction starts at its own sequence number, one of them near the
 // 32-bit wrap.
-func fastOps(tb testing.TB, in []byte) (frames [][]byte, cis []gopacket.CaptureInfo) {
+func fastOps(in []byte) (frames [][]byte, cis []gopacket.CaptureInfo) {
 	type dirSeq struct{ next, last uint32 }
 	var seqs [3][2][2]dirSeq // connection, v6, direction
 	for c := range seqs {
@@ -246,7 +246,7 @@ func FuzzTCPFast(f *testing.F) {
 		if len(in) > 4*128 {
 			return
 		}
-		frames, cis := fastOps(t, in)
+		frames, cis := fastOps(in)
 		// No dedupe: copies of a segment go to reassembly, as retransmissions.
 		opts := Options{IdleTimeout: 40 * time.Millisecond, ReorderTimeout: 10 * time.Millisecond, DedupeWindow: -1}
 		if mode&2 != 0 {
