@@ -212,10 +212,7 @@ func (a *Assembler) toGopacket(c *fastConn, netFlow gopacket.Flow, t *layers.TCP
 	ts := a.ctx.ci.Timestamp
 	switch {
 	case a.routed && a.routedTo == nil: // replaced by nothing: gone
-		c.s.unfast(c)
-		if a.fast[c.key] == c {
-			delete(a.fast, c.key)
-		}
+		a.forget(c)
 	case a.routed:
 		c.s.unfast(c)
 		c.s, c.seen = a.routedTo, ts
@@ -232,15 +229,18 @@ func (s *stream) unfast(c *fastConn) {
 	}
 }
 
+// forget drops c from the fast path's table, and from its stream.
+func (a *Assembler) forget(c *fastConn) {
+	c.s.unfast(c)
+	if a.fast[c.key] == c {
+		delete(a.fast, c.key)
+	}
+}
+
 // gone is called when gopacket drops s's connection from its pool.
 func (s *stream) gone() {
-	c := s.fc
-	if c == nil {
-		return
-	}
-	s.fc = nil
-	if s.a.fast[c.key] == c {
-		delete(s.a.fast, c.key)
+	if c := s.fc; c != nil {
+		s.a.forget(c)
 	}
 }
 
@@ -249,12 +249,11 @@ func (s *stream) gone() {
 // is closed, and forgotten; and it forgets the connections gopacket holds
 // that its flush has just dropped.
 func (a *Assembler) fastFlush(tc time.Time, all bool) {
-	for k, c := range a.fast {
+	for _, c := range a.fast {
 		if !all && !c.seen.Before(tc) {
 			continue
 		}
-		delete(a.fast, k)
-		c.s.unfast(c)
+		a.forget(c)
 		if !c.gp {
 			c.s.ReassemblyComplete(nil)
 		}
@@ -268,9 +267,6 @@ func (a *Assembler) reapFast(s *stream) {
 	if c == nil || c.gp {
 		return
 	}
-	s.fc = nil
-	if a.fast[c.key] == c {
-		delete(a.fast, c.key)
-	}
+	a.forget(c)
 	s.reaped = true
 }
