@@ -43,6 +43,7 @@ func New(h Handler, opts *Options) *Decoder {
 	for k := range d.protos {
 		d.protos[k] = kmsg.RequestForKey(int16(k))
 	}
+	d.spares.ref = d.opts.ReferenceKmsg
 	return d
 }
 

@@ -34,6 +34,10 @@ func NewResponseDecoder() *ResponseDecoder {
 	return rd
 }
 
+// ReferenceKmsg has Decode read every body with kmsg alone, like
+// Options.ReferenceKmsg.
+func (rd *ResponseDecoder) ReferenceKmsg(on bool) { rd.spares.ref = on }
+
 // Decode decodes e.RespBody, if e has one, into e.Resp or sets e.RespErr,
 // and clears RespBody. When the body does not decode it returns the
 // anomaly the Decoder reports just before such an exchange (valid until

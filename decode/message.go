@@ -152,7 +152,7 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 		}
 		req := d.spares.request(h.key)
 		req.SetVersion(h.version)
-		if err := req.ReadFrom(src); err != nil {
+		if err := readBody(req, src, &d.spares.in, d.spares.ref); err != nil {
 			if len(d.holes) > 0 {
 				err = ErrNotCopied
 				d.stats.NotCopiedFrames++
@@ -492,7 +492,7 @@ func readResponse(protos *[maxKey]kmsg.Request, tags *kbin.Reader, sp *spares, k
 	}
 	resp := sp.response(key)
 	resp.SetVersion(version)
-	err := resp.ReadFrom(body)
+	err := readBody(resp, body, &sp.in, sp.ref)
 	if key == 18 && version > 0 && (err != nil || resp.(*kmsg.ApiVersionsResponse).ErrorCode == 35) {
 		// A broker that does not support the ApiVersions version asked
 		// for answers UNSUPPORTED_VERSION in a v0 body.

@@ -33,6 +33,9 @@ type Options struct {
 	// RespBody. Responses with bytes the source did not copy (eBPF --snap)
 	// are decoded as usual.
 	DeferResponses bool
+	// ReferenceKmsg reads every body with kmsg alone, without the fast
+	// paths of fastmsg.go: for the tests that hold them to kmsg.
+	ReferenceKmsg bool
 }
 
 const (

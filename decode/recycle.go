@@ -6,15 +6,19 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // most of the frames of a busy capture, and reading each allocates the
 // message and its slice of topics. A handler that is done with an
 // exchange's messages can give them back with Recycle, once each; later
-// frames of the same kind are read into them. Only the message and its
-// topics slice are reused: kmsg allocates everything inside the topics
-// again.
+// frames of the same kind are read into them. The message and its topics
+// slice are reused; so are the topics' partitions slices of Produce and
+// OffsetCommit, which the fast paths (fastmsg.go) read into (kmsg
+// allocates everything inside the topics again).
 const (
-	spareMessages = 256 // kept per kind: more than a handoff has in flight
-	spareTopics   = 64  // a longer topics slice is not kept
+	spareMessages   = 256 // kept per kind: more than a handoff has in flight
+	spareTopics     = 64  // a longer topics slice is not kept
+	sparePartitions = 256 // nor a longer partitions slice
 )
 
 type spares struct {
+	in          interner // strings shared by the fast paths (fastmsg.go)
+	ref         bool     // no fast paths: Options.ReferenceKmsg
 	produceReq  []*kmsg.ProduceRequest
 	produceResp []*kmsg.ProduceResponse
 	fetchReq    []*kmsg.FetchRequest
@@ -32,33 +36,50 @@ func (d *Decoder) Recycle(req kmsg.Request, resp kmsg.Response) { d.spares.recyc
 func (s *spares) recycle(req kmsg.Request, resp kmsg.Response) {
 	switch m := req.(type) {
 	case *kmsg.ProduceRequest:
-		s.produceReq = keepSpare(s.produceReq, m, &m.Topics)
+		s.produceReq = keepSpare(s.produceReq, m, &m.Topics, func(t *kmsg.ProduceRequestTopic) {
+			*t = kmsg.ProduceRequestTopic{Partitions: keepParts(t.Partitions)}
+		})
 	case *kmsg.FetchRequest:
-		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics)
+		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics, nil)
 	case *kmsg.OffsetCommitRequest:
-		s.commitReq = keepSpare(s.commitReq, m, &m.Topics)
+		s.commitReq = keepSpare(s.commitReq, m, &m.Topics, func(t *kmsg.OffsetCommitRequestTopic) {
+			*t = kmsg.OffsetCommitRequestTopic{Partitions: keepParts(t.Partitions)}
+		})
 	}
 	switch m := resp.(type) {
 	case *kmsg.ProduceResponse:
-		s.produceResp = keepSpare(s.produceResp, m, &m.Topics)
+		s.produceResp = keepSpare(s.produceResp, m, &m.Topics, func(t *kmsg.ProduceResponseTopic) {
+			*t = kmsg.ProduceResponseTopic{Partitions: keepParts(t.Partitions)}
+		})
 	case *kmsg.FetchResponse:
-		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics)
+		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics, nil)
 	case *kmsg.OffsetCommitResponse:
-		s.commitResp = keepSpare(s.commitResp, m, &m.Topics)
+		s.commitResp = keepSpare(s.commitResp, m, &m.Topics, func(t *kmsg.OffsetCommitResponseTopic) {
+			*t = kmsg.OffsetCommitResponseTopic{Partitions: keepParts(t.Partitions)}
+		})
 	}
 }
 
 // keepSpare zeroes *m, all but the capacity of its topics slice, and adds
 // it to list. Zeroing matters: kmsg reads only the fields of the message's
-// version, so a field of a newer version would otherwise survive.
-func keepSpare[M, T any](list []*M, m *M, topics *[]T) []*M {
+// version, so a field of a newer version would otherwise survive. keep, if
+// not nil, zeroes each topic instead, all but the capacity of its
+// partitions slice.
+func keepSpare[M, T any](list []*M, m *M, topics *[]T, keep func(*T)) []*M {
 	if len(list) >= spareMessages {
 		return list
 	}
 	t := *topics
-	if cap(t) > spareTopics {
+	switch {
+	case cap(t) > spareTopics:
 		t = nil
-	} else {
+	case keep != nil:
+		all := t[:cap(t)]
+		for i := range all {
+			keep(&all[i])
+		}
+		t = t[:0]
+	default:
 		clear(t[:cap(t)]) // drop what the old topics point to
 		t = t[:0]
 	}
@@ -66,6 +87,16 @@ func keepSpare[M, T any](list []*M, m *M, topics *[]T) []*M {
 	*m = zero
 	*topics = t
 	return append(list, m)
+}
+
+// keepParts empties a topic's partitions for reuse, or drops them when
+// there are too many to keep.
+func keepParts[P any](ps []P) []P {
+	if cap(ps) > sparePartitions {
+		return nil
+	}
+	clear(ps[:cap(ps)])
+	return ps[:0]
 }
 
 // takeSpare pops a spare message from list, reset to its defaults.

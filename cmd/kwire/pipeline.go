@@ -57,7 +57,8 @@ func newPipeline(cf *commonFlags, stdout io.Writer, exchanges bool) *pipeline {
 	opts.ConsumerSessionTimeout = cf.consumerSession
 	p.corr = correlate.New(opts, correlate.SinkFunc(p.event))
 	p.dec = decode.New(p, &decode.Options{MaxFrame: cf.maxFrame, MaxBuffered: cf.maxBuf, MaxPending: cf.limits.pending,
-		DropProduceRecords: !exchanges}) // only exchange lines show them
+		DropProduceRecords: !exchanges, // only exchange lines show them
+		ReferenceKmsg:      referenceFromEnv().kmsg})
 	return p
 }
 
@@ -146,6 +147,9 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 		p.lines = jsonout.NewLines(cf.outputOptions(p.text))
 		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
 		p.ho.lines(p.lines.Append, p.out.WriteLines)
+	}
+	if p.ho != nil {
+		p.ho.rd.ReferenceKmsg(ref.kmsg)
 	}
 	runErr := src.Run(ctx, clock)
 	if p.ho != nil {
