@@ -5,9 +5,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Fast paths for the bodies a busy capture is made of: Produce and
+// Fast paths for the bodies a busy capture is made of: Produce, Fetch and
 // OffsetCommit requests and responses in their flexible versions (Produce
-// v9-v13, OffsetCommit v8-v10, what current clients send). kmsg reads them
+// v9-v13, Fetch v12-v18, OffsetCommit v8-v10, what current clients send). kmsg reads them
 // through helpers it keeps out of line and copies every string; these read
 // the same fields into the same kmsg messages with the reads inlined, and
 // share the strings that repeat from frame to frame (topic names, group and
@@ -15,7 +15,8 @@ import (
 //
 // kmsg stays the reference and the fallback. A body is read here only when
 // it has the common shape: no tagged fields anywhere (every tag section is
-// the single byte 0), no per-record errors in a Produce response. Anything
+// the single byte 0), no per-record errors in a Produce response, no
+// aborted transactions in a Fetch response. Anything
 // else (another version, a tag, a length that does not fit, any byte
 // short) gives up, and the caller reads the body with kmsg from the start:
 // what is decoded, and whether it fails, is kmsg's. A body read here gives
@@ -38,6 +39,10 @@ func fastBody(m message, src []byte, in *interner) bool {
 		return fastCommitRequest(m, src, in)
 	case *kmsg.OffsetCommitResponse:
 		return fastCommitResponse(m, src, in)
+	case *kmsg.FetchRequest:
+		return fastFetchRequest(m, src, in)
+	case *kmsg.FetchResponse:
+		return fastFetchResponse(m, src, in)
 	}
 	return false
 }
@@ -67,6 +72,16 @@ func (r *flex) i16() int16 {
 	}
 	v := int16(uint16(r.src[0])<<8 | uint16(r.src[1]))
 	r.src = r.src[2:]
+	return v
+}
+
+func (r *flex) i8() int8 {
+	if len(r.src) < 1 {
+		r.fail()
+		return 0
+	}
+	v := int8(r.src[0])
+	r.src = r.src[1:]
 	return v
 }
 
@@ -399,6 +414,167 @@ func fastCommitResponse(m *kmsg.OffsetCommitResponse, src []byte, in *interner) 
 			*p = kmsg.OffsetCommitResponseTopicPartition{}
 			p.Partition = r.i32()
 			p.ErrorCode = r.i16()
+			if !r.noTags() {
+				return false
+			}
+		}
+		if !r.noTags() {
+			return false
+		}
+	}
+	if !r.noTags() {
+		return false
+	}
+	m.Topics = ts
+	return true
+}
+
+func fastFetchRequest(m *kmsg.FetchRequest, src []byte, in *interner) bool {
+	v := m.Version
+	if v < 12 || v > 18 {
+		return false
+	}
+	r := flex{src: src}
+	if v <= 14 {
+		m.ReplicaID = r.i32()
+	}
+	m.MaxWaitMillis = r.i32()
+	m.MinBytes = r.i32()
+	m.MaxBytes = r.i32()
+	m.IsolationLevel = r.i8()
+	m.SessionID = r.i32()
+	m.SessionEpoch = r.i32()
+	min := int64(2)
+	if v >= 13 {
+		min = 18
+	}
+	n := r.arrayLen(min)
+	if r.bad {
+		return false
+	}
+	ts := m.Topics[:0]
+	if n > 0 {
+		ts = append(ts, make([]kmsg.FetchRequestTopic, n)...) // Fetch topics are not reused (recycle.go)
+	}
+	for i := range ts {
+		t := &ts[i]
+		if v <= 12 {
+			t.Topic = r.str(in)
+		} else {
+			t.TopicID = r.uuid()
+		}
+		pn := r.arrayLen(32)
+		if r.bad {
+			return false
+		}
+		if pn > 0 {
+			t.Partitions = make([]kmsg.FetchRequestTopicPartition, pn)
+		}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			p.HighWatermark = 1<<63 - 1 // kmsg's default: a tag
+			p.Partition = r.i32()
+			p.CurrentLeaderEpoch = r.i32()
+			p.FetchOffset = r.i64()
+			p.LastFetchedEpoch = r.i32()
+			p.LogStartOffset = r.i64()
+			p.PartitionMaxBytes = r.i32()
+			if !r.noTags() {
+				return false
+			}
+		}
+		if !r.noTags() {
+			return false
+		}
+	}
+	n = r.arrayLen(min)
+	if r.bad {
+		return false
+	}
+	fs := m.ForgottenTopics[:0]
+	if n > 0 {
+		fs = append(fs, make([]kmsg.FetchRequestForgottenTopic, n)...)
+	}
+	for i := range fs {
+		f := &fs[i]
+		if v <= 12 {
+			f.Topic = r.str(in)
+		} else {
+			f.TopicID = r.uuid()
+		}
+		pn := r.arrayLen(4)
+		if r.bad {
+			return false
+		}
+		if pn > 0 {
+			f.Partitions = make([]int32, pn)
+		}
+		for j := range f.Partitions {
+			f.Partitions[j] = r.i32()
+		}
+		if !r.noTags() {
+			return false
+		}
+	}
+	m.Rack = r.str(in)
+	if !r.noTags() {
+		return false
+	}
+	m.Topics, m.ForgottenTopics = ts, fs
+	return true
+}
+
+func fastFetchResponse(m *kmsg.FetchResponse, src []byte, in *interner) bool {
+	v := m.Version
+	if v < 12 || v > 18 {
+		return false
+	}
+	r := flex{src: src}
+	m.ThrottleMillis = r.i32()
+	m.ErrorCode = r.i16()
+	m.SessionID = r.i32()
+	min := int64(2)
+	if v >= 13 {
+		min = 18
+	}
+	n := r.arrayLen(min)
+	if r.bad {
+		return false
+	}
+	ts := m.Topics[:0]
+	if n > 0 {
+		ts = append(ts, make([]kmsg.FetchResponseTopic, n)...)
+	}
+	for i := range ts {
+		t := &ts[i]
+		if v <= 12 {
+			t.Topic = r.str(in)
+		} else {
+			t.TopicID = r.uuid()
+		}
+		pn := r.arrayLen(37)
+		if r.bad {
+			return false
+		}
+		if pn > 0 {
+			t.Partitions = make([]kmsg.FetchResponseTopicPartition, pn)
+		}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			p.Default() // the tags' fields
+			p.Partition = r.i32()
+			p.ErrorCode = r.i16()
+			p.HighWatermark = r.i64()
+			p.LastStableOffset = r.i64()
+			p.LogStartOffset = r.i64()
+			switch an := r.arrayLen(16); {
+			case r.bad || an > 0:
+				return false // aborted transactions: kmsg's
+			case an == 0:
+				p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{} // as kmsg has it
+			}
+			p.PreferredReadReplica = r.i32()
+			p.RecordBatches = r.nullableBytes()
 			if !r.noTags() {
 				return false
 			}

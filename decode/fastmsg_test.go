@@ -19,6 +19,8 @@ var fastKinds = []struct {
 	{"ProduceResponse", func(v int16) message { m := kmsg.NewPtrProduceResponse(); m.Version = v; return m }, 9, 13},
 	{"OffsetCommitRequest", func(v int16) message { m := kmsg.NewPtrOffsetCommitRequest(); m.Version = v; return m }, 8, 10},
 	{"OffsetCommitResponse", func(v int16) message { m := kmsg.NewPtrOffsetCommitResponse(); m.Version = v; return m }, 8, 10},
+	{"FetchRequest", func(v int16) message { m := kmsg.NewPtrFetchRequest(); m.Version = v; return m }, 12, 18},
+	{"FetchResponse", func(v int16) message { m := kmsg.NewPtrFetchResponse(); m.Version = v; return m }, 12, 18},
 }
 
 // fastSeeds are bodies of every kind and version fastmsg.go reads, as kmsg
@@ -135,6 +137,52 @@ func fastSeeds() (out []struct {
 		resp.Topics = nil
 		add(3, v, true, resp)
 	}
+	for v := int16(12); v <= 18; v++ {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxWaitMillis, req.MinBytes, req.IsolationLevel, req.SessionID, req.SessionEpoch = v, 500, 1, 1, 77, 3
+		req.Rack = "rack-a"
+		for i, name := range []string{"orders", "payments"} {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = name, id
+			t.TopicID[0] = byte(i)
+			for p := range int32(3) {
+				tp := kmsg.NewFetchRequestTopicPartition()
+				tp.Partition, tp.FetchOffset, tp.CurrentLeaderEpoch, tp.PartitionMaxBytes = p, 500+int64(p), 1, 1<<20
+				t.Partitions = append(t.Partitions, tp)
+			}
+			req.Topics = append(req.Topics, t)
+		}
+		add(4, v, true, req)
+		ft := kmsg.NewFetchRequestForgottenTopic()
+		ft.Topic, ft.TopicID, ft.Partitions = "gone", id, []int32{4, 5}
+		req.ForgottenTopics = append(req.ForgottenTopics, ft)
+		add(4, v, true, req)
+		req.ClusterID = str("cluster") // a tag
+		add(4, v, false, req)
+
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version, resp.SessionID = v, 77
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic, t.TopicID = "orders", id
+		for p := range int32(3) {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = p, 900, 900, 3
+			switch p {
+			case 0:
+				rp.RecordBatches = batch
+			case 1:
+				rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{} // empty, not null
+			}
+			t.Partitions = append(t.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, t)
+		add(5, v, true, resp)
+		resp.Topics[0].Partitions[2].AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 9, FirstOffset: 10}}
+		add(5, v, false, resp)
+		resp.Topics[0].Partitions[2].AbortedTransactions = nil
+		resp.Topics[0].Partitions[2].DivergingEpoch.Epoch = 4 // a tag
+		add(5, v, false, resp)
+	}
 	return out
 }
 
@@ -249,14 +297,19 @@ func takeKind(sp *spares, kind int) message {
 		n = len(sp.commitReq)
 	case 3:
 		n = len(sp.commitResp)
+	case 4:
+		n = len(sp.fetchReq)
+	case 5:
+		n = len(sp.fetchResp)
 	}
 	if n == 0 {
 		return nil
 	}
+	key := []int16{0, 0, 8, 8, 1, 1}[kind]
 	if kind%2 == 0 {
-		return sp.request([]int16{0, 0, 8}[kind])
+		return sp.request(key)
 	}
-	return sp.response([]int16{0, 0, 0, 8}[kind])
+	return sp.response(key)
 }
 
 // BenchmarkBody reads the common-shape seeds with kmsg and with the fast
@@ -266,7 +319,7 @@ func BenchmarkBody(b *testing.B) {
 		name string
 		ref  bool
 	}{{"kmsg", true}, {"fast", false}} {
-		for _, kind := range []int{0, 1, 2, 3} {
+		for kind := range fastKinds {
 			var body []byte
 			var version int16
 			for _, s := range fastSeeds() {
