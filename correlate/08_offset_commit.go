@@ -46,7 +46,8 @@ func (c *Correlator) offsetCommit(e *decode.Exchange, req *kmsg.OffsetCommitRequ
 }
 
 // commitCodes maps each partition of a response to its error code, in a
-// map reused by the next call.
+// map reused by the next call. offsetCommit and commitHazards both ask for
+// the current exchange's: it is made once.
 func (c *Correlator) commitCodes(resp *kmsg.OffsetCommitResponse) map[tp]int16 {
 	if resp == nil {
 		return nil
@@ -55,6 +56,10 @@ func (c *Correlator) commitCodes(resp *kmsg.OffsetCommitResponse) map[tp]int16 {
 		c.codes = make(map[tp]int16)
 	}
 	out := c.codes
+	if c.codesOf == resp && c.codesAt == c.stats.Exchanges {
+		return out
+	}
+	c.codesOf, c.codesAt = resp, c.stats.Exchanges
 	clear(out)
 	for _, t := range resp.Topics {
 		topic := c.topicKey(t.Topic, t.TopicID)

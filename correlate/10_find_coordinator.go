@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -22,6 +23,7 @@ type coordState struct {
 	// The broker that last answered the group's requests as coordinator.
 	servedBy string
 	servedAt time.Time
+	served   netip.AddrPort // servedBy's address: its text is made once
 	// Answers NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE to group requests.
 	notCoordinator int64
 	notAvailable   int64
@@ -109,7 +111,10 @@ func (c *Correlator) coordServed(g *groupState, e *decode.Exchange) {
 		return
 	}
 	server := e.Conn.Server
-	g.coord.servedBy, g.coord.servedAt = server.String(), e.RespTime.UTC()
+	if server != g.coord.served || g.coord.servedBy == "" {
+		g.coord.served, g.coord.servedBy = server, server.String()
+	}
+	g.coord.servedAt = e.RespTime.UTC()
 	if !g.coord.learnedAt.IsZero() {
 		return
 	}

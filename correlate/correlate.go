@@ -15,14 +15,16 @@ import (
 // concurrent use: call it from one goroutine, the decoder's or (with
 // Detach) one of its own.
 type Correlator struct {
-	opts  Options
-	sink  Sink
-	names connNames    // endpoint text of recent connections
-	codes map[tp]int16 // commitCodes' map, reused
-	spans []span       // scanSpans' output, reused
-	ask   fetchAsk     // the current Fetch's partitions (askedBy)
-	got   []gotPart    // fetchHazards' response partitions, reused
-	abort abortTracker // aborted transactions of a Fetch partition, reused
+	opts    Options
+	sink    Sink
+	names   connNames    // endpoint text of recent connections
+	codes   map[tp]int16 // commitCodes' map, reused
+	codesOf *kmsg.OffsetCommitResponse
+	codesAt int64        // Stats.Exchanges when codes was made for codesOf
+	spans   []span       // scanSpans' output, reused
+	ask     fetchAsk     // the current Fetch's partitions (askedBy)
+	got     []gotPart    // fetchHazards' response partitions, reused
+	abort   abortTracker // aborted transactions of a Fetch partition, reused
 	// tcounts and stableSeen are fetch's and stableFetch's per-response
 	// scratch, reused.
 	tcounts    map[tp]txnCounts

@@ -176,7 +176,10 @@ func (c *Correlator) onReceive(g *groupState, cm *committer, r *recvNote) {
 		}
 		rr.evs = append(rr.evs, cm.ev)
 	}
-	sev, key := SeverityInfo, episodeKey(HazardCommitOnReceive, g.name, cm.member)
+	if mh.recvKey == "" {
+		mh.recvKey = episodeKey(HazardCommitOnReceive, g.name, cm.member)
+	}
+	sev, key := SeverityInfo, mh.recvKey
 	switch {
 	case rr.n >= hz.OnReceivePersistent && timerPaced(rr.times, rr.deliv):
 		sev, key = SeverityWarn, key+"\x00persistent"
@@ -233,7 +236,8 @@ func medianGap(times []time.Time) time.Duration {
 	if len(times) < 2 {
 		return 0
 	}
-	gaps := make([]time.Duration, 0, len(times)-1)
+	var buf [16]time.Duration // the usual number of times fits: no allocation
+	gaps := buf[:0]
 	for i := 1; i < len(times); i++ {
 		gaps = append(gaps, times[i].Sub(times[i-1]))
 	}

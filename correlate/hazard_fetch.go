@@ -28,6 +28,7 @@ type memberHazard struct {
 	// assignAt is when its own SyncGroup response gave it its assignment.
 	assignAt time.Time
 	recv     recvRun // its commits on receive
+	recvKey  string  // commit_on_receive's episode key for it, made once
 	parts    map[tp]*memberPart
 }
 

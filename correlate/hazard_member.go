@@ -167,8 +167,9 @@ func (c *Correlator) heartbeatHazards(e *decode.Exchange, req *kmsg.HeartbeatReq
 func (c *Correlator) liveRequest(g *groupState, id string, at, done time.Time, ev Evidence, beat bool) {
 	mh := c.memberHz(g.name, id)
 	m := g.members[id]
-	if limit, of := c.lateAfter(g, m); m != nil && mh.hasLive && limit > 0 {
+	if limit, _ := c.lateAfter(g, m, false); m != nil && mh.hasLive && limit > 0 {
 		if gap := at.Sub(mh.lastLive); gap >= limit {
+			_, of := c.lateAfter(g, m, true)
 			hev := c.lateEvent(g, m, at, gap, SeverityWarn)
 			hev.Summary = fmt.Sprintf("%s: member %s (client %s) sent nothing to the coordinator for %v, %s: close to being "+
 				"expired, which would revoke its partitions and replay its uncommitted records",
@@ -201,17 +202,26 @@ const lateIntervals = 5
 // lateAfter returns the silence after which member m's next request is
 // heartbeat_late (0: unknown), and what it is measured against: a classic
 // member's session timeout; a KIP-848 member's heartbeat interval, or the
-// session timeout assumed for it, whichever comes first.
-func (c *Correlator) lateAfter(g *groupState, m *memberState) (time.Duration, string) {
+// session timeout assumed for it, whichever comes first. That text is
+// made only when describe is set: the limit is asked for on every request
+// that keeps a session alive.
+func (c *Correlator) lateAfter(g *groupState, m *memberState, describe bool) (time.Duration, string) {
 	frac := c.opts.Hazards.HeartbeatGap
 	switch {
 	case m == nil:
 	case !m.consumer && m.sessionMillis > 0:
 		session := time.Duration(m.sessionMillis) * time.Millisecond
-		return time.Duration(float64(session) * frac), fmt.Sprintf("of its %v session timeout", session)
+		limit := time.Duration(float64(session) * frac)
+		if !describe {
+			return limit, ""
+		}
+		return limit, fmt.Sprintf("of its %v session timeout", session)
 	case m.consumer && m.heartbeatMillis > 0:
 		interval := time.Duration(m.heartbeatMillis) * time.Millisecond
 		limit := min(lateIntervals*interval, time.Duration(float64(c.opts.ConsumerSessionTimeout)*frac))
+		if !describe {
+			return limit, ""
+		}
 		setting := "group.consumer.session.timeout.ms"
 		if g.typ == GroupShare {
 			setting = "group.share.session.timeout.ms"
