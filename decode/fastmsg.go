@@ -189,6 +189,59 @@ func (r *flex) noTags() bool {
 	return true
 }
 
+// list reads a compact array of items of at least min bytes into s,
+// reusing its items (each as it was: item sets every field), and reports
+// whether it and every item read. An empty or null array leaves s empty.
+func list[T any](r *flex, s []T, min int64, item func(*T) bool) ([]T, bool) {
+	n := r.arrayLen(min)
+	if r.bad {
+		return s, false
+	}
+	s = reuse(s[:0], int(max(n, 0)))
+	for i := range s {
+		if !item(&s[i]) {
+			return s, false
+		}
+	}
+	return s, true
+}
+
+// parts is list for a topic's partitions, which kmsg leaves nil when
+// there are none (it reads them into a zeroed topic).
+func parts[P any](r *flex, s []P, min int64, item func(*P) bool) ([]P, bool) {
+	s, ok := list(r, s, min, item)
+	if len(s) == 0 {
+		s = nil
+	}
+	return s, ok
+}
+
+// topic reads a topic's name, or from version byID on its id.
+func (r *flex) topic(in *interner, v, byID int16) (name string, id [16]byte) {
+	if v < byID {
+		return r.str(in), id
+	}
+	return "", r.uuid()
+}
+
+// topicsMin is the least bytes of a topic: by id, 16 and two more.
+func topicsMin(v, byID int16) int64 {
+	if v >= byID {
+		return 18
+	}
+	return 2
+}
+
+// done reads the message's closing tags, and only then sets its topics:
+// given up, m's topics are as they came, for kmsg.
+func done[T any](r *flex, ok bool, dst *[]T, ts []T) bool {
+	if !ok || !r.noTags() {
+		return false
+	}
+	*dst = ts
+	return true
+}
+
 func fastProduceRequest(m *kmsg.ProduceRequest, src []byte, in *interner) bool {
 	v := m.Version
 	if v < 9 || v > 13 {
@@ -198,53 +251,16 @@ func fastProduceRequest(m *kmsg.ProduceRequest, src []byte, in *interner) bool {
 	m.TransactionID = r.nullableStr(in)
 	m.Acks = r.i16()
 	m.TimeoutMillis = r.i32()
-	min := int64(2)
-	if v >= 13 {
-		min = 18
-	}
-	n := r.arrayLen(min)
-	if r.bad {
-		return false
-	}
-	ts := m.Topics[:0]
-	if n > 0 {
-		ts = reuse(ts, int(n))
-	}
-	for i := range ts {
-		t := &ts[i]
-		*t = kmsg.ProduceRequestTopic{Partitions: t.Partitions[:0]} // reused, or new
-		if v <= 12 {
-			t.Topic = r.str(in)
-		} else {
-			t.TopicID = r.uuid()
-		}
-		pn := r.arrayLen(6)
-		if r.bad {
-			return false
-		}
-		if pn > 0 {
-			t.Partitions = reuse(t.Partitions, int(pn))
-		} else {
-			t.Partitions = nil // as kmsg leaves it
-		}
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			*p = kmsg.ProduceRequestTopicPartition{}
-			p.Partition = r.i32()
-			p.Records = r.nullableBytes()
-			if !r.noTags() {
-				return false
-			}
-		}
-		if !r.noTags() {
-			return false
-		}
-	}
-	if !r.noTags() {
-		return false
-	}
-	m.Topics = ts // only now: given up, m's topics are as they came
-	return true
+	ts, ok := list(&r, m.Topics, topicsMin(v, 13), func(t *kmsg.ProduceRequestTopic) (ok bool) {
+		*t = kmsg.ProduceRequestTopic{Partitions: t.Partitions}
+		t.Topic, t.TopicID = r.topic(in, v, 13)
+		t.Partitions, ok = parts(&r, t.Partitions, 6, func(p *kmsg.ProduceRequestTopicPartition) bool {
+			*p = kmsg.ProduceRequestTopicPartition{Partition: r.i32(), Records: r.nullableBytes()}
+			return r.noTags()
+		})
+		return ok && r.noTags()
+	})
+	return done(&r, ok, &m.Topics, ts)
 }
 
 func fastProduceResponse(m *kmsg.ProduceResponse, src []byte, in *interner) bool {
@@ -253,62 +269,23 @@ func fastProduceResponse(m *kmsg.ProduceResponse, src []byte, in *interner) bool
 		return false
 	}
 	r := flex{src: src}
-	min := int64(2)
-	if v >= 13 {
-		min = 18
-	}
-	n := r.arrayLen(min)
-	if r.bad {
-		return false
-	}
-	ts := m.Topics[:0]
-	if n > 0 {
-		ts = reuse(ts, int(n))
-	}
-	for i := range ts {
-		t := &ts[i]
-		*t = kmsg.ProduceResponseTopic{Partitions: t.Partitions[:0]} // reused, or new
-		if v <= 12 {
-			t.Topic = r.str(in)
-		} else {
-			t.TopicID = r.uuid()
-		}
-		pn := r.arrayLen(33)
-		if r.bad {
-			return false
-		}
-		if pn > 0 {
-			t.Partitions = reuse(t.Partitions, int(pn))
-		} else {
-			t.Partitions = nil // as kmsg leaves it
-		}
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			*p = kmsg.ProduceResponseTopicPartition{}
+	ts, ok := list(&r, m.Topics, topicsMin(v, 13), func(t *kmsg.ProduceResponseTopic) (ok bool) {
+		*t = kmsg.ProduceResponseTopic{Partitions: t.Partitions}
+		t.Topic, t.TopicID = r.topic(in, v, 13)
+		t.Partitions, ok = parts(&r, t.Partitions, 33, func(p *kmsg.ProduceResponseTopicPartition) bool {
+			*p = kmsg.ProduceResponseTopicPartition{Partition: r.i32(), ErrorCode: r.i16(), BaseOffset: r.i64(),
+				LogAppendTime: r.i64(), LogStartOffset: r.i64()}
 			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1 // kmsg's defaults: no tag
-			p.Partition = r.i32()
-			p.ErrorCode = r.i16()
-			p.BaseOffset = r.i64()
-			p.LogAppendTime = r.i64()
-			p.LogStartOffset = r.i64()
 			if r.arrayLen(6) > 0 || r.bad {
 				return false // per-record errors: kmsg's
 			}
 			p.ErrorMessage = r.nullableStr(in)
-			if !r.noTags() {
-				return false
-			}
-		}
-		if !r.noTags() {
-			return false
-		}
-	}
+			return r.noTags()
+		})
+		return ok && r.noTags()
+	})
 	m.ThrottleMillis = r.i32()
-	if !r.noTags() {
-		return false
-	}
-	m.Topics = ts
-	return true
+	return done(&r, ok, &m.Topics, ts)
 }
 
 func fastCommitRequest(m *kmsg.OffsetCommitRequest, src []byte, in *interner) bool {
@@ -321,56 +298,17 @@ func fastCommitRequest(m *kmsg.OffsetCommitRequest, src []byte, in *interner) bo
 	m.Generation = r.i32()
 	m.MemberID = r.str(in)
 	m.InstanceID = r.nullableStr(in)
-	min := int64(2)
-	if v >= 10 {
-		min = 18
-	}
-	n := r.arrayLen(min)
-	if r.bad {
-		return false
-	}
-	ts := m.Topics[:0]
-	if n > 0 {
-		ts = reuse(ts, int(n))
-	}
-	for i := range ts {
-		t := &ts[i]
-		*t = kmsg.OffsetCommitRequestTopic{Partitions: t.Partitions[:0]} // reused, or new
-		if v <= 9 {
-			t.Topic = r.str(in)
-		} else {
-			t.TopicID = r.uuid()
-		}
-		pn := r.arrayLen(18)
-		if r.bad {
-			return false
-		}
-		if pn > 0 {
-			t.Partitions = reuse(t.Partitions, int(pn))
-		} else {
-			t.Partitions = nil // as kmsg leaves it
-		}
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			*p = kmsg.OffsetCommitRequestTopicPartition{}
-			p.Timestamp = -1 // kmsg's default: v1 only
-			p.Partition = r.i32()
-			p.Offset = r.i64()
-			p.LeaderEpoch = r.i32()
-			p.Metadata = r.nullableStr(in)
-			if !r.noTags() {
-				return false
-			}
-		}
-		if !r.noTags() {
-			return false
-		}
-	}
-	if !r.noTags() {
-		return false
-	}
-	m.Topics = ts
-	return true
+	ts, ok := list(&r, m.Topics, topicsMin(v, 10), func(t *kmsg.OffsetCommitRequestTopic) (ok bool) {
+		*t = kmsg.OffsetCommitRequestTopic{Partitions: t.Partitions}
+		t.Topic, t.TopicID = r.topic(in, v, 10)
+		t.Partitions, ok = parts(&r, t.Partitions, 18, func(p *kmsg.OffsetCommitRequestTopicPartition) bool {
+			*p = kmsg.OffsetCommitRequestTopicPartition{Partition: r.i32(), Offset: r.i64(),
+				Timestamp: -1, LeaderEpoch: r.i32(), Metadata: r.nullableStr(in)} // Timestamp: kmsg's default (v1 only)
+			return r.noTags()
+		})
+		return ok && r.noTags()
+	})
+	return done(&r, ok, &m.Topics, ts)
 }
 
 func fastCommitResponse(m *kmsg.OffsetCommitResponse, src []byte, in *interner) bool {
@@ -380,53 +318,16 @@ func fastCommitResponse(m *kmsg.OffsetCommitResponse, src []byte, in *interner) 
 	}
 	r := flex{src: src}
 	m.ThrottleMillis = r.i32()
-	min := int64(2)
-	if v >= 10 {
-		min = 18
-	}
-	n := r.arrayLen(min)
-	if r.bad {
-		return false
-	}
-	ts := m.Topics[:0]
-	if n > 0 {
-		ts = reuse(ts, int(n))
-	}
-	for i := range ts {
-		t := &ts[i]
-		*t = kmsg.OffsetCommitResponseTopic{Partitions: t.Partitions[:0]} // reused, or new
-		if v <= 9 {
-			t.Topic = r.str(in)
-		} else {
-			t.TopicID = r.uuid()
-		}
-		pn := r.arrayLen(6)
-		if r.bad {
-			return false
-		}
-		if pn > 0 {
-			t.Partitions = reuse(t.Partitions, int(pn))
-		} else {
-			t.Partitions = nil // as kmsg leaves it
-		}
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			*p = kmsg.OffsetCommitResponseTopicPartition{}
-			p.Partition = r.i32()
-			p.ErrorCode = r.i16()
-			if !r.noTags() {
-				return false
-			}
-		}
-		if !r.noTags() {
-			return false
-		}
-	}
-	if !r.noTags() {
-		return false
-	}
-	m.Topics = ts
-	return true
+	ts, ok := list(&r, m.Topics, topicsMin(v, 10), func(t *kmsg.OffsetCommitResponseTopic) (ok bool) {
+		*t = kmsg.OffsetCommitResponseTopic{Partitions: t.Partitions}
+		t.Topic, t.TopicID = r.topic(in, v, 10)
+		t.Partitions, ok = parts(&r, t.Partitions, 6, func(p *kmsg.OffsetCommitResponseTopicPartition) bool {
+			*p = kmsg.OffsetCommitResponseTopicPartition{Partition: r.i32(), ErrorCode: r.i16()}
+			return r.noTags()
+		})
+		return ok && r.noTags()
+	})
+	return done(&r, ok, &m.Topics, ts)
 }
 
 func fastFetchRequest(m *kmsg.FetchRequest, src []byte, in *interner) bool {
@@ -444,83 +345,34 @@ func fastFetchRequest(m *kmsg.FetchRequest, src []byte, in *interner) bool {
 	m.IsolationLevel = r.i8()
 	m.SessionID = r.i32()
 	m.SessionEpoch = r.i32()
-	min := int64(2)
-	if v >= 13 {
-		min = 18
-	}
-	n := r.arrayLen(min)
-	if r.bad {
+	ts, ok := list(&r, m.Topics, topicsMin(v, 13), func(t *kmsg.FetchRequestTopic) (ok bool) {
+		*t = kmsg.FetchRequestTopic{Partitions: t.Partitions}
+		t.Topic, t.TopicID = r.topic(in, v, 13)
+		t.Partitions, ok = parts(&r, t.Partitions, 32, func(p *kmsg.FetchRequestTopicPartition) bool {
+			*p = kmsg.FetchRequestTopicPartition{Partition: r.i32(), CurrentLeaderEpoch: r.i32(), FetchOffset: r.i64(),
+				LastFetchedEpoch: r.i32(), LogStartOffset: r.i64(), PartitionMaxBytes: r.i32(),
+				HighWatermark: 1<<63 - 1} // HighWatermark: kmsg's default (a tag)
+			return r.noTags()
+		})
+		return ok && r.noTags()
+	})
+	if !ok {
 		return false
 	}
-	ts := m.Topics[:0]
-	if n > 0 {
-		ts = append(ts, make([]kmsg.FetchRequestTopic, n)...) // Fetch topics are not reused (recycle.go)
-	}
-	for i := range ts {
-		t := &ts[i]
-		if v <= 12 {
-			t.Topic = r.str(in)
-		} else {
-			t.TopicID = r.uuid()
-		}
-		pn := r.arrayLen(32)
-		if r.bad {
-			return false
-		}
-		if pn > 0 {
-			t.Partitions = make([]kmsg.FetchRequestTopicPartition, pn)
-		}
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			p.HighWatermark = 1<<63 - 1 // kmsg's default: a tag
-			p.Partition = r.i32()
-			p.CurrentLeaderEpoch = r.i32()
-			p.FetchOffset = r.i64()
-			p.LastFetchedEpoch = r.i32()
-			p.LogStartOffset = r.i64()
-			p.PartitionMaxBytes = r.i32()
-			if !r.noTags() {
-				return false
-			}
-		}
-		if !r.noTags() {
-			return false
-		}
-	}
-	n = r.arrayLen(min)
-	if r.bad {
-		return false
-	}
-	fs := m.ForgottenTopics[:0]
-	if n > 0 {
-		fs = append(fs, make([]kmsg.FetchRequestForgottenTopic, n)...)
-	}
-	for i := range fs {
-		f := &fs[i]
-		if v <= 12 {
-			f.Topic = r.str(in)
-		} else {
-			f.TopicID = r.uuid()
-		}
-		pn := r.arrayLen(4)
-		if r.bad {
-			return false
-		}
-		if pn > 0 {
-			f.Partitions = make([]int32, pn)
-		}
-		for j := range f.Partitions {
-			f.Partitions[j] = r.i32()
-		}
-		if !r.noTags() {
-			return false
-		}
-	}
+	fs, ok := list(&r, m.ForgottenTopics, topicsMin(v, 13), func(f *kmsg.FetchRequestForgottenTopic) (ok bool) {
+		*f = kmsg.FetchRequestForgottenTopic{}
+		f.Topic, f.TopicID = r.topic(in, v, 13)
+		f.Partitions, ok = parts(&r, nil, 4, func(p *int32) bool {
+			*p = r.i32()
+			return !r.bad
+		})
+		return ok && r.noTags()
+	})
 	m.Rack = r.str(in)
-	if !r.noTags() {
+	if !done(&r, ok, &m.Topics, ts) {
 		return false
 	}
-	m.Topics, m.ForgottenTopics = ts, fs
+	m.ForgottenTopics = fs
 	return true
 }
 
@@ -533,34 +385,11 @@ func fastFetchResponse(m *kmsg.FetchResponse, src []byte, in *interner) bool {
 	m.ThrottleMillis = r.i32()
 	m.ErrorCode = r.i16()
 	m.SessionID = r.i32()
-	min := int64(2)
-	if v >= 13 {
-		min = 18
-	}
-	n := r.arrayLen(min)
-	if r.bad {
-		return false
-	}
-	ts := m.Topics[:0]
-	if n > 0 {
-		ts = append(ts, make([]kmsg.FetchResponseTopic, n)...)
-	}
-	for i := range ts {
-		t := &ts[i]
-		if v <= 12 {
-			t.Topic = r.str(in)
-		} else {
-			t.TopicID = r.uuid()
-		}
-		pn := r.arrayLen(37)
-		if r.bad {
-			return false
-		}
-		if pn > 0 {
-			t.Partitions = make([]kmsg.FetchResponseTopicPartition, pn)
-		}
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
+	ts, ok := list(&r, m.Topics, topicsMin(v, 13), func(t *kmsg.FetchResponseTopic) (ok bool) {
+		*t = kmsg.FetchResponseTopic{Partitions: t.Partitions}
+		t.Topic, t.TopicID = r.topic(in, v, 13)
+		t.Partitions, ok = parts(&r, t.Partitions, 37, func(p *kmsg.FetchResponseTopicPartition) bool {
+			*p = kmsg.FetchResponseTopicPartition{}
 			p.Default() // the tags' fields
 			p.Partition = r.i32()
 			p.ErrorCode = r.i16()
@@ -575,19 +404,11 @@ func fastFetchResponse(m *kmsg.FetchResponse, src []byte, in *interner) bool {
 			}
 			p.PreferredReadReplica = r.i32()
 			p.RecordBatches = r.nullableBytes()
-			if !r.noTags() {
-				return false
-			}
-		}
-		if !r.noTags() {
-			return false
-		}
-	}
-	if !r.noTags() {
-		return false
-	}
-	m.Topics = ts
-	return true
+			return r.noTags()
+		})
+		return ok && r.noTags()
+	})
+	return done(&r, ok, &m.Topics, ts)
 }
 
 // reuse returns s with n items: its own while it has the capacity (as they

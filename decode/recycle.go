@@ -7,9 +7,11 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // message and its slice of topics. A handler that is done with an
 // exchange's messages can give them back with Recycle, once each; later
 // frames of the same kind are read into them. The message and its topics
-// slice are reused; so are the topics' partitions slices of Produce and
-// OffsetCommit, which the fast paths (fastmsg.go) read into (kmsg
-// allocates everything inside the topics again).
+// slice are reused, and so are the topics' partitions slices, which the
+// fast paths (fastmsg.go) read into (kmsg allocates everything inside the
+// topics again). Nothing may keep a pointer into a message past Recycle:
+// the correlator's pointers into a Fetch response's partitions (gotParts)
+// are cleared when it is done with them.
 const (
 	spareMessages   = 256 // kept per kind: more than a handoff has in flight
 	spareTopics     = 64  // a longer topics slice is not kept
@@ -40,7 +42,9 @@ func (s *spares) recycle(req kmsg.Request, resp kmsg.Response) {
 			*t = kmsg.ProduceRequestTopic{Partitions: keepParts(t.Partitions)}
 		})
 	case *kmsg.FetchRequest:
-		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics, nil)
+		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics, func(t *kmsg.FetchRequestTopic) {
+			*t = kmsg.FetchRequestTopic{Partitions: keepParts(t.Partitions)}
+		})
 	case *kmsg.OffsetCommitRequest:
 		s.commitReq = keepSpare(s.commitReq, m, &m.Topics, func(t *kmsg.OffsetCommitRequestTopic) {
 			*t = kmsg.OffsetCommitRequestTopic{Partitions: keepParts(t.Partitions)}
@@ -52,7 +56,9 @@ func (s *spares) recycle(req kmsg.Request, resp kmsg.Response) {
 			*t = kmsg.ProduceResponseTopic{Partitions: keepParts(t.Partitions)}
 		})
 	case *kmsg.FetchResponse:
-		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics, nil)
+		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics, func(t *kmsg.FetchResponseTopic) {
+			*t = kmsg.FetchResponseTopic{Partitions: keepParts(t.Partitions)}
+		})
 	case *kmsg.OffsetCommitResponse:
 		s.commitResp = keepSpare(s.commitResp, m, &m.Topics, func(t *kmsg.OffsetCommitResponseTopic) {
 			*t = kmsg.OffsetCommitResponseTopic{Partitions: keepParts(t.Partitions)}
