@@ -15,7 +15,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 const (
 	spareMessages   = 256 // kept per kind: more than a handoff has in flight
 	spareTopics     = 64  // a longer topics slice is not kept
-	sparePartitions = 256 // nor a longer partitions slice
+	sparePartitions = 256 // nor partitions slices past this many in a message
 )
 
 type spares struct {
@@ -38,55 +38,52 @@ func (d *Decoder) Recycle(req kmsg.Request, resp kmsg.Response) { d.spares.recyc
 func (s *spares) recycle(req kmsg.Request, resp kmsg.Response) {
 	switch m := req.(type) {
 	case *kmsg.ProduceRequest:
-		s.produceReq = keepSpare(s.produceReq, m, &m.Topics, func(t *kmsg.ProduceRequestTopic) {
-			*t = kmsg.ProduceRequestTopic{Partitions: keepParts(t.Partitions)}
+		s.produceReq = keepSpare(s.produceReq, m, &m.Topics, func(t *kmsg.ProduceRequestTopic, budget *int) {
+			*t = kmsg.ProduceRequestTopic{Partitions: keepParts(t.Partitions, budget)}
 		})
 	case *kmsg.FetchRequest:
-		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics, func(t *kmsg.FetchRequestTopic) {
-			*t = kmsg.FetchRequestTopic{Partitions: keepParts(t.Partitions)}
+		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics, func(t *kmsg.FetchRequestTopic, budget *int) {
+			*t = kmsg.FetchRequestTopic{Partitions: keepParts(t.Partitions, budget)}
 		})
 	case *kmsg.OffsetCommitRequest:
-		s.commitReq = keepSpare(s.commitReq, m, &m.Topics, func(t *kmsg.OffsetCommitRequestTopic) {
-			*t = kmsg.OffsetCommitRequestTopic{Partitions: keepParts(t.Partitions)}
+		s.commitReq = keepSpare(s.commitReq, m, &m.Topics, func(t *kmsg.OffsetCommitRequestTopic, budget *int) {
+			*t = kmsg.OffsetCommitRequestTopic{Partitions: keepParts(t.Partitions, budget)}
 		})
 	}
 	switch m := resp.(type) {
 	case *kmsg.ProduceResponse:
-		s.produceResp = keepSpare(s.produceResp, m, &m.Topics, func(t *kmsg.ProduceResponseTopic) {
-			*t = kmsg.ProduceResponseTopic{Partitions: keepParts(t.Partitions)}
+		s.produceResp = keepSpare(s.produceResp, m, &m.Topics, func(t *kmsg.ProduceResponseTopic, budget *int) {
+			*t = kmsg.ProduceResponseTopic{Partitions: keepParts(t.Partitions, budget)}
 		})
 	case *kmsg.FetchResponse:
-		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics, func(t *kmsg.FetchResponseTopic) {
-			*t = kmsg.FetchResponseTopic{Partitions: keepParts(t.Partitions)}
+		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics, func(t *kmsg.FetchResponseTopic, budget *int) {
+			*t = kmsg.FetchResponseTopic{Partitions: keepParts(t.Partitions, budget)}
 		})
 	case *kmsg.OffsetCommitResponse:
-		s.commitResp = keepSpare(s.commitResp, m, &m.Topics, func(t *kmsg.OffsetCommitResponseTopic) {
-			*t = kmsg.OffsetCommitResponseTopic{Partitions: keepParts(t.Partitions)}
+		s.commitResp = keepSpare(s.commitResp, m, &m.Topics, func(t *kmsg.OffsetCommitResponseTopic, budget *int) {
+			*t = kmsg.OffsetCommitResponseTopic{Partitions: keepParts(t.Partitions, budget)}
 		})
 	}
 }
 
 // keepSpare zeroes *m, all but the capacity of its topics slice, and adds
 // it to list. Zeroing matters: kmsg reads only the fields of the message's
-// version, so a field of a newer version would otherwise survive. keep, if
-// not nil, zeroes each topic instead, all but the capacity of its
-// partitions slice.
-func keepSpare[M, T any](list []*M, m *M, topics *[]T, keep func(*T)) []*M {
+// version, so a field of a newer version would otherwise survive. keep
+// zeroes each topic, all but the capacity of its partitions slice while
+// the message's budget of sparePartitions lasts (keepParts).
+func keepSpare[M, T any](list []*M, m *M, topics *[]T, keep func(*T, *int)) []*M {
 	if len(list) >= spareMessages {
 		return list
 	}
 	t := *topics
-	switch {
-	case cap(t) > spareTopics:
+	if cap(t) > spareTopics {
 		t = nil
-	case keep != nil:
+	} else {
+		budget := sparePartitions
 		all := t[:cap(t)]
 		for i := range all {
-			keep(&all[i])
+			keep(&all[i], &budget) // and drop what the old topics point to
 		}
-		t = t[:0]
-	default:
-		clear(t[:cap(t)]) // drop what the old topics point to
 		t = t[:0]
 	}
 	var zero M
@@ -95,12 +92,14 @@ func keepSpare[M, T any](list []*M, m *M, topics *[]T, keep func(*T)) []*M {
 	return append(list, m)
 }
 
-// keepParts empties a topic's partitions for reuse, or drops them when
-// there are too many to keep.
-func keepParts[P any](ps []P) []P {
-	if cap(ps) > sparePartitions {
+// keepParts empties a topic's partitions for reuse, taking their capacity
+// from budget, or drops them when the budget does not have it: the spares
+// of many-partition messages would otherwise hold a lot of memory.
+func keepParts[P any](ps []P, budget *int) []P {
+	if cap(ps) > *budget {
 		return nil
 	}
+	*budget -= cap(ps)
 	clear(ps[:cap(ps)])
 	return ps[:0]
 }
