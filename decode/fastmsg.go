@@ -7,8 +7,9 @@ import (
 
 // Fast paths for the bodies a busy capture is made of: Produce, Fetch and
 // OffsetCommit requests and responses in their flexible versions (Produce
-// v9-v13, Fetch v12-v18, OffsetCommit v8-v10, what current clients send). kmsg reads them
-// through helpers it keeps out of line and copies every string; these read
+// v9-v13, Fetch v12-v18, OffsetCommit v8-v10, what current clients send).
+// kmsg reads them through helpers it keeps out of line and copies every
+// string; these read
 // the same fields into the same kmsg messages with the reads inlined, and
 // share the strings that repeat from frame to frame (topic names, group and
 // member ids, the commit metadata every partition carries): see interner.
@@ -16,9 +17,8 @@ import (
 // kmsg stays the reference and the fallback. A body is read here only when
 // it has the common shape: no tagged fields anywhere (every tag section is
 // the single byte 0), no per-record errors in a Produce response, no
-// aborted transactions in a Fetch response. Anything
-// else (another version, a tag, a length that does not fit, any byte
-// short) gives up, and the caller reads the body with kmsg from the start:
+// aborted transactions in a Fetch response. Anything else (another
+// version, a tag, a length that does not fit, any byte short) gives up, and the caller reads the body with kmsg from the start:
 // what is decoded, and whether it fails, is kmsg's. A body read here gives
 // exactly the message kmsg gives (FuzzFastMessages holds them together);
 // Options.ReferenceKmsg turns this off.
