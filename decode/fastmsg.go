@@ -56,99 +56,31 @@ func readBody(m message, src []byte, in *interner, ref bool) error {
 	return m.ReadFrom(src)
 }
 
-// flex reads the flexible encoding the way kbin.Reader does, inlined:
-// once bad, every read gives zero and src is nil.
-type flex struct {
-	src []byte
-	bad bool
-}
+// flex is kbin.Reader (the primitives kmsg reads with, which inline)
+// with what the fast readers add: arrays checked against the bytes left,
+// interned strings, and empty tag sections. Once bad, every read gives
+// zero and Src is nil.
+type flex struct{ kbin.Reader }
 
-func (r *flex) fail() { r.bad, r.src = true, nil }
+func (r *flex) fail()     { r.Span(-1) }
+func (r *flex) bad() bool { return !r.Ok() }
 
-func (r *flex) i16() int16 {
-	if len(r.src) < 2 {
-		r.fail()
-		return 0
-	}
-	v := int16(uint16(r.src[0])<<8 | uint16(r.src[1]))
-	r.src = r.src[2:]
-	return v
-}
-
-func (r *flex) i8() int8 {
-	if len(r.src) < 1 {
-		r.fail()
-		return 0
-	}
-	v := int8(r.src[0])
-	r.src = r.src[1:]
-	return v
-}
-
-func (r *flex) i32() int32 {
-	if len(r.src) < 4 {
-		r.fail()
-		return 0
-	}
-	s := r.src[:4]
-	v := int32(uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3]))
-	r.src = r.src[4:]
-	return v
-}
-
-func (r *flex) i64() int64 {
-	if len(r.src) < 8 {
-		r.fail()
-		return 0
-	}
-	s := r.src[:8]
-	v := uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
-		uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
-	r.src = r.src[8:]
-	return int64(v)
-}
-
-func (r *flex) uuid() (u [16]byte) {
-	if len(r.src) < 16 {
-		r.fail()
-		return u
-	}
-	copy(u[:], r.src)
-	r.src = r.src[16:]
-	return u
-}
-
+// uvarint is kbin.Reader.Uvarint with its one-byte case inlined (the
+// whole does not inline): lengths and tags are almost always one byte.
 func (r *flex) uvarint() uint32 {
-	if len(r.src) > 0 && r.src[0] < 0x80 {
-		v := uint32(r.src[0])
-		r.src = r.src[1:]
+	if len(r.Src) > 0 && r.Src[0] < 0x80 {
+		v := uint32(r.Src[0])
+		r.Src = r.Src[1:]
 		return v
 	}
-	v, n := kbin.Uvarint(r.src)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.src = r.src[n:]
-	return v
-}
-
-// span is kbin.Reader.Span: the next l bytes, aliasing src.
-func (r *flex) span(l int) []byte {
-	if l < 0 || len(r.src) < l {
-		r.fail()
-		return nil
-	}
-	s := r.src[:l:l]
-	r.src = r.src[l:]
-	return s
+	return r.Uvarint()
 }
 
 // arrayLen is a compact array length (negative: none), which must not
 // exceed the bytes left, and whose items of min bytes each must fit.
 func (r *flex) arrayLen(min int64) int32 {
 	n := int32(r.uvarint()) - 1
-	if r.bad || len(r.src) < int(n) || int64(n)*min > int64(len(r.src)) {
+	if r.bad() || len(r.Src) < int(n) || int64(n)*min > int64(len(r.Src)) {
 		r.fail()
 		return 0
 	}
@@ -156,16 +88,16 @@ func (r *flex) arrayLen(min int64) int32 {
 }
 
 func (r *flex) str(in *interner) string {
-	return in.str(r.span(int(r.uvarint()) - 1))
+	return in.str(r.Span(int(r.uvarint()) - 1))
 }
 
 func (r *flex) nullableStr(in *interner) *string {
 	l := int(r.uvarint()) - 1
-	if l < 0 || r.bad {
+	if l < 0 || r.bad() {
 		return nil
 	}
-	b := r.span(l)
-	if r.bad {
+	b := r.Span(l)
+	if r.bad() {
 		return nil
 	}
 	return in.ptr(b)
@@ -173,19 +105,19 @@ func (r *flex) nullableStr(in *interner) *string {
 
 func (r *flex) nullableBytes() []byte {
 	l := int(r.uvarint()) - 1
-	if l < 0 || r.bad {
+	if l < 0 || r.bad() {
 		return nil
 	}
-	return r.span(l)
+	return r.Span(l)
 }
 
 // noTags consumes an empty tag section; anything else is left to kmsg.
 func (r *flex) noTags() bool {
-	if len(r.src) == 0 || r.src[0] != 0 {
+	if len(r.Src) == 0 || r.Src[0] != 0 {
 		r.fail()
 		return false
 	}
-	r.src = r.src[1:]
+	r.Src = r.Src[1:]
 	return true
 }
 
@@ -194,7 +126,7 @@ func (r *flex) noTags() bool {
 // whether it and every item read. An empty or null array leaves s empty.
 func list[T any](r *flex, s []T, min int64, item func(*T) bool) ([]T, bool) {
 	n := r.arrayLen(min)
-	if r.bad {
+	if r.bad() {
 		return s, false
 	}
 	s = reuse(s[:0], int(max(n, 0)))
@@ -221,7 +153,7 @@ func (r *flex) topic(in *interner, v, byID int16) (name string, id [16]byte) {
 	if v < byID {
 		return r.str(in), id
 	}
-	return "", r.uuid()
+	return "", r.Uuid()
 }
 
 // topicsMin is the least bytes of a topic: by id, 16 and two more.
@@ -247,15 +179,15 @@ func fastProduceRequest(m *kmsg.ProduceRequest, src []byte, in *interner) bool {
 	if v < 9 || v > 13 {
 		return false
 	}
-	r := flex{src: src}
+	r := flex{kbin.Reader{Src: src}}
 	m.TransactionID = r.nullableStr(in)
-	m.Acks = r.i16()
-	m.TimeoutMillis = r.i32()
+	m.Acks = r.Int16()
+	m.TimeoutMillis = r.Int32()
 	ts, ok := list(&r, m.Topics, topicsMin(v, 13), func(t *kmsg.ProduceRequestTopic) (ok bool) {
 		*t = kmsg.ProduceRequestTopic{Partitions: t.Partitions}
 		t.Topic, t.TopicID = r.topic(in, v, 13)
 		t.Partitions, ok = parts(&r, t.Partitions, 6, func(p *kmsg.ProduceRequestTopicPartition) bool {
-			*p = kmsg.ProduceRequestTopicPartition{Partition: r.i32(), Records: r.nullableBytes()}
+			*p = kmsg.ProduceRequestTopicPartition{Partition: r.Int32(), Records: r.nullableBytes()}
 			return r.noTags()
 		})
 		return ok && r.noTags()
@@ -268,15 +200,15 @@ func fastProduceResponse(m *kmsg.ProduceResponse, src []byte, in *interner) bool
 	if v < 9 || v > 13 {
 		return false
 	}
-	r := flex{src: src}
+	r := flex{kbin.Reader{Src: src}}
 	ts, ok := list(&r, m.Topics, topicsMin(v, 13), func(t *kmsg.ProduceResponseTopic) (ok bool) {
 		*t = kmsg.ProduceResponseTopic{Partitions: t.Partitions}
 		t.Topic, t.TopicID = r.topic(in, v, 13)
 		t.Partitions, ok = parts(&r, t.Partitions, 33, func(p *kmsg.ProduceResponseTopicPartition) bool {
-			*p = kmsg.ProduceResponseTopicPartition{Partition: r.i32(), ErrorCode: r.i16(), BaseOffset: r.i64(),
-				LogAppendTime: r.i64(), LogStartOffset: r.i64()}
+			*p = kmsg.ProduceResponseTopicPartition{Partition: r.Int32(), ErrorCode: r.Int16(), BaseOffset: r.Int64(),
+				LogAppendTime: r.Int64(), LogStartOffset: r.Int64()}
 			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1 // kmsg's defaults: no tag
-			if r.arrayLen(6) > 0 || r.bad {
+			if r.arrayLen(6) > 0 || r.bad() {
 				return false // per-record errors: kmsg's
 			}
 			p.ErrorMessage = r.nullableStr(in)
@@ -284,7 +216,7 @@ func fastProduceResponse(m *kmsg.ProduceResponse, src []byte, in *interner) bool
 		})
 		return ok && r.noTags()
 	})
-	m.ThrottleMillis = r.i32()
+	m.ThrottleMillis = r.Int32()
 	return done(&r, ok, &m.Topics, ts)
 }
 
@@ -293,17 +225,17 @@ func fastCommitRequest(m *kmsg.OffsetCommitRequest, src []byte, in *interner) bo
 	if v < 8 || v > 10 {
 		return false
 	}
-	r := flex{src: src}
+	r := flex{kbin.Reader{Src: src}}
 	m.Group = r.str(in)
-	m.Generation = r.i32()
+	m.Generation = r.Int32()
 	m.MemberID = r.str(in)
 	m.InstanceID = r.nullableStr(in)
 	ts, ok := list(&r, m.Topics, topicsMin(v, 10), func(t *kmsg.OffsetCommitRequestTopic) (ok bool) {
 		*t = kmsg.OffsetCommitRequestTopic{Partitions: t.Partitions}
 		t.Topic, t.TopicID = r.topic(in, v, 10)
 		t.Partitions, ok = parts(&r, t.Partitions, 18, func(p *kmsg.OffsetCommitRequestTopicPartition) bool {
-			*p = kmsg.OffsetCommitRequestTopicPartition{Partition: r.i32(), Offset: r.i64(),
-				Timestamp: -1, LeaderEpoch: r.i32(), Metadata: r.nullableStr(in)} // Timestamp: kmsg's default (v1 only)
+			*p = kmsg.OffsetCommitRequestTopicPartition{Partition: r.Int32(), Offset: r.Int64(),
+				Timestamp: -1, LeaderEpoch: r.Int32(), Metadata: r.nullableStr(in)} // Timestamp: kmsg's default (v1 only)
 			return r.noTags()
 		})
 		return ok && r.noTags()
@@ -316,13 +248,13 @@ func fastCommitResponse(m *kmsg.OffsetCommitResponse, src []byte, in *interner) 
 	if v < 8 || v > 10 {
 		return false
 	}
-	r := flex{src: src}
-	m.ThrottleMillis = r.i32()
+	r := flex{kbin.Reader{Src: src}}
+	m.ThrottleMillis = r.Int32()
 	ts, ok := list(&r, m.Topics, topicsMin(v, 10), func(t *kmsg.OffsetCommitResponseTopic) (ok bool) {
 		*t = kmsg.OffsetCommitResponseTopic{Partitions: t.Partitions}
 		t.Topic, t.TopicID = r.topic(in, v, 10)
 		t.Partitions, ok = parts(&r, t.Partitions, 6, func(p *kmsg.OffsetCommitResponseTopicPartition) bool {
-			*p = kmsg.OffsetCommitResponseTopicPartition{Partition: r.i32(), ErrorCode: r.i16()}
+			*p = kmsg.OffsetCommitResponseTopicPartition{Partition: r.Int32(), ErrorCode: r.Int16()}
 			return r.noTags()
 		})
 		return ok && r.noTags()
@@ -335,22 +267,22 @@ func fastFetchRequest(m *kmsg.FetchRequest, src []byte, in *interner) bool {
 	if v < 12 || v > 18 {
 		return false
 	}
-	r := flex{src: src}
+	r := flex{kbin.Reader{Src: src}}
 	if v <= 14 {
-		m.ReplicaID = r.i32()
+		m.ReplicaID = r.Int32()
 	}
-	m.MaxWaitMillis = r.i32()
-	m.MinBytes = r.i32()
-	m.MaxBytes = r.i32()
-	m.IsolationLevel = r.i8()
-	m.SessionID = r.i32()
-	m.SessionEpoch = r.i32()
+	m.MaxWaitMillis = r.Int32()
+	m.MinBytes = r.Int32()
+	m.MaxBytes = r.Int32()
+	m.IsolationLevel = r.Int8()
+	m.SessionID = r.Int32()
+	m.SessionEpoch = r.Int32()
 	ts, ok := list(&r, m.Topics, topicsMin(v, 13), func(t *kmsg.FetchRequestTopic) (ok bool) {
 		*t = kmsg.FetchRequestTopic{Partitions: t.Partitions}
 		t.Topic, t.TopicID = r.topic(in, v, 13)
 		t.Partitions, ok = parts(&r, t.Partitions, 32, func(p *kmsg.FetchRequestTopicPartition) bool {
-			*p = kmsg.FetchRequestTopicPartition{Partition: r.i32(), CurrentLeaderEpoch: r.i32(), FetchOffset: r.i64(),
-				LastFetchedEpoch: r.i32(), LogStartOffset: r.i64(), PartitionMaxBytes: r.i32(),
+			*p = kmsg.FetchRequestTopicPartition{Partition: r.Int32(), CurrentLeaderEpoch: r.Int32(), FetchOffset: r.Int64(),
+				LastFetchedEpoch: r.Int32(), LogStartOffset: r.Int64(), PartitionMaxBytes: r.Int32(),
 				HighWatermark: 1<<63 - 1} // HighWatermark: kmsg's default (a tag)
 			return r.noTags()
 		})
@@ -363,8 +295,8 @@ func fastFetchRequest(m *kmsg.FetchRequest, src []byte, in *interner) bool {
 		*f = kmsg.FetchRequestForgottenTopic{}
 		f.Topic, f.TopicID = r.topic(in, v, 13)
 		f.Partitions, ok = parts(&r, nil, 4, func(p *int32) bool {
-			*p = r.i32()
-			return !r.bad
+			*p = r.Int32()
+			return !r.bad()
 		})
 		return ok && r.noTags()
 	})
@@ -381,28 +313,28 @@ func fastFetchResponse(m *kmsg.FetchResponse, src []byte, in *interner) bool {
 	if v < 12 || v > 18 {
 		return false
 	}
-	r := flex{src: src}
-	m.ThrottleMillis = r.i32()
-	m.ErrorCode = r.i16()
-	m.SessionID = r.i32()
+	r := flex{kbin.Reader{Src: src}}
+	m.ThrottleMillis = r.Int32()
+	m.ErrorCode = r.Int16()
+	m.SessionID = r.Int32()
 	ts, ok := list(&r, m.Topics, topicsMin(v, 13), func(t *kmsg.FetchResponseTopic) (ok bool) {
 		*t = kmsg.FetchResponseTopic{Partitions: t.Partitions}
 		t.Topic, t.TopicID = r.topic(in, v, 13)
 		t.Partitions, ok = parts(&r, t.Partitions, 37, func(p *kmsg.FetchResponseTopicPartition) bool {
 			*p = kmsg.FetchResponseTopicPartition{}
 			p.Default() // the tags' fields
-			p.Partition = r.i32()
-			p.ErrorCode = r.i16()
-			p.HighWatermark = r.i64()
-			p.LastStableOffset = r.i64()
-			p.LogStartOffset = r.i64()
+			p.Partition = r.Int32()
+			p.ErrorCode = r.Int16()
+			p.HighWatermark = r.Int64()
+			p.LastStableOffset = r.Int64()
+			p.LogStartOffset = r.Int64()
 			switch an := r.arrayLen(16); {
-			case r.bad || an > 0:
+			case r.bad() || an > 0:
 				return false // aborted transactions: kmsg's
 			case an == 0:
 				p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{} // as kmsg has it
 			}
-			p.PreferredReadReplica = r.i32()
+			p.PreferredReadReplica = r.Int32()
 			p.RecordBatches = r.nullableBytes()
 			return r.noTags()
 		})
