@@ -71,6 +71,7 @@ type Assembler struct {
 	// primer's or a handed-over segment's answer to Accept, and the
 	// connection a segment was routed to and what gopacket made of it.
 	fast        map[tcpKey]*fastConn
+	lastFast    *fastConn // the entry of fast looked up last, or nil
 	adopt       *stream
 	priming     bool
 	primeNext   reassembly.Sequence

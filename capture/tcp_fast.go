@@ -84,7 +84,11 @@ func (a *Assembler) assemble(netFlow gopacket.Flow, t *layers.TCP) {
 	}
 	k, fwd := a.dec.tcpKey()
 	ts := a.ctx.ci.Timestamp
-	c := a.fast[k]
+	c := a.lastFast // a request's answer comes on the same connection
+	if c == nil || c.key != k {
+		c = a.fast[k]
+		a.lastFast = c
+	}
 	switch {
 	case c != nil && c.gp:
 		a.toGopacket(c, netFlow, t)
@@ -98,6 +102,7 @@ func (a *Assembler) assemble(netFlow gopacket.Flow, t *layers.TCP) {
 		c = &fastConn{key: k, s: s, fwd0: fwd, next: [2]reassembly.Sequence{invalidSeq, invalidSeq}, seen: ts}
 		s.fc = c
 		a.fast[k] = c
+		a.lastFast = c
 	}
 	hi, dir := 0, reassembly.TCPDirClientToServer
 	if fwd != c.fwd0 {
@@ -234,6 +239,9 @@ func (a *Assembler) forget(c *fastConn) {
 	c.s.unfast(c)
 	if a.fast[c.key] == c {
 		delete(a.fast, c.key)
+	}
+	if a.lastFast == c {
+		a.lastFast = nil
 	}
 }
 
