@@ -11,18 +11,34 @@ type freeList struct {
 }
 
 // get returns an empty buffer of capacity n or more from the list (among
-// the last few put), or nil.
+// the last few put), or nil. When none of them is large enough, the
+// oldest buffer is let go: the caller makes a larger one, which comes back
+// to the list in its place. The list holds about as many buffers as were
+// ever in use at once, of the sizes in use lately; keeping every buffer
+// that missed made it grow with the length of the capture, up to total.
 func (l *freeList) get(n int) []byte {
 	for i := len(l.bufs) - 1; i >= 0 && i >= len(l.bufs)-4; i-- {
 		if b := l.bufs[i]; cap(b) >= n {
-			last := len(l.bufs) - 1
-			l.bufs[i], l.bufs[last] = l.bufs[last], nil
-			l.bufs = l.bufs[:last]
-			l.bytes -= cap(b)
-			return b
+			return l.take(i)
 		}
 	}
+	if len(l.bufs) > 0 {
+		l.bytes -= cap(l.bufs[0])
+		n := copy(l.bufs, l.bufs[1:])
+		l.bufs[n] = nil
+		l.bufs = l.bufs[:n]
+	}
 	return nil
+}
+
+// take removes the i-th buffer from the list and returns it.
+func (l *freeList) take(i int) []byte {
+	b := l.bufs[i]
+	last := len(l.bufs) - 1
+	l.bufs[i], l.bufs[last] = l.bufs[last], nil
+	l.bufs = l.bufs[:last]
+	l.bytes -= cap(b)
+	return b
 }
 
 // put keeps b for reuse, within the bounds.
