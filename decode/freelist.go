@@ -24,9 +24,9 @@ func (l *freeList) get(n int) []byte {
 	}
 	if len(l.bufs) > 0 {
 		l.bytes -= cap(l.bufs[0])
-		n := copy(l.bufs, l.bufs[1:])
-		l.bufs[n] = nil
-		l.bufs = l.bufs[:n]
+		k := copy(l.bufs, l.bufs[1:])
+		l.bufs[k] = nil
+		l.bufs = l.bufs[:k]
 	}
 	return nil
 }
