@@ -3,6 +3,7 @@
 //
 //	kwire-bench -kwire bin/kwire -ports 29092-29094 /tmp/kwire-bench/bulk-1g.pcapng
 //	kwire-bench -cmd 'zcat=zcat -f {file}' FILE     # compare one more command
+//	kwire-bench -skip tshark FILE                   # leave tshark out (make bench-rss)
 //
 // Every command runs once per round, rounds interleaved, stdout on
 // /dev/null; the table gives MB/s and Kafka frames/s of the median run,
@@ -38,6 +39,7 @@ func main() {
 	kwire := flag.String("kwire", "bin/kwire", "kwire `BINARY` to time")
 	ports := flag.String("ports", "9092", "broker `PORTS` of the capture (kwire --port; tshark -d per port)")
 	rounds := flag.Int("rounds", 3, "runs of each command, interleaved")
+	skip := flag.String("skip", "", "comma-separated `NAMES` of default commands to leave out, e.g. tshark")
 	var extra cmdFlags
 	flag.Var(&extra, "cmd", "one more command to time, `NAME=ARGV` with {file}, {kwire}, {ports} (repeatable)")
 	flag.Usage = func() {
@@ -49,13 +51,40 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *kwire, *ports, *rounds, extra); err != nil {
+	cmds, err := defaults(*skip)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kwire-bench:", err)
+		os.Exit(2)
+	}
+	if err := run(flag.Arg(0), *kwire, *ports, *rounds, append(cmds, extra...)); err != nil {
 		fmt.Fprintln(os.Stderr, "kwire-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(file, kwire, ports string, rounds int, extra []bench.Command) error {
+// defaults returns bench.Default without the commands named in skip.
+func defaults(skip string) ([]bench.Command, error) {
+	left := map[string]bool{}
+	for _, n := range strings.Split(skip, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			left[n] = true
+		}
+	}
+	var out []bench.Command
+	for _, c := range bench.Default {
+		if left[c.Name] {
+			delete(left, c.Name)
+			continue
+		}
+		out = append(out, c)
+	}
+	for n := range left {
+		return nil, fmt.Errorf("-skip %q: not a default command (cat, kwire read, kwire analyze, tshark)", n)
+	}
+	return out, nil
+}
+
+func run(file, kwire, ports string, rounds int, cmds []bench.Command) error {
 	fi, err := os.Stat(file)
 	if err != nil {
 		return fmt.Errorf("%w (make bench-capture writes the capture)", err)
@@ -66,7 +95,6 @@ func run(file, kwire, ports string, rounds int, extra []bench.Command) error {
 	if err != nil {
 		return err
 	}
-	cmds := append(append([]bench.Command(nil), bench.Default...), extra...)
 	results, notes, err := bench.Compare(cmds, v, rounds, os.Stderr)
 	if err != nil {
 		return err
