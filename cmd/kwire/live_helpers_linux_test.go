@@ -6,9 +6,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,9 +126,33 @@ func startLive(t *testing.T, args ...string) *liveCmd {
 	t.Cleanup(func() { // after a Fatalf too: what kwire saw (drops, open connections...)
 		if t.Failed() {
 			t.Logf("kwire's last stats: %v\nkwire's stderr: %s", lastStats(l.stdout.String()), l.stderr.String())
+			keepCapture(t, args)
 		}
 	})
 	return l
+}
+
+// keepCapture copies the capture file a failed test's kwire live was
+// writing (-w) out of the test's directory, which is removed, and logs
+// where: what kwire saw can then be read again (a connection it never saw
+// close, say).
+func keepCapture(t *testing.T, args []string) {
+	i := slices.Index(args, "-w")
+	if i < 0 || i+1 >= len(args) {
+		return
+	}
+	b, err := os.ReadFile(args[i+1])
+	if err != nil {
+		t.Logf("keeping the capture: %v", err)
+		return
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	kept := filepath.Join(os.TempDir(), fmt.Sprintf("kwire-failed-%s-%d.pcapng", name, time.Now().Unix()))
+	if err := os.WriteFile(kept, b, 0o644); err != nil {
+		t.Logf("keeping the capture: %v", err)
+		return
+	}
+	t.Logf("the capture kwire live wrote is kept in %s", kept)
 }
 
 // waitClosed waits until kwire has seen connections and every one of them
