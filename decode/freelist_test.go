@@ -32,6 +32,12 @@ func TestFreeListFollowsUse(t *testing.T) {
 	if b == nil || cap(b) < 1<<10 || len(l.bufs) != n-1 {
 		t.Fatalf("get of a size kept: got cap %d, %d kept (want %d)", cap(b), len(l.bufs), n-1)
 	}
+	// A buffer too large to be kept never comes back: asking for one
+	// lets nothing go.
+	n = len(l.bufs)
+	if b := l.get(l.each + 1); b != nil || len(l.bufs) != n {
+		t.Fatalf("get of more than each: got cap %d, %d kept (want %d)", cap(b), len(l.bufs), n)
+	}
 	sum := 0
 	for _, b := range l.bufs {
 		sum += cap(b)
