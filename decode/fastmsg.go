@@ -62,6 +62,8 @@ func readBody(m message, src []byte, in *interner, ref bool) error {
 // zero and Src is nil.
 type flex struct{ kbin.Reader }
 
+// fail marks r bad: kbin keeps its flag unexported, and a Span of a
+// negative length sets it.
 func (r *flex) fail()     { r.Span(-1) }
 func (r *flex) bad() bool { return !r.Ok() }
 
@@ -101,14 +103,6 @@ func (r *flex) nullableStr(in *interner) *string {
 		return nil
 	}
 	return in.ptr(b)
-}
-
-func (r *flex) nullableBytes() []byte {
-	l := int(r.uvarint()) - 1
-	if l < 0 || r.bad() {
-		return nil
-	}
-	return r.Span(l)
 }
 
 // noTags consumes an empty tag section; anything else is left to kmsg.
@@ -187,7 +181,7 @@ func fastProduceRequest(m *kmsg.ProduceRequest, src []byte, in *interner) bool {
 		*t = kmsg.ProduceRequestTopic{Partitions: t.Partitions}
 		t.Topic, t.TopicID = r.topic(in, v, 13)
 		t.Partitions, ok = parts(&r, t.Partitions, 6, func(p *kmsg.ProduceRequestTopicPartition) bool {
-			*p = kmsg.ProduceRequestTopicPartition{Partition: r.Int32(), Records: r.nullableBytes()}
+			*p = kmsg.ProduceRequestTopicPartition{Partition: r.Int32(), Records: r.CompactNullableBytes()}
 			return r.noTags()
 		})
 		return ok && r.noTags()
@@ -335,7 +329,7 @@ func fastFetchResponse(m *kmsg.FetchResponse, src []byte, in *interner) bool {
 				p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{} // as kmsg has it
 			}
 			p.PreferredReadReplica = r.Int32()
-			p.RecordBatches = r.nullableBytes()
+			p.RecordBatches = r.CompactNullableBytes()
 			return r.noTags()
 		})
 		return ok && r.noTags()
