@@ -1,6 +1,10 @@
 package decode
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // Batches summarises the record batches of one partition in a Produce
 // request or Fetch response, read from batch headers only: nothing is
@@ -97,4 +101,17 @@ func BatchProducer(b []byte) (id int64, epoch int16, ok bool) {
 		return -1, -1, false
 	}
 	return int64(binary.BigEndian.Uint64(b[batchProducerOff:])), int16(binary.BigEndian.Uint16(b[batchProducerOff+8:])), true
+}
+
+// ScanProduce appends ScanBatches of each partition's records in r to
+// into, topic by topic, partition by partition, and returns it: the
+// summaries an exchange line shows, taken while the records are still
+// there (kwire read's handoff drops them before the line is written).
+func ScanProduce(r *kmsg.ProduceRequest, into []Batches) []Batches {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			into = append(into, ScanBatches(r.Topics[i].Partitions[j].Records))
+		}
+	}
+	return into
 }

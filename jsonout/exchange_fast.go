@@ -38,8 +38,9 @@ type connText struct {
 }
 
 // appendExchange appends e's line without its newline, or returns b and
-// false when e is not one it writes.
-func appendExchange(b []byte, e *decode.Exchange, names *decode.Topics, c *exchangeCache) ([]byte, bool) {
+// false when e is not one it writes. pre, if not nil, has the batch
+// summaries of a Produce request's records.
+func appendExchange(b []byte, e *decode.Exchange, names *decode.Topics, c *exchangeCache, pre *scanned) ([]byte, bool) {
 	if len(e.RecordsNotCopied) > 0 || !fastRequest(e.Req) || !fastResponse(e.Resp) {
 		return b, false
 	}
@@ -86,7 +87,7 @@ func appendExchange(b []byte, e *decode.Exchange, names *decode.Topics, c *excha
 			b = appendStringNoHTML(b, s)
 		}
 	}
-	b = appendRequest(b, e.Req, names)
+	b = appendRequest(b, e.Req, names, pre)
 	b = appendResponse(b, e.Resp, names)
 	return append(b, '}'), true
 }

@@ -16,29 +16,65 @@ import (
 	"github.com/kwire/kwire/internal/captest"
 )
 
-// twoWays formats every exchange both ways, failing the test on the first
-// line that differs.
+// twoWays formats every exchange both ways, and both ways again from
+// batch summaries taken before its Produce records are dropped
+// (AppendScanned), failing the test on the first line that differs.
 type twoWays struct {
-	t               testing.TB
-	fast, reference *Lines
-	fastN, n        int // lines, lines written fast
-	a, b            []byte
+	t                   testing.TB
+	fast, reference     *Lines
+	scanned, scannedRef *Lines
+	fastN, n            int // lines, lines written fast
+	a, b, c, d          []byte
 }
 
 func newTwoWays(t testing.TB) *twoWays {
-	return &twoWays{t: t, fast: NewLines(nil), reference: NewLines(&Options{Reference: true})}
+	return &twoWays{t: t, fast: NewLines(nil), reference: NewLines(&Options{Reference: true}),
+		scanned: NewLines(nil), scannedRef: NewLines(&Options{Reference: true})}
+}
+
+// recordsGone calls f with the records of e's Produce request dropped, and
+// their batch summaries taken before (kwire read's handoff), then puts them
+// back.
+func recordsGone(e *decode.Exchange, f func(produce []decode.Batches)) {
+	r, ok := e.Req.(*kmsg.ProduceRequest)
+	if !ok {
+		f(nil)
+		return
+	}
+	pre := decode.ScanProduce(r, nil)
+	var kept [][]byte
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			p := &r.Topics[i].Partitions[j]
+			kept = append(kept, p.Records)
+			p.Records = nil
+		}
+	}
+	f(pre)
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			r.Topics[i].Partitions[j].Records, kept = kept[0], kept[1:]
+		}
+	}
 }
 
 func (w *twoWays) Exchange(e *decode.Exchange) {
 	w.t.Helper()
 	w.n++
-	if _, ok := appendExchange(nil, e, &decode.Topics{}, &exchangeCache{}); ok {
+	if _, ok := appendExchange(nil, e, &decode.Topics{}, &exchangeCache{}, nil); ok {
 		w.fastN++
 	}
 	w.a = w.fast.Append(w.a[:0], e)
 	w.b = w.reference.Append(w.b[:0], e)
 	if !bytes.Equal(w.a, w.b) {
 		w.t.Fatalf("exchange line %d differs:\n fast      %s reference %s", w.n, w.a, w.b)
+	}
+	recordsGone(e, func(produce []decode.Batches) {
+		w.c = w.scanned.AppendScanned(w.c[:0], e, produce)
+		w.d = w.scannedRef.AppendScanned(w.d[:0], e, produce)
+	})
+	if !bytes.Equal(w.a, w.c) || !bytes.Equal(w.a, w.d) {
+		w.t.Fatalf("exchange line %d differs with records scanned before:\n with records      %s fast, scanned   %s reference, scanned %s", w.n, w.a, w.c, w.d)
 	}
 }
 
@@ -130,8 +166,9 @@ func FuzzFastExchange(f *testing.F) {
 		}
 		w := newTwoWays(t)
 		named := namingExchange()
-		w.fast.Append(nil, named)
-		w.reference.Append(nil, named)
+		for _, l := range []*Lines{w.fast, w.reference, w.scanned, w.scannedRef} {
+			l.Append(nil, named)
+		}
 		w.Exchange(e)
 		if w.fastN == 0 {
 			t.Fatalf("key %d: not written the fast way", key)

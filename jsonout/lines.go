@@ -41,13 +41,28 @@ func NewLines(opts *Options) *Lines {
 // after an error: see Err). It learns
 // the topic names of Metadata responses, for the lines after it.
 func (l *Lines) Append(b []byte, e *decode.Exchange) []byte {
+	return l.append(b, e, nil)
+}
+
+// AppendScanned is Append for an exchange whose Produce request records
+// are gone (dropped once their batches were summarised, as a handoff to
+// another goroutine does): produce has the summaries of its partitions,
+// decode.ScanProduce of the request as it was.
+func (l *Lines) AppendScanned(b []byte, e *decode.Exchange, produce []decode.Batches) []byte {
+	return l.append(b, e, &scanned{pre: produce})
+}
+
+func (l *Lines) append(b []byte, e *decode.Exchange, pre *scanned) []byte {
 	l.names.Learn(e)
 	if !l.opts.Text && !l.opts.Reference {
-		if out, ok := appendExchange(b, e, &l.names, &l.fast); ok {
+		if out, ok := appendExchange(b, e, &l.names, &l.fast, pre); ok {
 			return append(out, '\n')
 		}
+		if pre != nil {
+			pre.n = 0 // appendExchange may have used some
+		}
 	}
-	line := l.line(e)
+	line := l.line(e, pre)
 	if l.opts.Text {
 		b = append(b, textExchange(&line)...)
 		return append(b, '\n')
@@ -67,7 +82,7 @@ func (l *Lines) Append(b []byte, e *decode.Exchange) []byte {
 func (l *Lines) Err() error { return l.err }
 
 // line is the exchange line of e, the reference form.
-func (l *Lines) line(e *decode.Exchange) exchangeLine {
+func (l *Lines) line(e *decode.Exchange, pre *scanned) exchangeLine {
 	code := decode.ErrorCode(e.Resp)
 	x := exchangeLine{
 		V: SchemaVersion, Type: "exchange", TS: Time(e.ReqTime), Conn: ConnOf(e.Conn),
@@ -84,7 +99,12 @@ func (l *Lines) line(e *decode.Exchange) exchangeLine {
 	if e.RespErr != nil {
 		x.RespErr = e.RespErr.Error()
 	}
-	x.Req, x.Resp = Summarize(e.Req, e.Resp, &l.names)
+	if e.Req != nil {
+		x.Req = summarizeRequest(e.Req, &l.names, pre)
+	}
+	if e.Resp != nil {
+		x.Resp = summarizeResponse(e.Resp, &l.names)
+	}
 	switch {
 	case len(e.RecordsNotCopied) == 0:
 	case e.Key == 0: // Produce: the request's records

@@ -23,7 +23,7 @@ func partitions(ps []int32) []Partition {
 	return out
 }
 
-func summarizeRequest(req kmsg.Request, names *decode.Topics) *Summary {
+func summarizeRequest(req kmsg.Request, names *decode.Topics, pre *scanned) *Summary {
 	s := &Summary{}
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
@@ -32,7 +32,7 @@ func summarizeRequest(req kmsg.Request, names *decode.Topics) *Summary {
 			st := topic(t.Topic, t.TopicID, names)
 			for _, p := range t.Partitions {
 				sp := Partition{Partition: p.Partition}
-				withBatches(&sp, p.Records)
+				withBatches(&sp, pre.next(p.Records))
 				st.Partitions = append(st.Partitions, sp)
 			}
 			s.Topics = append(s.Topics, st)

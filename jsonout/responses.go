@@ -28,7 +28,7 @@ func summarizeResponse(resp kmsg.Response, names *decode.Topics) *Summary {
 				if r.Version >= 5 {
 					sp.LogStart = i64(p.LogStartOffset)
 				}
-				withBatches(&sp, p.RecordBatches)
+				withBatches(&sp, decode.ScanBatches(p.RecordBatches))
 				st.Partitions = append(st.Partitions, sp)
 			}
 			s.Topics = append(s.Topics, st)

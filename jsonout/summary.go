@@ -100,9 +100,8 @@ func markNotCopied(s *Summary, ix []decode.PartitionIndex) {
 	}
 }
 
-// withBatches fills p from record batch headers.
-func withBatches(p *Partition, records []byte) {
-	b := decode.ScanBatches(records)
+// withBatches fills p from b, read from record batch headers.
+func withBatches(p *Partition, b decode.Batches) {
 	p.Batches, p.Records, p.Bytes, p.Partial = b.Batches, b.Records, b.Bytes, b.Partial
 	if b.Batches > 0 {
 		p.FirstOffset, p.NextOffset = i64(b.FirstOffset), i64(b.NextOffset)
@@ -125,11 +124,27 @@ func codecNames(mask uint8) string {
 	return s
 }
 
+// scanned gives the batch summary of each partition of a Produce request
+// in turn (decode.ScanProduce's order): from pre, taken earlier, or by
+// scanning the records when pre is nil.
+type scanned struct {
+	pre []decode.Batches
+	n   int
+}
+
+func (s *scanned) next(records []byte) decode.Batches {
+	if s == nil || s.n >= len(s.pre) {
+		return decode.ScanBatches(records)
+	}
+	s.n++
+	return s.pre[s.n-1]
+}
+
 // Summarize returns the summary of a request and of a response (either may
 // be nil). names resolves topic ids; it may be nil.
 func Summarize(req kmsg.Request, resp kmsg.Response, names *decode.Topics) (rq, rs *Summary) {
 	if req != nil {
-		rq = summarizeRequest(req, names)
+		rq = summarizeRequest(req, names, nil)
 	}
 	if resp != nil {
 		rs = summarizeResponse(resp, names)

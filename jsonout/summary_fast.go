@@ -28,10 +28,10 @@ func (o *object) key(b []byte, k string) []byte {
 }
 
 // appendRequest appends `,"req":{...}` for req (fastRequest), or nothing.
-func appendRequest(b []byte, req kmsg.Request, names *decode.Topics) []byte {
+func appendRequest(b []byte, req kmsg.Request, names *decode.Topics, pre *scanned) []byte {
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
-		return appendProduceRequest(b, r, names)
+		return appendProduceRequest(b, r, names, pre)
 	case *kmsg.FetchRequest:
 		return appendFetchRequest(b, r, names)
 	case *kmsg.ListOffsetsRequest:
@@ -46,7 +46,7 @@ func appendRequest(b []byte, req kmsg.Request, names *decode.Topics) []byte {
 	return b
 }
 
-func appendProduceRequest(b []byte, r *kmsg.ProduceRequest, names *decode.Topics) []byte {
+func appendProduceRequest(b []byte, r *kmsg.ProduceRequest, names *decode.Topics, pre *scanned) []byte {
 	b = append(b, `,"req":{"acks":`...)
 	b = strconv.AppendInt(b, int64(r.Acks), 10)
 	if len(r.Topics) > 0 {
@@ -61,7 +61,7 @@ func appendProduceRequest(b []byte, r *kmsg.ProduceRequest, names *decode.Topics
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
 				b = partHead(b, j, p.Partition)
-				b = appendBatches(b, p.Records)
+				b = appendBatches(b, pre.next(p.Records))
 				b = append(b, '}')
 			}
 			b = append(b, "]}"...)
@@ -233,7 +233,7 @@ func appendFetchResponse(b []byte, r *kmsg.FetchResponse, names *decode.Topics) 
 				b = append(b, `,"log_start_offset":`...)
 				b = strconv.AppendInt(b, p.LogStartOffset, 10)
 			}
-			b = appendBatches(b, p.RecordBatches)
+			b = appendBatches(b, decode.ScanBatches(p.RecordBatches))
 			b = append(b, '}')
 		}
 		b = append(b, "]}"...)
@@ -339,11 +339,10 @@ func errorCodeField(b []byte, code int16) []byte {
 	return strconv.AppendInt(b, int64(code), 10)
 }
 
-// appendBatches appends the fields withBatches fills from record batch
-// headers: batches, records, first_offset, next_offset, bytes,
-// partial_batch, compression (those that are not zero).
-func appendBatches(b []byte, records []byte) []byte {
-	s := decode.ScanBatches(records)
+// appendBatches appends the fields withBatches fills from s, read from
+// record batch headers: batches, records, first_offset, next_offset,
+// bytes, partial_batch, compression (those that are not zero).
+func appendBatches(b []byte, s decode.Batches) []byte {
 	if s.Batches != 0 {
 		b = append(b, `,"batches":`...)
 		b = strconv.AppendInt(b, int64(s.Batches), 10)

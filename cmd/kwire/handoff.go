@@ -29,14 +29,17 @@ import (
 // goroutine decodes them (decode.ResponseDecoder) just before next gets
 // them, so that the two goroutines share the work more evenly.
 //
-// kwire read's exchange lines need the exchange as the decoder gave it:
-// they are made on the decoder's goroutine, into the arena, and written
-// on the other just before the exchange is correlated (lines), so that
-// they come before the events the exchange gives, as without a handoff.
+// kwire read's exchange lines are made and written on this goroutine too,
+// just before the exchange is correlated (lines), so that they come before
+// the events the exchange gives, as without a handoff. Of what a line
+// shows, only a Produce request's record batches are not carried over
+// (Detach drops them): the decoder's goroutine summarises them
+// (decode.ScanProduce) while they are there.
 type handoff struct {
 	next       decode.Handler
-	format     func([]byte, *decode.Exchange) []byte // see lines
+	format     func([]byte, *decode.Exchange, []decode.Batches) []byte // see lines
 	write      func([]byte)
+	line       []byte // format's, on the run goroutine
 	recycle    func(kmsg.Request, kmsg.Response) // may be nil
 	rd         *decode.ResponseDecoder           // of the run goroutine
 	cur        *handoffBatch
@@ -69,7 +72,7 @@ type handoffBatch struct {
 
 type handoffItem struct {
 	ex      decode.Exchange
-	line    []byte // made by format, in the arena
+	produce []decode.Batches // with format: the Produce request's batches
 	an      decode.Anomaly
 	conn    capture.Conn
 	anomaly bool
@@ -102,33 +105,37 @@ func (h *handoff) run() {
 	for b := range h.full {
 		for i := range b.items {
 			it := &b.items[i]
-			switch {
-			case it.anomaly:
+			if it.anomaly {
 				h.next.Anomaly(&it.an)
-			case h.write != nil:
-				h.write(it.line)
-				h.next.Exchange(&it.ex)
-			case it.ex.RespBody != nil:
-				// A response the decoder left for this goroutine
-				// (decode.Options.DeferResponses).
+				continue
+			}
+			// A response the decoder left for this goroutine
+			// (decode.Options.DeferResponses).
+			deferred := it.ex.RespBody != nil
+			if deferred {
 				if an := h.rd.Decode(&it.ex); an != nil {
 					h.next.Anomaly(an)
 				}
-				h.next.Exchange(&it.ex)
+			}
+			if h.write != nil {
+				h.line = h.format(h.line[:0], &it.ex, it.produce)
+				h.write(h.line)
+			}
+			h.next.Exchange(&it.ex)
+			if deferred {
 				h.rd.Recycle(it.ex.Resp)
 				it.ex.Resp = nil
-			default:
-				h.next.Exchange(&it.ex)
 			}
 		}
 		h.free <- b
 	}
 }
 
-// lines makes each exchange's output line with format, on the decoder's
-// goroutine, and has write write it on the other, just before next gets
-// the exchange. Call it before the first exchange.
-func (h *handoff) lines(format func([]byte, *decode.Exchange) []byte, write func([]byte)) {
+// lines has each exchange's output line made with format and written with
+// write, on the run goroutine, just before next gets the exchange. format
+// gets the summaries of a Produce request's batches (its records are
+// dropped by then). Call it before the first exchange.
+func (h *handoff) lines(format func([]byte, *decode.Exchange, []decode.Batches) []byte, write func([]byte)) {
 	h.format, h.write = format, write
 }
 
@@ -141,7 +148,7 @@ func (h *handoff) take() *handoffBatch {
 		if !it.anomaly && h.recycle != nil {
 			h.recycle(it.ex.Req, it.ex.Resp)
 		}
-		*it = handoffItem{} // drop references to messages and processes
+		*it = handoffItem{produce: it.produce[:0]} // drop references to messages and processes
 	}
 	b.items, b.own = b.items[:0], 0
 	if cap(b.arena) > handoffKeep {
@@ -191,12 +198,11 @@ func (h *handoff) Exchange(e *decode.Exchange) {
 	if len(e.RecordsNotCopied) > 0 {
 		it.ex.RecordsNotCopied = slices.Clone(e.RecordsNotCopied)
 	}
+	if r, ok := e.Req.(*kmsg.ProduceRequest); ok && h.format != nil {
+		it.produce = decode.ScanProduce(r, it.produce) // before Detach drops the records
+	}
 	b := h.cur
 	n := len(b.arena)
-	if h.format != nil { // before Detach changes the messages
-		b.arena = h.format(b.arena, e)
-		it.line = b.arena[n:len(b.arena):len(b.arena)]
-	}
 	b.arena = correlate.Detach(&it.ex, b.arena)
 	size := len(b.arena) - n
 	switch body := e.RespBody; {

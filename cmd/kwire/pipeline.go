@@ -141,12 +141,13 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
 		p.dec.SetDeferResponses(true)
 	default:
-		// An exchange line needs the exchange as it is: it is made here,
-		// and written on the other core before the events that the
-		// exchange gives (as p.exchange would write it).
+		// The exchange lines are made and written on the other core too,
+		// before the events that the exchange gives (as p.exchange would
+		// write them).
 		p.lines = jsonout.NewLines(cf.outputOptions(p.text))
 		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
-		p.ho.lines(p.lines.Append, p.out.WriteLines)
+		p.ho.lines(p.lines.AppendScanned, p.out.WriteLines)
+		p.dec.SetDeferResponses(true)
 	}
 	if p.ho != nil {
 		p.ho.rd.ReferenceKmsg(ref.kmsg)
