@@ -39,7 +39,7 @@ type handoff struct {
 	next       decode.Handler
 	format     func([]byte, *decode.Exchange, []decode.Batches) []byte // see lines
 	write      func([]byte)
-	line       []byte // format's, on the run goroutine
+	line       []byte                            // format's, on the run goroutine
 	recycle    func(kmsg.Request, kmsg.Response) // may be nil
 	rd         *decode.ResponseDecoder           // of the run goroutine
 	cur        *handoffBatch
