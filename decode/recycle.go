@@ -38,30 +38,42 @@ func (d *Decoder) Recycle(req kmsg.Request, resp kmsg.Response) { d.spares.recyc
 func (s *spares) recycle(req kmsg.Request, resp kmsg.Response) {
 	switch m := req.(type) {
 	case *kmsg.ProduceRequest:
-		s.produceReq = keepSpare(s.produceReq, m, &m.Topics, func(t *kmsg.ProduceRequestTopic, budget *int) {
-			*t = kmsg.ProduceRequestTopic{Partitions: keepParts(t.Partitions, budget)}
+		s.produceReq = keepSpare(s.produceReq, m, &m.Topics, func(t *kmsg.ProduceRequestTopic, budget int) int {
+			ps, budget := keepParts(t.Partitions, budget)
+			*t = kmsg.ProduceRequestTopic{Partitions: ps}
+			return budget
 		})
 	case *kmsg.FetchRequest:
-		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics, func(t *kmsg.FetchRequestTopic, budget *int) {
-			*t = kmsg.FetchRequestTopic{Partitions: keepParts(t.Partitions, budget)}
+		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics, func(t *kmsg.FetchRequestTopic, budget int) int {
+			ps, budget := keepParts(t.Partitions, budget)
+			*t = kmsg.FetchRequestTopic{Partitions: ps}
+			return budget
 		})
 	case *kmsg.OffsetCommitRequest:
-		s.commitReq = keepSpare(s.commitReq, m, &m.Topics, func(t *kmsg.OffsetCommitRequestTopic, budget *int) {
-			*t = kmsg.OffsetCommitRequestTopic{Partitions: keepParts(t.Partitions, budget)}
+		s.commitReq = keepSpare(s.commitReq, m, &m.Topics, func(t *kmsg.OffsetCommitRequestTopic, budget int) int {
+			ps, budget := keepParts(t.Partitions, budget)
+			*t = kmsg.OffsetCommitRequestTopic{Partitions: ps}
+			return budget
 		})
 	}
 	switch m := resp.(type) {
 	case *kmsg.ProduceResponse:
-		s.produceResp = keepSpare(s.produceResp, m, &m.Topics, func(t *kmsg.ProduceResponseTopic, budget *int) {
-			*t = kmsg.ProduceResponseTopic{Partitions: keepParts(t.Partitions, budget)}
+		s.produceResp = keepSpare(s.produceResp, m, &m.Topics, func(t *kmsg.ProduceResponseTopic, budget int) int {
+			ps, budget := keepParts(t.Partitions, budget)
+			*t = kmsg.ProduceResponseTopic{Partitions: ps}
+			return budget
 		})
 	case *kmsg.FetchResponse:
-		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics, func(t *kmsg.FetchResponseTopic, budget *int) {
-			*t = kmsg.FetchResponseTopic{Partitions: keepParts(t.Partitions, budget)}
+		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics, func(t *kmsg.FetchResponseTopic, budget int) int {
+			ps, budget := keepParts(t.Partitions, budget)
+			*t = kmsg.FetchResponseTopic{Partitions: ps}
+			return budget
 		})
 	case *kmsg.OffsetCommitResponse:
-		s.commitResp = keepSpare(s.commitResp, m, &m.Topics, func(t *kmsg.OffsetCommitResponseTopic, budget *int) {
-			*t = kmsg.OffsetCommitResponseTopic{Partitions: keepParts(t.Partitions, budget)}
+		s.commitResp = keepSpare(s.commitResp, m, &m.Topics, func(t *kmsg.OffsetCommitResponseTopic, budget int) int {
+			ps, budget := keepParts(t.Partitions, budget)
+			*t = kmsg.OffsetCommitResponseTopic{Partitions: ps}
+			return budget
 		})
 	}
 }
@@ -71,7 +83,7 @@ func (s *spares) recycle(req kmsg.Request, resp kmsg.Response) {
 // version, so a field of a newer version would otherwise survive. keep
 // zeroes each topic, all but the capacity of its partitions slice while
 // the message's budget of sparePartitions lasts (keepParts).
-func keepSpare[M, T any](list []*M, m *M, topics *[]T, keep func(*T, *int)) []*M {
+func keepSpare[M, T any](list []*M, m *M, topics *[]T, keep func(*T, int) int) []*M {
 	if len(list) >= spareMessages {
 		return list
 	}
@@ -82,7 +94,7 @@ func keepSpare[M, T any](list []*M, m *M, topics *[]T, keep func(*T, *int)) []*M
 		budget := sparePartitions
 		all := t[:cap(t)]
 		for i := range all {
-			keep(&all[i], &budget) // and drop what the old topics point to
+			budget = keep(&all[i], budget) // and drop what the old topics point to
 		}
 		t = t[:0]
 	}
@@ -95,13 +107,12 @@ func keepSpare[M, T any](list []*M, m *M, topics *[]T, keep func(*T, *int)) []*M
 // keepParts empties a topic's partitions for reuse, taking their capacity
 // from budget, or drops them when the budget does not have it: the spares
 // of many-partition messages would otherwise hold a lot of memory.
-func keepParts[P any](ps []P, budget *int) []P {
-	if cap(ps) > *budget {
-		return nil
+func keepParts[P any](ps []P, budget int) ([]P, int) {
+	if cap(ps) > budget {
+		return nil, budget
 	}
-	*budget -= cap(ps)
 	clear(ps[:cap(ps)])
-	return ps[:0]
+	return ps[:0], budget - cap(ps)
 }
 
 // takeSpare pops a spare message from list, reset to its defaults.
