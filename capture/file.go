@@ -17,8 +17,11 @@ import (
 )
 
 // readBufferSize is the read-ahead per file: large reads keep the cost of
-// system calls far below the cost of the bytes.
-const readBufferSize = 1 << 20
+// system calls far below the cost of the bytes. 1 MiB reads made a 100 MB
+// analysis 10-15% slower than 256 KiB (less of it ran in parallel: 1.31
+// CPUs used against 1.53), and a 1 GB one no faster. Packets larger than
+// the buffer go to pcapgo, and the resync does not check them.
+const readBufferSize = 256 << 10
 
 // ctxCheckEvery is how many packets pass between checks of Run's context.
 const ctxCheckEvery = 4096
