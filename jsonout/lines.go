@@ -8,11 +8,11 @@ import (
 )
 
 // Lines formats exchange lines, apart from writing them: kwire read builds
-// them on the decoding goroutine and writes them, with the events, on
-// another (cmd/kwire's handoff). A Writer holds one for its Exchange.
+// them, from exchanges handed over by the decoding goroutine, on the one
+// that correlates and writes (cmd/kwire's handoff). A Writer holds one for
+// its Exchange.
 //
-// Lines is not safe for concurrent use; a Lines and the Writer that
-// writes what it makes may be used from two goroutines.
+// Lines is not safe for concurrent use.
 type Lines struct {
 	opts  Options
 	names decode.Topics

@@ -37,8 +37,8 @@ type pipeline struct {
 	tls *capture.TLSDecrypter
 	// ho, when set, runs correlate and output on a goroutine of their own.
 	ho *handoff
-	// lines, when set, formats exchange lines on the decoder's goroutine,
-	// for ho to write (kwire read).
+	// lines, when set, formats exchange lines on ho's goroutine, for it to
+	// write (kwire read).
 	lines *jsonout.Lines
 	// deferredErrors are the decode errors of responses ho decoded.
 	deferredErrors int64
