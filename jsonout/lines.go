@@ -57,10 +57,7 @@ func (l *Lines) append(b []byte, e *decode.Exchange, pre *scanned) []byte {
 	if !l.opts.Text && !l.opts.Reference {
 		if out, ok := appendExchange(b, e, &l.names, &l.fast, pre); ok {
 			return append(out, '\n')
-		}
-		if pre != nil {
-			pre.n = 0 // appendExchange may have used some
-		}
+		} // else it has not used pre
 	}
 	line := l.line(e, pre)
 	if l.opts.Text {
