@@ -120,6 +120,9 @@ func (h *handoff) run() {
 			if h.write != nil {
 				h.line = h.format(h.line[:0], &it.ex, it.produce)
 				h.write(h.line)
+				if cap(h.line) > handoffKeep {
+					h.line = nil // one huge line (a Metadata of many topics) is not kept
+				}
 			}
 			h.next.Exchange(&it.ex)
 			if deferred {
