@@ -38,52 +38,40 @@ func (d *Decoder) Recycle(req kmsg.Request, resp kmsg.Response) { d.spares.recyc
 func (s *spares) recycle(req kmsg.Request, resp kmsg.Response) {
 	switch m := req.(type) {
 	case *kmsg.ProduceRequest:
-		s.produceReq = keepSpare(s.produceReq, m, &m.Topics, func(t *kmsg.ProduceRequestTopic, budget int) int {
-			ps, budget := keepParts(t.Partitions, budget)
-			*t = kmsg.ProduceRequestTopic{Partitions: ps}
-			return budget
+		s.produceReq = keepSpare(s.produceReq, m, &m.Topics, func(t *kmsg.ProduceRequestTopic) *[]kmsg.ProduceRequestTopicPartition {
+			return &t.Partitions
 		})
 	case *kmsg.FetchRequest:
-		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics, func(t *kmsg.FetchRequestTopic, budget int) int {
-			ps, budget := keepParts(t.Partitions, budget)
-			*t = kmsg.FetchRequestTopic{Partitions: ps}
-			return budget
+		s.fetchReq = keepSpare(s.fetchReq, m, &m.Topics, func(t *kmsg.FetchRequestTopic) *[]kmsg.FetchRequestTopicPartition {
+			return &t.Partitions
 		})
 	case *kmsg.OffsetCommitRequest:
-		s.commitReq = keepSpare(s.commitReq, m, &m.Topics, func(t *kmsg.OffsetCommitRequestTopic, budget int) int {
-			ps, budget := keepParts(t.Partitions, budget)
-			*t = kmsg.OffsetCommitRequestTopic{Partitions: ps}
-			return budget
+		s.commitReq = keepSpare(s.commitReq, m, &m.Topics, func(t *kmsg.OffsetCommitRequestTopic) *[]kmsg.OffsetCommitRequestTopicPartition {
+			return &t.Partitions
 		})
 	}
 	switch m := resp.(type) {
 	case *kmsg.ProduceResponse:
-		s.produceResp = keepSpare(s.produceResp, m, &m.Topics, func(t *kmsg.ProduceResponseTopic, budget int) int {
-			ps, budget := keepParts(t.Partitions, budget)
-			*t = kmsg.ProduceResponseTopic{Partitions: ps}
-			return budget
+		s.produceResp = keepSpare(s.produceResp, m, &m.Topics, func(t *kmsg.ProduceResponseTopic) *[]kmsg.ProduceResponseTopicPartition {
+			return &t.Partitions
 		})
 	case *kmsg.FetchResponse:
-		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics, func(t *kmsg.FetchResponseTopic, budget int) int {
-			ps, budget := keepParts(t.Partitions, budget)
-			*t = kmsg.FetchResponseTopic{Partitions: ps}
-			return budget
+		s.fetchResp = keepSpare(s.fetchResp, m, &m.Topics, func(t *kmsg.FetchResponseTopic) *[]kmsg.FetchResponseTopicPartition {
+			return &t.Partitions
 		})
 	case *kmsg.OffsetCommitResponse:
-		s.commitResp = keepSpare(s.commitResp, m, &m.Topics, func(t *kmsg.OffsetCommitResponseTopic, budget int) int {
-			ps, budget := keepParts(t.Partitions, budget)
-			*t = kmsg.OffsetCommitResponseTopic{Partitions: ps}
-			return budget
+		s.commitResp = keepSpare(s.commitResp, m, &m.Topics, func(t *kmsg.OffsetCommitResponseTopic) *[]kmsg.OffsetCommitResponseTopicPartition {
+			return &t.Partitions
 		})
 	}
 }
 
 // keepSpare zeroes *m, all but the capacity of its topics slice, and adds
 // it to list. Zeroing matters: kmsg reads only the fields of the message's
-// version, so a field of a newer version would otherwise survive. keep
-// zeroes each topic, all but the capacity of its partitions slice while
-// the message's budget of sparePartitions lasts (keepParts).
-func keepSpare[M, T any](list []*M, m *M, topics *[]T, keep func(*T, int) int) []*M {
+// version, so a field of a newer version would otherwise survive. Each
+// topic is zeroed too, all but the capacity of its partitions slice
+// (parts) while the message's budget of sparePartitions lasts (keepParts).
+func keepSpare[M, T, P any](list []*M, m *M, topics *[]T, parts func(*T) *[]P) []*M {
 	if len(list) >= spareMessages {
 		return list
 	}
@@ -94,7 +82,11 @@ func keepSpare[M, T any](list []*M, m *M, topics *[]T, keep func(*T, int) int) [
 		budget := sparePartitions
 		all := t[:cap(t)]
 		for i := range all {
-			budget = keep(&all[i], budget) // and drop what the old topics point to
+			var ps []P
+			ps, budget = keepParts(*parts(&all[i]), budget)
+			var zero T
+			all[i] = zero // and drop what the old topic points to
+			*parts(&all[i]) = ps
 		}
 		t = t[:0]
 	}
