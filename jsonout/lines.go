@@ -96,12 +96,7 @@ func (l *Lines) line(e *decode.Exchange, pre *scanned) exchangeLine {
 	if e.RespErr != nil {
 		x.RespErr = e.RespErr.Error()
 	}
-	if e.Req != nil {
-		x.Req = summarizeRequest(e.Req, &l.names, pre)
-	}
-	if e.Resp != nil {
-		x.Resp = summarizeResponse(e.Resp, &l.names)
-	}
+	x.Req, x.Resp = summarize(e.Req, e.Resp, &l.names, pre)
 	switch {
 	case len(e.RecordsNotCopied) == 0:
 	case e.Key == 0: // Produce: the request's records

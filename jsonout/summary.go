@@ -143,8 +143,14 @@ func (s *scanned) next(records []byte) decode.Batches {
 // Summarize returns the summary of a request and of a response (either may
 // be nil). names resolves topic ids; it may be nil.
 func Summarize(req kmsg.Request, resp kmsg.Response, names *decode.Topics) (rq, rs *Summary) {
+	return summarize(req, resp, names, nil)
+}
+
+// summarize is Summarize with a Produce request's batch summaries from
+// pre when it has them (Lines.AppendScanned).
+func summarize(req kmsg.Request, resp kmsg.Response, names *decode.Topics, pre *scanned) (rq, rs *Summary) {
 	if req != nil {
-		rq = summarizeRequest(req, names, nil)
+		rq = summarizeRequest(req, names, pre)
 	}
 	if resp != nil {
 		rs = summarizeResponse(resp, names)
