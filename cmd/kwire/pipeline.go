@@ -133,24 +133,17 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 	clock := &lastTime{next: entry}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	switch {
-	case p.tap != nil || p.agent != nil:
-	case !p.exchanges:
-		// Only the correlator reads the exchanges: it can run on the
-		// other core.
+	if p.tap == nil && p.agent == nil {
+		// Correlating and writing run on the other core (handoff), and
+		// so do kwire read's exchange lines, made and written before the
+		// events that the exchange gives (as p.exchange would write them).
 		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
-		p.dec.SetDeferResponses(true)
-	default:
-		// The exchange lines are made and written on the other core too,
-		// before the events that the exchange gives (as p.exchange would
-		// write them).
-		p.lines = jsonout.NewLines(cf.outputOptions(p.text))
-		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
-		p.ho.lines(p.lines.AppendScanned, p.out.WriteLines)
-		p.dec.SetDeferResponses(true)
-	}
-	if p.ho != nil {
 		p.ho.rd.ReferenceKmsg(ref.kmsg)
+		p.dec.SetDeferResponses(true)
+		if p.exchanges {
+			p.lines = jsonout.NewLines(cf.outputOptions(p.text))
+			p.ho.lines(p.lines.AppendScanned, p.out.WriteLines)
+		}
 	}
 	runErr := src.Run(ctx, clock)
 	if p.ho != nil {
