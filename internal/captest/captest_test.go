@@ -2,9 +2,6 @@ package captest
 
 import (
 	"bytes"
-	"encoding/binary"
-	"errors"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,36 +33,15 @@ type packet struct {
 // readAll reads every record of a pcap or pcapng capture.
 func readAll(t *testing.T, b []byte) []packet {
 	t.Helper()
-	var read func() ([]byte, gopacket.CaptureInfo, error)
-	var link func(ci gopacket.CaptureInfo) layers.LinkType
-	if binary.LittleEndian.Uint32(b) == magicPcapNG {
-		r, err := pcapgo.NewNgReader(bytes.NewReader(b), pcapgo.NgReaderOptions{WantMixedLinkType: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		read = r.ReadPacketData
-		link = func(ci gopacket.CaptureInfo) layers.LinkType { return ci.AncillaryData[0].(layers.LinkType) }
-	} else {
-		r, err := pcapgo.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		read = r.ReadPacketData
-		link = func(gopacket.CaptureInfo) layers.LinkType { return r.LinkType() }
+	f, err := readCapture(b, "test")
+	if err != nil {
+		t.Fatal(err)
 	}
-	var out []packet
-	for {
-		data, ci, err := read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("record %d: %v", len(out)+1, err)
-		}
-		lt := link(ci)
-		ci.AncillaryData = nil
-		out = append(out, packet{ci, lt, data})
+	out := make([]packet, len(f.recs))
+	for i, r := range f.recs {
+		out[i] = packet{r.ci, r.link, r.data}
 	}
+	return out
 }
 
 // toPcap converts a pcapng capture of one link type to classic pcap.

@@ -5,8 +5,11 @@
 // It takes a whole capture file as bytes and gives back a new one: DropData
 // leaves out TCP data segments, as a lossy capture point would; FlipBytes
 // flips bytes anywhere past the file header, as a damaged transfer would.
-// Both are deterministic for a given seed, so a failing case can be
-// replayed. ToPcap converts a pcapng capture to pcap, and SpareFraming
+// Reorder moves TCP segments within their direction, as a loaded host or
+// a multi-queue NIC delivers them (FIN or RST before the last data, the
+// handshake's ACK after the first data, neighbouring data segments
+// swapped), keeping every packet and the timestamps' sequence. All three
+// are deterministic for a given seed, so a failing case can be replayed. ToPcap converts a pcapng capture to pcap, and SpareFraming
 // undoes the damage outside packet data: what a perfect resynchronisation
 // would leave, the baseline to compare a reader of damaged files with.
 // The package is for tests only: it reads whole files into memory.

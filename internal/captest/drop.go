@@ -1,20 +1,12 @@
 package captest
 
 import (
-	"bytes"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 )
-
-// magicPcapNG is the pcapng Section Header Block type, read little-endian.
-const magicPcapNG = 0x0a0d0d0a
 
 // Dropped is what Drop did.
 type Dropped struct {
@@ -46,109 +38,26 @@ func DropData(src []byte, frac float64, seed uint64) ([]byte, error) {
 // interfaces (of the first section: later sections' interfaces are taken
 // to be the same).
 func Drop(src []byte, frac float64, seed uint64) (*Dropped, error) {
-	if len(src) < 4 {
-		return nil, errors.New("drop: input too short to be a capture")
+	f, err := readCapture(src, "drop")
+	if err != nil {
+		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	keep := func(d *Dropped, lt layers.LinkType, data []byte) bool {
-		d.Packets++
-		if !hasTCPPayload(lt, data) {
-			return true
+	d := &Dropped{Packets: len(f.recs)}
+	var kept []record
+	for _, r := range f.recs {
+		if hasTCPPayload(r.link, r.data) {
+			d.Candidates++
+			if rng.Float64() < frac {
+				d.Dropped++
+				continue
+			}
 		}
-		d.Candidates++
-		if rng.Float64() < frac {
-			d.Dropped++
-			return false
-		}
-		return true
+		kept = append(kept, r)
 	}
-	if binary.LittleEndian.Uint32(src) == magicPcapNG {
-		return dropNg(src, keep)
-	}
-	return dropPcap(src, keep)
-}
-
-type keepFunc func(d *Dropped, lt layers.LinkType, data []byte) bool
-
-func dropPcap(src []byte, keep keepFunc) (*Dropped, error) {
-	r, err := pcapgo.NewReader(bytes.NewReader(src))
-	if err != nil {
+	if d.Data, err = f.write(kept, src); err != nil {
 		return nil, fmt.Errorf("drop: %w", err)
 	}
-	var out bytes.Buffer
-	w := pcapgo.NewWriter(&out)
-	if r.Resolution() == gopacket.TimestampResolutionNanosecond {
-		w = pcapgo.NewWriterNanos(&out)
-	}
-	if err := w.WriteFileHeader(r.Snaplen(), r.LinkType()); err != nil {
-		return nil, err
-	}
-	d := &Dropped{}
-	for {
-		data, ci, err := r.ReadPacketData()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("drop: record %d: %w", d.Packets+1, err)
-		}
-		if keep(d, r.LinkType(), data) {
-			if err := w.WritePacket(ci, data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	d.Data = out.Bytes()
-	return d, nil
-}
-
-func dropNg(src []byte, keep keepFunc) (*Dropped, error) {
-	r, err := pcapgo.NewNgReader(bytes.NewReader(src), pcapgo.NgReaderOptions{WantMixedLinkType: true})
-	if err != nil {
-		return nil, fmt.Errorf("drop: %w", err)
-	}
-	var out bytes.Buffer
-	var w *pcapgo.NgWriter
-	written := 0 // interfaces of r already added to w
-	d := &Dropped{}
-	for {
-		data, ci, err := r.ReadPacketData()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("drop: record %d: %w", d.Packets+1, err)
-		}
-		// The writer starts at the first packet: only then are the
-		// interfaces before it known (WantMixedLinkType reads them lazily).
-		for ; written < r.NInterfaces(); written++ {
-			intf, _ := r.Interface(written)
-			if w == nil {
-				opts := pcapgo.DefaultNgWriterOptions
-				opts.SectionInfo = r.SectionInfo()
-				if w, err = pcapgo.NewNgWriterInterface(&out, intf, opts); err != nil {
-					return nil, fmt.Errorf("drop: %w", err)
-				}
-			} else if _, err := w.AddInterface(intf); err != nil {
-				return nil, fmt.Errorf("drop: %w", err)
-			}
-		}
-		lt, _ := ci.AncillaryData[0].(layers.LinkType)
-		if keep(d, lt, data) {
-			ci.AncillaryData = nil
-			if err := w.WritePacket(ci, data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if w == nil { // no packets: nothing to drop
-		d.Data = bytes.Clone(src)
-		return d, nil
-	}
-	if err := w.Flush(); err != nil {
-		return nil, err
-	}
-	d.Data = out.Bytes()
 	return d, nil
 }
 
