@@ -146,8 +146,12 @@ type halfState struct {
 	// ahead are the segments that came before the bytes preceding them
 	// (a lost or reordered segment), sorted by seq, with their capture
 	// times: when reassembly delivers them later, at once, each keeps its
-	// own time rather than that of the latest packet.
+	// own time rather than that of the latest packet, unless bytes before
+	// it came later still (see emitData).
 	ahead []segTime
+	// dataT is the time of the latest Data emitted: a direction's chunk
+	// times never go back.
+	dataT time.Time
 }
 
 // segTime is a segment buffered ahead of pos and its capture time.
@@ -420,7 +424,11 @@ func (s *stream) data(hi int, b []byte) {
 
 // emitData emits b, the bytes at pos, as Data: bytes that were buffered
 // ahead (noteAhead) with their own segments' capture times, the others
-// with the latest packet's.
+// with the latest packet's. A byte is readable only when every byte
+// before it has come, so no chunk is dated before the one it follows: a
+// segment that arrived ahead of the one it follows (swapped on the way,
+// or held behind a retransmission) takes the later time, the moment the
+// receiver could read it. After a gap, held bytes keep their own times.
 func (s *stream) emitData(hi int, b []byte) {
 	h := &s.half[hi]
 	pos := h.pos
@@ -436,6 +444,8 @@ func (s *stream) emitData(hi int, b []byte) {
 		} else {
 			k, t = min(pos.Difference(x.seq.Add(x.n)), k), x.t
 		}
+		t = later(h.dataT, t)
+		h.dataT = t
 		s.emitAt(hi, Data, b[:k], t)
 		pos, b = pos.Add(k), b[k:]
 	}
@@ -443,8 +453,16 @@ func (s *stream) emitData(hi int, b []byte) {
 		h.ahead = nil
 	}
 	if len(b) > 0 {
-		s.emitAt(hi, Data, b, s.last)
+		h.dataT = later(h.dataT, s.last)
+		s.emitAt(hi, Data, b, h.dataT)
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // gap reports n missing bytes at pos.

@@ -55,7 +55,7 @@ func TestChunkTimesHeld(t *testing.T) {
 		"1s c1 to_server data aaa",
 		"4s c1 to_server gap 3",
 		"3s c1 to_server data ccc",
-		"2s c1 to_server data ddd",
+		"3s c1 to_server data ddd", // came at 2s, readable after ccc
 		"4s c1 to_server data eee",
 		"12s c1 to_client data resp",
 		"12s c1 to_server close eof",
