@@ -107,6 +107,21 @@ func (g *groupState) cur() *genState {
 	return g.gens[len(g.gens)-1]
 }
 
+// memberGenAt returns the generation member was in at t: the newest
+// generation with it among its members first seen by then. An exchange
+// is judged when its response comes, and a long-polling Fetch answers
+// after the next generation may have formed; its evidence belongs to
+// the generation of its request. -1 when none is remembered.
+func (g *groupState) memberGenAt(member string, t time.Time) int32 {
+	for i := len(g.gens) - 1; i >= 0; i-- {
+		gen := g.gens[i]
+		if _, in := gen.members[member]; in && !gen.firstSeen.After(t) {
+			return gen.id
+		}
+	}
+	return -1
+}
+
 // gen returns generation id, or nil.
 func (g *groupState) gen(id int32) *genState {
 	i := sort.Search(len(g.gens), func(i int) bool { return g.gens[i].id >= id })

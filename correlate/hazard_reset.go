@@ -185,7 +185,9 @@ func (c *Correlator) resetResumed(g *groupState, p tp, k clientKey, member strin
 	}
 	ev2 := partHazardEvent(HazardOffsetReset, SeverityInfo, g.name, p, ev.TS)
 	ev2.MemberID, ev2.ClientID, ev2.ClientHost = member, k.clientID, k.host
-	if m := g.members[member]; m != nil && m.generation >= 0 {
+	if gen := g.memberGenAt(member, ev.TS); gen >= 0 {
+		ev2.Generation = i32p(gen)
+	} else if m := g.members[member]; m != nil && m.generation >= 0 {
 		ev2.Generation = i32p(m.generation)
 	}
 	ev2.ToOffset, ev2.Reset = i64(off), "latest"
