@@ -323,6 +323,18 @@ type HazardOptions struct {
 	// same member's (or client's) accepted commit before it is reported
 	// (default 30s).
 	RejectedGrace time.Duration
+	// OrderTolerance is how far apart in capture time two exchanges of
+	// different connections may be and still be taken in either order
+	// (default 10ms). A client's requests to two brokers are ordered by
+	// cause (the Fetch response that delivered records comes before the
+	// commit of them), but the capture's times are not: segments held
+	// back on a loaded host or a multi-queue NIC, or per-broker captures
+	// whose clocks differ, put them a few milliseconds either way. Within
+	// it, a commit slightly before the Fetch that delivered its records
+	// counts as after it (commit_beyond_fetch, commit_on_receive), and a
+	// Fetch slightly before the ListOffsets it follows resumes the reset
+	// (offset_reset).
+	OrderTolerance time.Duration
 	// FetchGrace is how long after a member lost a partition (or left)
 	// its fetches of it are still in flight (default 2s).
 	FetchGrace time.Duration
@@ -368,6 +380,7 @@ func (o HazardOptions) withDefaults() HazardOptions {
 	setDefault(&o.ChurnWindow, 60*time.Second)
 	setDefault(&o.ChurnClientIDs, 20)
 	setDefault(&o.RejectedGrace, 30*time.Second)
+	setDefault(&o.OrderTolerance, 10*time.Millisecond)
 	setDefault(&o.FetchGrace, 2*time.Second)
 	setDefault(&o.ResetWindow, 60*time.Second)
 	setDefault(&o.LSOStuck, 10*time.Second)
@@ -400,7 +413,10 @@ type hazardState struct {
 	groups  map[string]*groupHazard             // group
 	hosts   map[string]*hostHazard              // client host
 	beyond  []beyondRef                         // commits above what was delivered, waiting
-	pending []*HazardEvent                      // absence-based hazards held for loss (releasePending)
+	// recvPend are commits waiting on the Fetch of their records
+	// (judgeReceive).
+	recvPend []pendingRecv
+	pending  []*HazardEvent // absence-based hazards held for loss (releasePending)
 }
 
 // episode is one hazard's episode: while open, further occurrences are
@@ -593,6 +609,7 @@ func (c *Correlator) hazardExchange(e *decode.Exchange) {
 			c.heartbeatHazards(e, req)
 		}
 	}
+	c.settleRecv(false)
 	if c.now.Sub(c.hz().lastTick) >= sweepEvery {
 		c.hz().lastTick = c.now
 		c.hazardTick(false)
@@ -603,6 +620,7 @@ func (c *Correlator) hazardExchange(e *decode.Exchange) {
 // retried, commits above what was delivered); at the end of the input,
 // everything still waiting.
 func (c *Correlator) hazardTick(final bool) {
+	c.settleRecv(final)
 	c.settleBeyond(final)
 	c.txnTick()
 	c.shareTick(final)

@@ -106,7 +106,7 @@ func (c *Correlator) commitHazards(e *decode.Exchange, req *kmsg.OffsetCommitReq
 		}
 	}
 	if accepted && req.MemberID != "" && cm.gen >= 0 {
-		c.onReceive(g, cm, &recv)
+		c.judgeReceive(g, cm, recv)
 		c.liveRequest(g, req.MemberID, cm.at, cm.at, cm.ev, false) // a commit keeps a classic session alive
 	}
 }
@@ -138,7 +138,7 @@ func (c *Correlator) acceptedCommit(g *groupState, p tp, ph *partHazard, cm *com
 		if mp := c.memberPartOf(g.name, cm.member, p); mp != nil {
 			c.checkBeyondFetch(g, p, mp, cm, off, prev)
 			c.checkGap(g, p, mp, cm, off, prev)
-			c.noteReceive(mp, p, cm, off, prev, recv)
+			recv.parts = append(recv.parts, recvPart{p, off, prev})
 			mp.lastCommit, mp.haveLast = off, true
 		}
 	}

@@ -42,7 +42,7 @@ type beyondRef struct {
 // fetchedBefore settles mp's pending commit with a Fetch requested at
 // asked that delivered up to next.
 func (c *Correlator) fetchedBefore(mp *memberPart, asked time.Time, next int64) {
-	if pb := mp.pend; pb != nil && !asked.After(pb.at) {
+	if pb := mp.pend; pb != nil && !asked.After(pb.at.Add(c.opts.Hazards.OrderTolerance)) {
 		pb.seen = max(pb.seen, next)
 		if pb.seen >= pb.offset {
 			mp.pend = nil
@@ -108,6 +108,7 @@ func (c *Correlator) reportBeyond(group string, p tp, mp *memberPart) {
 // recvNote sums up, over the partitions of one OffsetCommit, how fresh the
 // records it commits are.
 type recvNote struct {
+	parts      []recvPart    // its accepted partitions of the member's, to judge
 	progress   bool          // some partition's committed offset moved forward
 	slow       bool          // some partition's last record was delivered more than OnReceiveWindow before
 	lead       time.Duration // the largest delivery-to-commit time
@@ -116,6 +117,93 @@ type recvNote struct {
 	off        int64
 	fetch      Evidence
 	hasFetch   bool
+}
+
+// recvPart is one accepted partition commit of a member: offset off,
+// replacing prev.
+type recvPart struct {
+	p    tp
+	off  int64
+	prev commitMark
+}
+
+// pendingRecv is a commit whose records were not delivered yet when it was
+// taken in: the Fetch that delivered them may come a moment later from
+// another connection (OrderTolerance).
+type pendingRecv struct {
+	group string
+	cm    committer
+	r     recvNote
+}
+
+// maxPendingRecv bounds the commits waiting on their Fetch.
+const maxPendingRecv = 4096
+
+// judgeReceive judges a member's commit for commit_on_receive, now or,
+// when a partition's committed records were not delivered yet, once they
+// are or OrderTolerance has passed. A member's commits are judged in
+// order: one waits while an earlier one does.
+func (c *Correlator) judgeReceive(g *groupState, cm *committer, r recvNote) {
+	h := c.hz()
+	if !c.recvWaits(g.name, cm.member, r) && !slices.ContainsFunc(h.recvPend, func(x pendingRecv) bool {
+		return x.group == g.name && x.cm.member == cm.member
+	}) {
+		c.noteReceives(g, cm, &r)
+		return
+	}
+	h.recvPend = append(h.recvPend, pendingRecv{g.name, *cm, r})
+	if len(h.recvPend) > maxPendingRecv {
+		c.settleRecv(true)
+	}
+}
+
+// recvWaits reports whether a partition r commits has records above what
+// was delivered to the member.
+func (c *Correlator) recvWaits(group, member string, r recvNote) bool {
+	for _, x := range r.parts {
+		if mp := c.memberPartOf(group, member, x.p); mp != nil && mp.delivered < x.off && mp.spanOf(x.off-1) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// settleRecv judges the waiting commits whose records came or whose
+// OrderTolerance passed (all of them when final), each member's in order.
+func (c *Correlator) settleRecv(final bool) {
+	h := c.hz()
+	if len(h.recvPend) == 0 {
+		return
+	}
+	tol := c.opts.Hazards.OrderTolerance
+	var blocked map[[2]string]bool
+	keep := h.recvPend[:0]
+	for _, x := range h.recvPend {
+		k := [2]string{x.group, x.cm.member}
+		if blocked[k] || !(final || c.now.Sub(x.cm.at) > tol || !c.recvWaits(x.group, x.cm.member, x.r)) {
+			if blocked == nil {
+				blocked = map[[2]string]bool{}
+			}
+			blocked[k] = true
+			keep = append(keep, x)
+			continue
+		}
+		if g := c.groups[x.group]; g != nil {
+			c.noteReceives(g, &x.cm, &x.r)
+		}
+	}
+	clear(h.recvPend[len(keep):])
+	h.recvPend = keep
+}
+
+// noteReceives adds r's partitions up and judges the commit.
+func (c *Correlator) noteReceives(g *groupState, cm *committer, r *recvNote) {
+	for _, x := range r.parts {
+		if mp := c.memberPartOf(g.name, cm.member, x.p); mp != nil {
+			c.noteReceive(mp, x.p, cm, x.off, x.prev, r)
+		}
+	}
+	c.onReceive(g, cm, r)
 }
 
 // noteReceive adds one accepted partition commit of a member to r.
@@ -130,9 +218,10 @@ func (c *Correlator) noteReceive(mp *memberPart, p tp, cm *committer, off int64,
 		return
 	}
 	lead := cm.at.Sub(s.at)
-	if lead < 0 || lead > c.opts.Hazards.OnReceiveWindow {
+	if lead < -c.opts.Hazards.OrderTolerance || lead > c.opts.Hazards.OnReceiveWindow {
 		r.slow = true
 	}
+	lead = max(lead, 0) // within OrderTolerance: the commit came after
 	if !r.progress || lead > r.lead {
 		r.p, r.off, r.lead, r.fetch, r.hasFetch = p, off, lead, mp.lastFetch, mp.hasFetch
 	}

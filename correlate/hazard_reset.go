@@ -168,7 +168,7 @@ func (c *Correlator) resetResumed(g *groupState, p tp, k clientKey, member strin
 		return
 	}
 	r := ph.reset
-	if r.origin == resetNone || !r.listed || r.client != k || ev.TS.Before(r.listAt) || c.resetStale(&ph.reset) {
+	if r.origin == resetNone || !r.listed || r.client != k || ev.TS.Before(r.listAt.Add(-c.opts.Hazards.OrderTolerance)) || c.resetStale(&ph.reset) {
 		return
 	}
 	ph.reset, ph.resetSinceCommit, ph.resetAt = resetState{}, true, ev.TS
