@@ -124,10 +124,7 @@ func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writ
 	ag.m.maxSkew = f.maxSkew
 	// The correlator's events go through the coverage filter
 	// (aggregate_cover.go); its graces allow for the agents' skew.
-	co := f.common.limits.correlate()
-	co.ConsumerSessionTimeout = f.common.consumerSession
-	co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
-	p.corr = correlate.New(co, correlate.SinkFunc(ag.event))
+	p.corr = correlate.New(f.correlateOptions(), correlate.SinkFunc(ag.event))
 	fmt.Fprintf(stderr, "kwire: aggregating %s\n", f.from.url)
 	runErr := ag.consume(ctx, cl, f.idleExit)
 	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
@@ -302,4 +299,14 @@ func (ag *aggregator) line(end, now time.Time) *aggregateLine {
 	}
 	slices.SortFunc(l.Agents, func(a, b aggregateAgent) int { return cmp.Compare(a.Agent, b.Agent) })
 	return l
+}
+
+// correlateOptions are the aggregator's correlator options: its graces and
+// the tolerance of cross-connection order allow for the agents' skew.
+func (f *aggregateFlags) correlateOptions() *correlate.Options {
+	co := f.common.limits.correlate()
+	co.ConsumerSessionTimeout = f.common.consumerSession
+	co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
+	co.Hazards.OrderTolerance = 10*time.Millisecond + 2*f.maxSkew
+	return co
 }

@@ -120,10 +120,7 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	g.fresh = func() {
 		g.ag.m = newMerger(f.maxLateness, f.quietAfter, g.item)
 		g.ag.m.maxSkew = f.maxSkew
-		co := f.common.limits.correlate()
-		co.ConsumerSessionTimeout = f.common.consumerSession
-		co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
-		p.corr = correlate.New(co, correlate.SinkFunc(g.event))
+		p.corr = correlate.New(f.correlateOptions(), correlate.SinkFunc(g.event))
 		g.maxSrc, g.merged, g.order, g.homes = map[[2]int32]int64{}, map[itemRef]time.Time{}, nil, map[*decode.Anomaly]int32{}
 	}
 	g.fresh()
