@@ -209,6 +209,9 @@ func (r *fileReader) next() {
 		if r.rs.fixTime { // a damaged time: keep the packet, in its place
 			r.ci.Timestamp = r.last
 		}
+		if r.ci.Length < r.ci.CaptureLength {
+			r.rs.dmg.origShort++ // as origBelowCap counts pcap's
+		}
 		if r.ci.Length < r.ci.CaptureLength || r.ci.Length > maxWireLen {
 			// An original length that cannot be right (pcapgo takes it
 			// from a pcapng block as it is): the captured one will do.
@@ -401,7 +404,9 @@ func (fs *Files) fileDone(r *fileReader) {
 	if r.cut {
 		st.FilesTruncated++
 	}
-	if r.damage = r.rs.dmg; r.damage.resyncs > 0 {
+	r.damage = r.rs.dmg
+	st.OrigLenShort += uint64(r.damage.origShort)
+	if r.damage.resyncs > 0 {
 		st.FilesResynced++
 		st.FileBytesSkipped += uint64(r.damage.skipped)
 	}

@@ -69,6 +69,9 @@ type fileDamage struct {
 	at      int64 // offset of the first damaged record
 	resyncs int
 	skipped int64
+	// origShort counts records whose original length is below their
+	// captured one: no damage, a quirk of some writers (see origBelowCap).
+	origShort int
 }
 
 // resync checks what pcapgo reads next from br and skips damage.
@@ -292,6 +295,9 @@ func (r *resync) beforePcap() {
 		if len(b) < pcapRecHdr {
 			return // the end, or a header cut short: pcapgo tells which
 		}
+		if r.origBelowCap(b) {
+			continue // its original length set to the captured one
+		}
 		sec, n, ok, secOK := r.pcapHeader(b)
 		if ok {
 			b, err := r.br.Peek(n + pcapRecHdr) // and the next header
@@ -328,6 +334,38 @@ func (r *resync) beforePcap() {
 	}
 }
 
+// origBelowCap takes a record whose original length is smaller than its
+// captured length, as some capture libraries write them, the way tshark
+// does: with the captured length, when that length ends where the next
+// record (or the file) does. The original length is set to it in pcapgo's
+// buffer (pcapgo refuses such a record) and counted (origShort), not as
+// damage. It reports whether it set a record so.
+func (r *resync) origBelowCap(h []byte) bool {
+	capLen, wire := r.u32(h[8:]), r.u32(h[12:])
+	if wire >= capLen || capLen > r.maxCap {
+		return false
+	}
+	n := pcapRecHdr + int(capLen)
+	b, err := r.br.Peek(n + pcapRecHdr)
+	switch {
+	case len(b) == n && err == io.EOF, err == bufio.ErrBufferFull:
+	case len(b) == n+pcapRecHdr:
+		var next [pcapRecHdr]byte // the next may be written so too
+		copy(next[:], b[n:])
+		if nc, nw := r.u32(next[8:]), r.u32(next[12:]); nw < nc {
+			r.put32(next[12:], nc)
+		}
+		if !r.plausibleAt(next[:]) {
+			return false
+		}
+	default:
+		return false
+	}
+	r.put32(b[12:], capLen) // b, not h: the Peek may have moved the bytes
+	r.dmg.origShort++
+	return true
+}
+
 // repairPcapLen repairs the record pcapgo reads next when one of its two
 // lengths (captured, original) was damaged and the other is right: the
 // frame that length gives decodes, and a plausible record (or the end of
@@ -350,8 +388,8 @@ func (r *resync) repairPcapLen() bool {
 			continue
 		}
 		if len(rec) == n && err == io.EOF || len(rec) >= n+pcapRecHdr && r.plausibleAt(rec[n:]) {
-			r.put32(b[8:], l)
-			r.put32(b[12:], l)
+			r.put32(rec[8:], l) // rec, not b: the Peek may have moved the bytes
+			r.put32(rec[12:], l)
 			if r.dmg.resyncs == 0 {
 				r.dmg.at = r.pos
 			}

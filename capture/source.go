@@ -98,6 +98,10 @@ type Stats struct {
 	// skipped so.
 	FilesResynced    int    `json:"files_resynced"`
 	FileBytesSkipped uint64 `json:"file_bytes_skipped"`
+	// OrigLenShort counts records whose original (wire) length is smaller
+	// than their captured length, as some capture libraries write them:
+	// not damage; read with the captured length, as tshark reads them.
+	OrigLenShort uint64 `json:"orig_len_short,omitempty"`
 
 	// TLSStats are the counters of a TLSDecrypter (--tls-keylog), which
 	// the caller running one fills in; omitted while zero.

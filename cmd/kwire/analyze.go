@@ -74,7 +74,7 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	p := newPipeline(&cf, stdout, false)
-	run := func() error { return p.runFiles(fs.Args(), &cf, true) }
+	run := func() error { return p.runFiles(fs.Args(), &cf, true, stderr) }
 	if tf.on {
 		run = func() error { return p.runTUI(fs.Args(), &cf, &tf) }
 	}

@@ -116,8 +116,9 @@ func (p *pipeline) event(ev correlate.Event) {
 
 // runFiles reads capture files through the pipeline until they end or the
 // user interrupts; summary adds the final group report. It always writes
-// the stats line, so that what was decoded before an error is kept.
-func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error {
+// the stats line, so that what was decoded before an error is kept, and
+// warns on stderr of what in the files was not as it should be.
+func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool, stderr io.Writer) error {
 	perConn, total := cf.limits.reorderPages()
 	ref := referenceFromEnv()
 	src, err := capture.OpenFiles(files, &capture.Options{Ports: cf.ports, MaxConns: cf.limits.conns,
@@ -126,7 +127,7 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 		return err
 	}
 	defer src.Close()
-	entry, err := p.entry(cf, false, os.Stderr)
+	entry, err := p.entry(cf, false, stderr)
 	if err != nil {
 		return err
 	}
@@ -158,13 +159,23 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool) error
 		}
 		p.lines = nil
 	}
-	if err := p.finish(clock.t, clock.t, src.Stats(), summary); err != nil {
+	end := clock.t
+	if end.IsZero() {
+		// No chunk at all (nothing on the ports, or nothing readable):
+		// the summary and stats are of now, never of the year 1.
+		end = time.Now().UTC()
+	}
+	if err := p.finish(end, end, src.Stats(), summary); err != nil {
 		return err
 	}
-	if st := src.Stats(); st.FilesTruncated > 0 {
-		fmt.Fprintf(os.Stderr, "kwire: warning: %d capture file(s) end in a cut record (capture stopped uncleanly?): everything before it was analysed\n", st.FilesTruncated)
+	st := src.Stats()
+	if st.FilesTruncated > 0 {
+		fmt.Fprintf(stderr, "kwire: warning: %d capture file(s) end in a cut record (capture stopped uncleanly?): everything before it was analysed\n", st.FilesTruncated)
 	}
-	warnDamage(os.Stderr, src.Damage())
+	if st.OrigLenShort > 0 {
+		fmt.Fprintf(stderr, "kwire: warning: %d record(s) give an original length below their captured length (some capture libraries write them so): read with the captured length, as tshark does (orig_len_short in stats)\n", st.OrigLenShort)
+	}
+	warnDamage(stderr, src.Damage())
 	return runErr
 }
 

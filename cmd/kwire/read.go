@@ -120,5 +120,5 @@ func cmdRead(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	return newPipeline(&cf, stdout, true).runFiles(fs.Args(), &cf, false)
+	return newPipeline(&cf, stdout, true).runFiles(fs.Args(), &cf, false, stderr)
 }
