@@ -227,6 +227,11 @@ func (d *Decoder) close(cs *connState, c *capture.Chunk) {
 			// capture stops), or data with no frame boundary found.
 			s := &cs.dir[i]
 			d.stats.SkippedBytes += s.skipped + int64(len(s.buf))
+			if n := s.skipped + int64(len(s.buf)); !s.synced && n > 0 {
+				d.stats.Resyncs++ // reported as a resync that found no boundary
+				d.anomaly(cs, capture.Dir(i), c.Time, AnomalyResync, n, -1,
+					fmt.Sprintf("skipped %d bytes: no frame boundary found before the connection ended", n))
+			}
 		}
 	}
 	delete(d.conns, cs.conn.ID)

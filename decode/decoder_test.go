@@ -171,7 +171,7 @@ func TestDecode(t *testing.T) {
 			req(damageClientID(reqFrame(heartbeatReq(1), 4, 20, "c"))), resp(respFrame(heartbeatResp(0), 4, 20)),
 		},
 		want:      []string{"Heartbeat v4 #7 seen"},
-		anomalies: []AnomalyKind{AnomalyUnmatchedResponse},
+		anomalies: []AnomalyKind{AnomalyUnmatchedResponse, AnomalyResync}, // its bytes, never resynced
 	}, {
 		name: "request never answered before the capture ended",
 		steps: []step{

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -19,6 +20,15 @@ func saslHandshakeReq() *kmsg.SASLHandshakeRequest {
 func rawToken(s string) []byte {
 	b := []byte{0, 0, 0, byte(len(s))}
 	return append(b, s...)
+}
+
+// oldRdkafkaAPIVersions is the ApiVersions v0 request librdkafka wrote
+// before 1.0 (rd_kafka_ApiVersionRequest: "Empty array: request all
+// APIs"): four zero bytes after a request that has no field.
+func oldRdkafkaAPIVersions(corr int32) []byte {
+	b := append(reqFrame(kmsg.NewPtrApiVersionsRequest(), 0, corr, "rdkafka"), 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
 }
 
 func TestResync(t *testing.T) {
@@ -42,6 +52,28 @@ func TestResync(t *testing.T) {
 		}, hb(2)...),
 		want:      []string{"Heartbeat v4 #2 seen"},
 		anomalies: []AnomalyKind{AnomalyResync, AnomalyResync},
+	}, {
+		// The capture began after two requests were sent: their answers
+		// come first, whole, and are no skipped bytes but unmatched.
+		name:      "capture starts between frames, answers to requests not captured first",
+		midstream: true,
+		steps: append([]step{
+			resp(bigResp[7:]), resp(respFrame(heartbeatResp(0), 4, 5)), resp(respFrame(produceResp(), 9, 6)), req(big[3:]),
+			req(reqFrame(heartbeatReq(1), 4, 7, "c")), resp(respFrame(heartbeatResp(0), 4, 7)),
+		}, hb(8)...),
+		want:      []string{"Heartbeat v4 #7 seen", "Heartbeat v4 #8 seen"},
+		anomalies: []AnomalyKind{AnomalyResync, AnomalyUnmatchedResponse, AnomalyUnmatchedResponse, AnomalyResync},
+	}, {
+		// librdkafka before 1.0 wrote an empty array (int32 0) into
+		// ApiVersions v0, which has no field: the broker ignores it, and
+		// so must a resync.
+		name:      "capture starts before librdkafka's ApiVersions v0 with its trailing empty array",
+		midstream: true,
+		steps: []step{
+			req(oldRdkafkaAPIVersions(3)), resp(respFrame(kmsg.NewPtrApiVersionsResponse(), 0, 3)),
+			req(reqFrame(heartbeatReq(1), 4, 4, "rdkafka")), resp(respFrame(heartbeatResp(0), 4, 4)),
+		},
+		want: []string{"ApiVersions v0 #3 seen", "Heartbeat v4 #4 seen"},
 	}, {
 		name: "gap inside a request of known length: stays in sync",
 		steps: append([]step{

@@ -19,6 +19,7 @@ type stream struct {
 	lostAt  time.Time // when sync was lost
 	cands   []int     // resync: offsets in buf of plausible frame starts
 	scan    int       // resync: next offset in buf to judge
+	orphans []orphan  // resync: response headers skipped, which a sync may explain
 	holes   []hole    // zero-filled NotCopied runs in buf's frame (holes.go)
 	largest int64     // the largest frame decoded (lookahead.go)
 	looked  int       // lookahead: next offset to search after a suspect frame
@@ -35,6 +36,22 @@ const (
 	found                 // a frame starts here
 	candidate             // a plausible header; the frame is not complete yet
 	tail                  // too few bytes left to judge the header
+)
+
+// orphan is a response header skipped while resyncing, at off bytes into
+// the skipped run: perhaps the answer to a request sent before the
+// capture began. When the frame a resync finds starts where a run of them
+// ends, frame after frame, they were such answers (see explainSkipped).
+type orphan struct {
+	off, n int64 // n: the frame's length, its 4-byte prefix excluded
+	corr   int32
+}
+
+// maxOrphans bounds the skipped response headers remembered; maxOrphanRun
+// how many a sync explains.
+const (
+	maxOrphans   = 256
+	maxOrphanRun = 64
 )
 
 // maxHeaderProbe bounds the bytes a request header can need to be judged:
@@ -168,7 +185,10 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 			if cs.guessing {
 				dir = d.settle(cs, dir)
 				s = &cs.dir[dir]
+			} else if dir == capture.ToClient && len(s.orphans) > 0 && len(p)-off >= 8 {
+				d.explainSkipped(cs, s, int32(binary.BigEndian.Uint32(p[off+4:])), t)
 			}
+			s.orphans = s.orphans[:0]
 			d.synced(cs, dir, t)
 		}
 		rem := p[off:]
@@ -299,6 +319,9 @@ func (d *Decoder) resync(cs *connState, dir capture.Dir, p []byte) (int, bool) {
 		if r == tail {
 			break
 		}
+		if r == none && dir == capture.ToClient && !cs.guessing {
+			d.noteOrphan(s, s.skipped+int64(i), p[i:])
+		}
 		if r == candidate {
 			if len(s.cands) == maxCands {
 				s.cands = append(s.cands[:0], s.cands[1:]...)
@@ -315,6 +338,56 @@ func (d *Decoder) resync(cs *connState, dir capture.Dir, p []byte) (int, bool) {
 	}
 	s.scan = i - drop
 	return drop, false
+}
+
+
+// noteOrphan remembers a response header at p[0], off bytes into the
+// skipped run, if it could be one: a sane length and correlation id.
+func (d *Decoder) noteOrphan(s *stream, off int64, p []byte) {
+	if len(p) < 8 {
+		return
+	}
+	l, corr := int64(int32(binary.BigEndian.Uint32(p))), int32(binary.BigEndian.Uint32(p[4:]))
+	if l < 4 || l > int64(d.opts.MaxFrame) || corr < 0 {
+		return
+	}
+	if len(s.orphans) == maxOrphans {
+		s.orphans = s.orphans[:copy(s.orphans, s.orphans[maxOrphans/2:])]
+	}
+	s.orphans = append(s.orphans, orphan{off: off, n: l, corr: corr})
+}
+
+// explainSkipped, as a response direction syncs on a frame of
+// correlation id corr after skipping s.skipped bytes, reports the whole
+// responses those bytes end with: the run of skipped headers, each frame
+// ending where the next starts and the last where the found frame does,
+// correlation ids rising to below corr. They answer requests sent before
+// the capture began: counted and reported as unmatched responses, their
+// bytes no longer skipped.
+func (d *Decoder) explainSkipped(cs *connState, s *stream, corr int32, t time.Time) {
+	end, run := s.skipped, 0
+	first := len(s.orphans)
+	for k := len(s.orphans) - 1; k >= 0 && run < maxOrphanRun; k-- {
+		o := s.orphans[k]
+		if o.off+4+o.n == end && o.corr < corr {
+			end, corr, first, run = o.off, o.corr, k, run+1
+		} else if o.off+4+o.n < end && o.off < end-int64(d.opts.MaxFrame)-4 {
+			break // no earlier header can end there
+		}
+	}
+	if run > 0 {
+		for k := first; k < len(s.orphans) && run > 0; k++ {
+			o := s.orphans[k]
+			if o.off != end {
+				continue
+			}
+			d.unmatchedFrame(cs, o.corr, int(4+o.n), t)
+			s.skipped -= 4 + o.n
+			end += 4 + o.n
+			run--
+		}
+	}
+	s.orphans = s.orphans[:0]
 }
 
 // frameAt judges whether a frame starts at p[0] on an unsynced direction.
@@ -350,14 +423,33 @@ func (d *Decoder) requestAt(p []byte) scan {
 	return found
 }
 
+// maxZeroTrail is how many zero bytes a request may carry after what kmsg
+// reads of it: librdkafka before 1.0 wrote an empty array (int32 0) into
+// ApiVersions v0, which has no field; brokers ignore such bytes.
+const maxZeroTrail = 4
+
 // exactBody reports whether the body of frame, a request of header h (a
 // key and version kmsg knows), reads as that request and writes back to
-// its exact size: what tells a request from bytes that only start like one.
+// its exact size, or to that size less at most maxZeroTrail zero bytes at
+// its end: what tells a request from bytes that only start like one.
 func (d *Decoder) exactBody(h *reqHeader, frame []byte) bool {
 	req := d.protos[h.key]
 	req.SetVersion(h.version)
 	body := frame[h.body:]
-	return req.ReadFrom(body) == nil && len(req.AppendTo(d.scratch[:0])) == len(body)
+	if req.ReadFrom(body) != nil {
+		return false
+	}
+	n := len(req.AppendTo(d.scratch[:0]))
+	return n == len(body) || n < len(body) && len(body)-n <= maxZeroTrail && allZero(body[n:])
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // requestHead judges the fixed part of a request header at p[0] (length l):
@@ -431,6 +523,7 @@ func (d *Decoder) desync(cs *connState, dir capture.Dir, t time.Time) {
 		s.lostAt = t
 		s.cands, s.scan = s.cands[:0], 0
 		s.holes = s.holes[:0]
+		s.orphans = s.orphans[:0]
 	}
 	s.looked, s.look.on = 0, false
 }
