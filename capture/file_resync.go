@@ -347,8 +347,11 @@ func (r *resync) origBelowCap(h []byte) bool {
 	}
 	n := pcapRecHdr + int(capLen)
 	b, err := r.br.Peek(n + pcapRecHdr)
+	if w := pcapRecHdr + int(wire); len(b) >= w+pcapRecHdr && r.plausibleAt(b[w:]) {
+		return false // a record ends at the original length: the captured one was damaged (repairPcapLen)
+	}
 	switch {
-	case len(b) == n && err == io.EOF, err == bufio.ErrBufferFull:
+	case len(b) == n && err == io.EOF:
 	case len(b) == n+pcapRecHdr:
 		var next [pcapRecHdr]byte // the next may be written so too
 		copy(next[:], b[n:])
