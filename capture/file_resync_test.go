@@ -92,6 +92,9 @@ type resyncCase struct {
 	// fixed is the record whose time is replaced by the one before it, 0
 	// if none.
 	fixed int
+	// origShort is how many records are read as giving an original
+	// length below their captured one: not damage (origBelowCap).
+	origShort uint64
 }
 
 const k = 2 + 2*3 // request 3
@@ -102,10 +105,12 @@ var resyncCases = []resyncCase{
 		put32(f, r[k].off+8, 0xffffff00)
 		return f, r[k].off, 0
 	}, resyncs: 1},
+	// As some capture libraries write records, and as tshark reads them:
+	// with the captured length, counted, not damage.
 	{name: "pcap: original length below the capture length", damage: func(f []byte, r, _ []span) ([]byte, int, int) {
 		put32(f, r[k].off+12, 10)
-		return f, r[k].off, 0
-	}, resyncs: 1},
+		return f, 0, 0
+	}, origShort: 1},
 	// Both lengths damaged upwards, taking in the records after it: it is
 	// cut where a plausible record starts inside it (pcapShorten).
 	{name: "pcap: both lengths taking in the next records", damage: func(f []byte, r, _ []span) ([]byte, int, int) {
@@ -309,6 +314,9 @@ func TestResyncDamagedRecord(t *testing.T) {
 				}
 				if tt.fixed > 0 {
 					checkFixedTime(t, rec, conv, tt.fixed)
+				}
+				if st.OrigLenShort != tt.origShort {
+					t.Errorf("orig_len_short = %d, want %d", st.OrigLenShort, tt.origShort)
 				}
 			})
 		}
