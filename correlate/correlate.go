@@ -218,7 +218,12 @@ func (c *Correlator) sortedGroups() []*groupState {
 }
 
 // errName returns Kafka's name for an error code ("" for 0).
-func errName(code int16) string {
+func errName(code int16) string { return ErrorName(code) }
+
+// ErrorName returns Kafka's name for an error code: "" for 0, and
+// UNKNOWN_<code> for a code Kafka does not define (kerr answers those
+// with UNKNOWN_SERVER_ERROR, which is -1's name).
+func ErrorName(code int16) string {
 	switch code {
 	case 0:
 		return ""

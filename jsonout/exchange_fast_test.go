@@ -280,3 +280,27 @@ func recordBatch(n int32) []byte {
 	b[60] = byte(n)        // records
 	return append(b, b...) // two batches
 }
+
+// TestUndefinedErrorCode writes an exchange whose response carries an
+// error code Kafka does not define: both ways name it UNKNOWN_<code>, as
+// correlate does, never UNKNOWN_SERVER_ERROR (kerr's answer, -1's name).
+func TestUndefinedErrorCode(t *testing.T) {
+	for _, c := range []struct {
+		code int16
+		want string
+	}{{5120, `"error_code":5120,"error":"UNKNOWN_5120"`}, {-1, `"error":"UNKNOWN_SERVER_ERROR"`}, {27, `"error":"REBALANCE_IN_PROGRESS"`}} {
+		req, resp := kmsg.NewPtrHeartbeatRequest(), kmsg.NewPtrHeartbeatResponse()
+		req.Group, req.MemberID, req.Generation = "g", "m", 3
+		resp.ErrorCode = c.code
+		e := &decode.Exchange{Key: 12, Version: 4, CorrelationID: 9, ClientID: "c", Req: req, Resp: resp,
+			ReqTime: time.Unix(1700000000, 0).UTC(), ReqSize: 40, RespSize: 12, Conn: fuzzConn(0)}
+		w := newTwoWays(t)
+		w.Exchange(e) // fails on lines that differ
+		if !bytes.Contains(w.a, []byte(c.want)) {
+			t.Errorf("error code %d: %s, want %s", c.code, w.a, c.want)
+		}
+	}
+	if got := ErrorName(5120); got != "UNKNOWN_5120" {
+		t.Errorf("ErrorName(5120) = %s", got)
+	}
+}

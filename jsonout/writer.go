@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/kwire/kwire/correlate"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kwire/kwire/capture"
@@ -79,15 +79,13 @@ func ConnOf(c *capture.Conn) Conn {
 // Time formats a capture time.
 func Time(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
-// ErrorName returns Kafka's name for an error code ("NONE" for 0).
+// ErrorName returns Kafka's name for an error code ("NONE" for 0), the
+// name correlate gives it (UNKNOWN_<code> for a code Kafka does not define).
 func ErrorName(code int16) string {
 	if code == 0 {
 		return "NONE"
 	}
-	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-		return e.Message
-	}
-	return fmt.Sprintf("UNKNOWN_%d", code)
+	return correlate.ErrorName(code)
 }
 
 type exchangeLine struct {
