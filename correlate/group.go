@@ -183,10 +183,22 @@ func (g *groupState) state() string {
 		return "empty"
 	case g.cur() == nil:
 		return "unknown"
-	case !g.cur().complete():
+	case !g.cur().complete() && !g.joinUnseen():
 		return "rebalancing"
 	}
 	return "stable"
+}
+
+// joinUnseen reports whether the current generation of a classic group
+// is known only from what its members do in it (Heartbeat, OffsetCommit,
+// Fetch): it formed before the capture began, no JoinGroup or SyncGroup
+// of it was seen. Its members answered in it are a stable group, not one
+// rebalancing. (A KIP-848 or share group's heartbeats say themselves
+// whether its members reached the epoch.)
+func (g *groupState) joinUnseen() bool {
+	gen := g.cur()
+	return g.typ != GroupConsumer && g.typ != GroupShare && gen.started.IsZero() && !gen.joinsSeen &&
+		authority(gen.membersFrom) < authority(fromSync)
 }
 
 // answered records the broker's answer to one of the group's requests:

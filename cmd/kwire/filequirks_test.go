@@ -182,3 +182,39 @@ func withoutStats(t *testing.T, out []byte) []string {
 	}
 	return lines
 }
+
+// TestJoinUnseenStable analyzes a window of g_stable that starts after
+// generation 6 formed and stops before its members leave, as a tcpdump
+// started on a running cluster captures it: no JoinGroup or SyncGroup of
+// it, only its members' heartbeats, fetches and commits. The group is
+// stable in generation 6, its join unseen, not rebalancing.
+func TestJoinUnseenStable(t *testing.T) {
+	w, err := captest.Window(readFile(t, filepath.Join(testdataDir(), "g_stable.pcapng")), 0.705, 0.894)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "window.pcapng")
+	if err := os.WriteFile(p, w, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr := runOutput([]string{"analyze", "--json", p})
+	var groups []struct {
+		Group, State string
+		Generation   int32
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var v struct {
+			Type   string
+			Groups []struct {
+				Group, State string
+				Generation   int32
+			}
+		}
+		if json.Unmarshal([]byte(l), &v) == nil && v.Type == "summary" {
+			groups = v.Groups
+		}
+	}
+	if len(groups) != 1 || groups[0].Group != "gs-group" || groups[0].Generation != 6 || groups[0].State != "stable" {
+		t.Errorf("summary groups %+v (%s): want gs-group stable in generation 6", groups, stderr)
+	}
+}
