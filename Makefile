@@ -70,9 +70,10 @@ FUZZ_TARGETS := ./decode:FuzzFramer ./decode:FuzzRequest ./decode:FuzzResponse \
                 ./decode:FuzzFastMessages
 # Targets too slow for fuzz-short's budget in CI (FuzzTLSStall writes a key
 # log file per input: about 1,400 a second; FuzzTCPFast runs two
-# Assemblers over up to 128 segments: about 2,000); `make fuzz` runs them
-# too, and their corpora run in every `go test`.
-FUZZ_LONG_TARGETS := ./capture:FuzzTLSStall ./capture:FuzzTCPFast
+# Assemblers over up to 128 segments: about 2,000; FuzzReorder reassembles
+# a 40 KB real capture per input: about 2,200 on one busy core); `make
+# fuzz` runs them too, and their corpora run in every `go test`.
+FUZZ_LONG_TARGETS := ./capture:FuzzTLSStall ./capture:FuzzTCPFast ./capture:FuzzReorder
 .PHONY: fuzz-short
 
 fuzz:
