@@ -340,7 +340,6 @@ func (d *Decoder) resync(cs *connState, dir capture.Dir, p []byte) (int, bool) {
 	return drop, false
 }
 
-
 // noteOrphan remembers a response header at p[0], off bytes into the
 // skipped run, if it could be one: a sane length and correlation id.
 func (d *Decoder) noteOrphan(s *stream, off int64, p []byte) {
