@@ -298,6 +298,7 @@ func (r *resync) beforePcap() {
 		if r.origBelowCap(b) {
 			continue // its original length set to the captured one
 		}
+		b, _ = r.br.Peek(pcapRecHdr) // again: origBelowCap's Peek may have moved the bytes
 		sec, n, ok, secOK := r.pcapHeader(b)
 		if ok {
 			b, err := r.br.Peek(n + pcapRecHdr) // and the next header
