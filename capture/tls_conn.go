@@ -53,13 +53,17 @@ func (tc *tlsConn) serverHello(h serverHello) {
 // Without, it is passed on encrypted, or, when the key log is followed,
 // waits for them (see advance).
 func (tc *tlsConn) lookup(t time.Time) {
-	// A connection that closed while waiting is given up on after this
-	// lookup: read the key log once more whatever the time of the last read
-	// (its secrets were logged before its first application data). One
-	// that other connections queue behind reads it more often.
+	// A connection that closed while waiting, or held too much or too
+	// long, is given up on after this lookup: read the key log once more
+	// whatever the time of the last read (its secrets were logged before
+	// its first application data). One that other connections queue
+	// behind reads it more often.
 	every := reloadEvery
 	switch {
-	case tc.ending || tc.heldClosed():
+	case tc.ending || tc.heldClosed() || tc.heldBytes > maxTLSHeld || !tc.waitSince.IsZero() && t.Sub(tc.waitSince) > tlsWaitKeys:
+		// About to be given up on (advance): look once more first. A
+		// connection waiting alone (late) on a loaded host may hold
+		// maxTLSHeld before the next read a second after the last.
 		every = 0
 	case tc.d.stall == tc:
 		every = stallReloadEvery

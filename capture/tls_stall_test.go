@@ -222,3 +222,40 @@ func FuzzTLSStall(f *testing.F) {
 		}
 	})
 }
+
+// TestTLSLateLooksAgainBeforeGivingUp: a connection whose secrets come
+// later than tlsStallMax waits alone, its chunks held, and reads the key
+// log at most once a second. On a loaded host its bytes then pile up
+// faster than that: once it holds maxTLSHeld it is given up on, but only
+// after one more read of the key log, which has had its secrets since
+// just after the last read. (Before, it was passed on encrypted:
+// tls_no_keys on a capture whose key log had every secret.)
+func TestTLSLateLooksAgainBeforeGivingUp(t *testing.T) {
+	tr := tlsSession(t, &tls.Config{MinVersion: tls.VersionTLS13}, []int{10, maxTLSHeld + 1<<20})
+	var now time.Time
+	keys, path := followedKeys(t, nil, &now)
+	d := DecryptTLS(&orderRecorder{data: map[uint64][]byte{}}, keys)
+	tlsConn := &Conn{ID: 1, Role: RolePort, Handshake: true}
+	plain := &Conn{ID: 2, Role: RolePort, Handshake: true}
+	chunk := func(c *Conn, dir Dir, kind Kind, data []byte) {
+		now = now.Add(time.Millisecond)
+		d.Chunk(&Chunk{Conn: c, Dir: dir, Kind: kind, Time: now, Data: data, Reason: CloseFIN})
+	}
+	for i, w := range tr.writes {
+		for p := w.data; len(p) > 0; {
+			n := min(len(p), 64<<10)
+			chunk(tlsConn, w.dir, Data, p[:n])
+			p = p[n:]
+		}
+		if i == 1 { // the hellos are in: it waits, and is late by the next chunk
+			now = now.Add(tlsStallMax)
+			chunk(plain, ToServer, Data, []byte("meanwhile"))
+			if err := os.WriteFile(path, tr.keylog, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got, want := d.Stats(), (TLSStats{TLSConns: 1, TLSDecrypted: 1, TLSKeysLate: 1}); got != want {
+		t.Errorf("stats %+v, want %+v", got, want)
+	}
+}
