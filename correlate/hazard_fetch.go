@@ -21,7 +21,11 @@ type memberHazard struct {
 	lastLive time.Time
 	liveEv   Evidence
 	hasLive  bool
-	lateRun  int // heartbeat gaps in a row above HeartbeatSpacing
+	// expiredLive is lastLive when the member was last expired
+	// (expired set): the silence after it is that member_expired.
+	expiredLive time.Time
+	expired     bool
+	lateRun     int // heartbeat gaps in a row above HeartbeatSpacing
 	// beatBase is its last heartbeat, or JoinGroup or SyncGroup answer:
 	// where the next heartbeat's spacing is measured from.
 	beatBase time.Time
