@@ -257,9 +257,8 @@ func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at 
 	}
 	parts := ""
 	switch {
-	case m.assigned && len(m.assignment) > 0 && g.typ == GroupShare:
-		parts = fmt.Sprintf(": it consumed no more of %s, and the records it held unacknowledged went back to the queue "+
-			"once their acquisition lock ran out", assignmentText(m.assignment))
+	case g.typ == GroupShare && g.share != nil:
+		parts = c.shareExpiredText(g, m, at)
 	case m.assigned && len(m.assignment) > 0:
 		parts = fmt.Sprintf(": its partitions %s were not consumed meanwhile, and records it had not committed are processed again",
 			assignmentText(m.assignment))
