@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // txnTruthFile is what these tests read of a generator truth file: each
@@ -265,5 +268,85 @@ func TestShareKilledHolderCause(t *testing.T) {
 		if ev.Kind == HazardShareAckLost {
 			t.Errorf("share_ack_lost for records its connection's close released: %s", ev.Summary)
 		}
+	}
+}
+
+// txnBatch is one transactional record batch of producer pid at epoch
+// (KIP-98 attributes bit 0x10), built with kmsg.
+func txnBatch(pid int64, epoch int16) []byte {
+	b := kmsg.RecordBatch{Magic: 2, Attributes: 0x10, ProducerID: pid, ProducerEpoch: epoch, NumRecords: 1, Records: []byte{0}}
+	return b.AppendTo(nil)
+}
+
+// TestTxnCountsAnyConnectionOrder (issue 31): under transaction version 2
+// each transaction has its own epoch (EndTxn v5 answers the next), so a
+// capture may deliver the next transaction's Produce (partition leader's
+// connection) before the previous EndTxn (coordinator's connection), or
+// an EndTxn before its own Produce: every order counts three commits,
+// each with its own epoch.
+func TestTxnCountsAnyConnectionOrder(t *testing.T) {
+	const pid, id = int64(7), "tx-1"
+	produce := func(epoch int16) (kmsg.Request, kmsg.Response) {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(12)
+		req.TransactionID, req.Acks = kmsg.StringPtr(id), -1
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "orders", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: txnBatch(pid, epoch)}}}}
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Topics = []kmsg.ProduceResponseTopic{{Topic: "orders", Partitions: []kmsg.ProduceResponseTopicPartition{{Partition: 0}}}}
+		return req, resp
+	}
+	endTxn := func(epoch int16) (kmsg.Request, kmsg.Response) {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.SetVersion(5)
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, true
+		resp := kmsg.NewPtrEndTxnResponse()
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch+1
+		return req, resp
+	}
+	type step struct {
+		end   bool
+		epoch int16
+	}
+	tests := []struct {
+		name  string
+		order []step
+	}{
+		{"wire order", []step{{false, 0}, {true, 0}, {false, 1}, {true, 1}, {false, 2}, {true, 2}}},
+		{"next Produce before the EndTxn", []step{{false, 0}, {false, 1}, {true, 0}, {false, 2}, {true, 1}, {true, 2}}},
+		{"EndTxns late", []step{{false, 0}, {false, 1}, {false, 2}, {true, 0}, {true, 1}, {true, 2}}},
+		{"EndTxn before its Produce", []step{{true, 0}, {false, 0}, {false, 1}, {true, 1}, {true, 2}, {false, 2}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			coord, leader := h.conn("10.0.0.1:5000", "10.0.0.9:9092"), h.conn("10.0.0.1:5001", "10.0.0.8:9092")
+			init := kmsg.NewPtrInitProducerIDRequest()
+			init.SetVersion(5)
+			init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+			initResp := kmsg.NewPtrInitProducerIDResponse()
+			initResp.ProducerID, initResp.ProducerEpoch = pid, 0
+			h.ex(0, coord, "p", init, initResp)
+			for i, s := range tc.order {
+				at := time.Duration(i+1) * time.Millisecond
+				if s.end {
+					req, resp := endTxn(s.epoch)
+					h.ex(at, coord, "p", req, resp)
+				} else {
+					req, resp := produce(s.epoch)
+					h.ex(at, leader, "p", req, resp)
+				}
+			}
+			h.close(time.Second)
+			want := map[string]int64{TxnCommit: 3, "0 commit": 1, "1 commit": 1, "2 commit": 1}
+			if d := diff(want, endTxnCounts(h.rec)[id]); d != "" {
+				t.Errorf("commits (-want +got):\n%s", d)
+			}
+			for _, s := range h.c.Snapshot().Transactions {
+				if s.Committed != 3 || s.OpenSince != nil || s.AwaitingEndTxn != 0 {
+					t.Errorf("summary: committed %d, open since %v, awaiting %d; want 3 committed, none open or awaiting",
+						s.Committed, s.OpenSince, s.AwaitingEndTxn)
+				}
+			}
+		})
 	}
 }
