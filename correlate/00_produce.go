@@ -55,7 +55,7 @@ func (c *Correlator) produceTxn(e *decode.Exchange, req *kmsg.ProduceRequest) {
 		c.txnRefused(t, e, pid, epoch, refused)
 		return
 	}
-	if len(parts) == 0 || (pid == t.producerID && epoch < t.epoch && !t.open) {
+	if len(parts) == 0 || (pid == t.producerID && epoch < t.epoch && !t.open) || !c.txnStep(t, pid, epoch) {
 		// An older epoch of the current instance: a Produce of a
 		// transaction that has ended since it was sent (KIP-890 part 2
 		// gives each transaction its own epoch; the answer came after

@@ -78,6 +78,9 @@ func (c *Correlator) txnAddParts(e *decode.Exchange, id string, pid int64, epoch
 		c.txnRefused(t, e, pid, epoch, code)
 		return
 	}
+	if !c.txnStep(t, pid, epoch) {
+		return
+	}
 	t.adopt(c, e, pid, epoch)
 	c.addParts(t, e, parts)
 }

@@ -18,6 +18,9 @@ func (c *Correlator) addOffsetsToTxn(e *decode.Exchange, req *kmsg.AddOffsetsToT
 		c.txnRefused(t, e, req.ProducerID, req.ProducerEpoch, resp.ErrorCode)
 		return
 	}
+	if !c.txnStep(t, req.ProducerID, req.ProducerEpoch) {
+		return
+	}
 	t.adopt(c, e, req.ProducerID, req.ProducerEpoch)
 	c.addGroup(t, e, req.Group)
 }

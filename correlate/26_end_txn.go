@@ -35,8 +35,39 @@ func (c *Correlator) endTxnReq(e *decode.Exchange, req *kmsg.EndTxnRequest) {
 		c.emit(ev)
 		return
 	}
-	c.endTxn(t, e, req.Commit, TxnEndedByEndTxn, e.RespTime)
-	if req.Version >= 5 && resp.ProducerID >= 0 {
+	// The EndTxn's epoch names its transaction: the open one, or one a
+	// later epoch's request already showed ended (pending).
+	switch i := t.pendingOf(req.ProducerEpoch); {
+	case i >= 0:
+		open := t.txnBody
+		t.txnBody = t.pending[i]
+		t.pending = append(t.pending[:i], t.pending[i+1:]...)
+		c.endTxn(t, e, req.Commit, TxnEndedByEndTxn, e.RespTime)
+		t.txnBody = open
+	case t.open && !(req.ProducerID == t.producerID && req.ProducerEpoch < t.txnBody.epoch):
+		c.endTxn(t, e, req.Commit, TxnEndedByEndTxn, e.RespTime)
+	default:
+		c.endUnseen(t, e, req.Commit, req.ProducerEpoch)
+	}
+	if req.Version >= 5 && resp.ProducerID >= 0 && (resp.ProducerID != t.producerID || resp.ProducerEpoch > t.epoch) {
 		t.producerID, t.epoch = resp.ProducerID, resp.ProducerEpoch
 	}
+}
+
+// endUnseen counts an accepted EndTxn whose transaction kwire did not see
+// begin: the capture began inside it, or delivered its Produces after the
+// EndTxn (another connection). The broker ended a transaction all the
+// same, so it counts; the event has no begin, duration or partitions, and
+// the Produces of its epoch that come later begin nothing.
+func (c *Correlator) endUnseen(t *txnState, e *decode.Exchange, commit bool, epoch int16) {
+	action := TxnAbort
+	if commit {
+		action, t.committed = TxnCommit, t.committed+1
+	} else {
+		t.aborted++
+	}
+	t.unseen++
+	ev := c.txnEvent(t, e, action)
+	ev.ProducerEpoch, ev.EndedBy = epoch, TxnEndedByEndTxn
+	c.emit(ev)
 }

@@ -32,6 +32,17 @@ func (c *Correlator) txnOffsetCommit(e *decode.Exchange, req *kmsg.TxnOffsetComm
 		c.txnCommitRejected(t, e, req, resp)
 		return
 	}
+	if !c.txnStep(t, req.ProducerID, req.ProducerEpoch) {
+		// The offsets of a transaction that a later epoch showed ended:
+		// they are its, and its EndTxn (to come) decides them.
+		i := t.pendingOf(req.ProducerEpoch)
+		if i < 0 {
+			return
+		}
+		open := t.txnBody
+		t.txnBody = t.pending[i]
+		defer func() { t.pending[i], t.txnBody = t.txnBody, open }()
+	}
 	t.adopt(c, e, req.ProducerID, req.ProducerEpoch)
 	c.addGroup(t, e, req.Group)
 	if t.offsets == nil {

@@ -35,7 +35,7 @@ func (c *Correlator) shareGroupHeartbeat(e *decode.Exchange, req *kmsg.ShareGrou
 	case resp == nil:
 		c.touch(g, m, e.ReqTime, false)
 		if req.MemberEpoch < 0 && m != nil {
-			c.shareLeave(g, m, e.ReqTime, " (no response seen)")
+			c.shareLeave(g, m, e.ReqTime, " (no response seen)", c.evidenceOf(e))
 		}
 	case resp.ErrorCode == kerr.UnknownMemberID.Code || resp.ErrorCode == kerr.FencedMemberEpoch.Code:
 		c.answered(g, e, "ShareGroupHeartbeat", resp.ErrorCode)
@@ -49,7 +49,7 @@ func (c *Correlator) shareGroupHeartbeat(e *decode.Exchange, req *kmsg.ShareGrou
 		c.answered(g, e, "ShareGroupHeartbeat", 0)
 		if m = c.member(g, id, e); m != nil {
 			m.consumer = true
-			c.shareLeave(g, m, e.ReqTime, "")
+			c.shareLeave(g, m, e.ReqTime, "", c.evidenceOf(e))
 		}
 	default:
 		c.answered(g, e, "ShareGroupHeartbeat", 0)
@@ -61,10 +61,10 @@ func (c *Correlator) shareGroupHeartbeat(e *decode.Exchange, req *kmsg.ShareGrou
 // shareLeave records a share member's leave (member epoch -1): the broker
 // releases the records it still holds, so they are no longer waiting for
 // its acknowledgement.
-func (c *Correlator) shareLeave(g *groupState, m *memberState, at time.Time, note string) {
+func (c *Correlator) shareLeave(g *groupState, m *memberState, at time.Time, note string, ev Evidence) {
 	c.touch(g, m, at, false)
 	c.memberGone(g, m, MemberLeft, fmt.Sprintf("left (member epoch -1)%s", note), at)
-	c.shareDropHeld(g, m.id, "", at)
+	c.shareDropHeld(g, m.id, "", at, ev)
 }
 
 // shareBeat handles an accepted share group heartbeat or join, as

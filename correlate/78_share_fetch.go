@@ -62,7 +62,7 @@ func (c *Correlator) shareFetch(e *decode.Exchange, req *kmsg.ShareFetchRequest)
 		}
 	}
 	if req.ShareSessionEpoch == -1 {
-		c.shareDropHeld(g, member, c.connOf(e).Broker, e.ReqTime.UTC())
+		c.shareDropHeld(g, member, c.connOf(e).Broker, e.ReqTime.UTC(), c.evidenceOf(e))
 	}
 }
 
@@ -133,8 +133,18 @@ func (c *Correlator) shareAcquired(g *groupState, e *decode.Exchange, member str
 		ev.Records = satAdd(ev.Records, n)
 		ev.Redelivered = satAdd(ev.Redelivered, got.redelivered)
 		ev.MaxDeliveryCount = max(ev.MaxDeliveryCount, a.DeliveryCount)
+		cause := ""
+		if a.DeliveryCount > 1 {
+			cause = sp.redeliveryCause(a.FirstOffset, a.LastOffset, at)
+			switch ev.Cause {
+			case "", cause:
+				ev.Cause = cause
+			default:
+				ev.Cause = "mixed"
+			}
+		}
 		if len(ev.Acquired) < maxShareRanges {
-			ev.Acquired = append(ev.Acquired, ShareRange{a.FirstOffset, a.LastOffset, a.DeliveryCount})
+			ev.Acquired = append(ev.Acquired, ShareRange{a.FirstOffset, a.LastOffset, a.DeliveryCount, cause})
 		}
 		if len(sp.held) >= maxShareHeld { // the oldest is no longer judged (share_ack_lost)
 			c.stats.Limits.ShareHeldDropped++
@@ -145,7 +155,7 @@ func (c *Correlator) shareAcquired(g *groupState, e *decode.Exchange, member str
 			deadline: at.Add(lock), ev: c.evidenceOf(e), pending: []span64{{a.FirstOffset, a.LastOffset}},
 			grace: wait + time.Second})
 		if int(a.DeliveryCount) >= c.opts.Hazards.ShareRedeliveries {
-			c.shareRedelivered(g, e, member, p, sp, a)
+			c.shareRedelivered(g, e, member, p, sp, a, cause)
 		}
 	}
 	if ev.Records > 0 {
@@ -153,23 +163,16 @@ func (c *Correlator) shareAcquired(g *groupState, e *decode.Exchange, member str
 	}
 }
 
-// shareDropHeld forgets what member holds in g, of broker (ip:port; ""
-// every broker): the broker released it at at (the member left, or closed
-// its share session there). Acquisitions whose lock had run out by then
-// are kept, to be judged (share_ack_lost): the close came too late.
-func (c *Correlator) shareDropHeld(g *groupState, member, broker string, at time.Time) {
+// shareDropHeld puts back in the queue what member holds in g, of broker
+// (ip:port; "" every broker): the broker released it at at (the member
+// left, or closed its share session there). Acquisitions whose lock had
+// run out by then are kept, to be judged (share_ack_lost): the close came
+// too late.
+func (c *Correlator) shareDropHeld(g *groupState, member, broker string, at time.Time, ev Evidence) {
 	if g.share == nil {
 		return
 	}
-	for _, p := range sortedTPs(g.share.parts) {
-		sp := g.share.parts[p]
-		keep := sp.held[:0]
-		for _, h := range sp.held {
-			if h.member != member || (broker != "" && h.ev.Conn.Broker != broker) || h.deadline.Before(at) {
-				keep = append(keep, h)
-			}
-		}
-		clear(sp.held[len(keep):])
-		sp.held = keep
-	}
+	c.shareRelease(g, func(h *shareHeld) bool {
+		return h.member == member && (broker == "" || h.ev.Conn.Broker == broker)
+	}, ShareCauseLeft, ev, at)
 }

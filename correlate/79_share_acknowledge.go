@@ -44,7 +44,7 @@ func (c *Correlator) shareAcknowledge(e *decode.Exchange, req *kmsg.ShareAcknowl
 		}
 	}
 	if req.ShareSessionEpoch == -1 {
-		c.shareDropHeld(g, member, c.connOf(e).Broker, e.ReqTime.UTC())
+		c.shareDropHeld(g, member, c.connOf(e).Broker, e.ReqTime.UTC(), c.evidenceOf(e))
 	}
 }
 

@@ -36,6 +36,9 @@ func (p *pipeline) Anomaly(a *decode.Anomaly) {
 	}
 	p.c.Anomaly(a)
 }
+func (p *pipeline) ConnClosed(c *capture.Conn, at time.Time, reason capture.CloseReason) {
+	p.c.ConnClosed(c, at, reason)
+}
 func (p *pipeline) Chunk(ch *capture.Chunk) {
 	if ch.Time.After(p.last) {
 		p.last = ch.Time

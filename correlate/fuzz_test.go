@@ -304,8 +304,11 @@ func FuzzCorrelator(f *testing.F) {
 			default:
 				t.Fatalf("event type %q", ev.Type())
 			}
+			// An ended transaction has its begin and duration, but for an
+			// EndTxn whose begin the input did not show first: neither.
 			if te, ok := ev.(*TransactionEvent); ok && te.EndedBy != "" && te.ErrorCode == 0 &&
-				(te.DurationMillis == nil || *te.DurationMillis < 0 || te.Began == nil) {
+				((te.Began == nil) != (te.DurationMillis == nil) || te.Began == nil && te.EndedBy != TxnEndedByEndTxn ||
+					te.DurationMillis != nil && *te.DurationMillis < 0) {
 				t.Fatalf("transaction %s %s of %q: began %v, duration %v", te.Action, te.EndedBy, te.TransactionalID, te.Began, te.DurationMillis)
 			}
 			if se, ok := ev.(*ShareGroupEvent); ok && (se.Records < 0 || se.Redelivered > se.Records || se.Accepted < 0 ||

@@ -161,6 +161,12 @@ type HazardEvent struct {
 	// MissingOffsets are records delivered and never committed
 	// (commit_gap; at most 100 listed, Skipped counts them all).
 	MissingOffsets []int64 `json:"missing_offsets,omitempty"`
+	// ReplayedOffsets are the records Replayed counts, MarkerOffsets the
+	// transaction markers (control records) between them, which take
+	// offsets and are never records (txn_offsets_aborted; at most 100
+	// each).
+	ReplayedOffsets []int64 `json:"replayed_offsets,omitempty"`
+	MarkerOffsets   []int64 `json:"marker_offsets,omitempty"`
 	// Records counts records delivered by the exchange concerned.
 	Records *int64 `json:"records,omitempty"`
 	// ErrorCode and Error are the broker's answer concerned.

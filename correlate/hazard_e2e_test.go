@@ -295,6 +295,12 @@ func hazardNumber(kind, key string, ev *HazardEvent) (int64, bool) {
 		return int64(*ev.OwnerGeneration), true
 	case "non_owner_fetch.records":
 		return v(ev.Records)
+	case "txn_offsets_aborted.replayed":
+		return v(ev.Replayed)
+	case "txn_offsets_aborted.from":
+		return v(ev.FromOffset)
+	case "txn_offsets_aborted.to":
+		return v(ev.ToOffset)
 	case "offset_reset.from":
 		return v(ev.FromOffset)
 	case "offset_reset.to":

@@ -21,7 +21,11 @@ type memberHazard struct {
 	lastLive time.Time
 	liveEv   Evidence
 	hasLive  bool
-	lateRun  int // heartbeat gaps in a row above HeartbeatSpacing
+	// expiredLive is lastLive when the member was last expired
+	// (expired set): the silence after it is that member_expired.
+	expiredLive time.Time
+	expired     bool
+	lateRun     int // heartbeat gaps in a row above HeartbeatSpacing
 	// beatBase is its last heartbeat, or JoinGroup or SyncGroup answer:
 	// where the next heartbeat's spacing is measured from.
 	beatBase time.Time
@@ -60,7 +64,11 @@ type span struct {
 	// data: every offset of the batch is a record the application gets
 	// (not a control batch, not aborted, not compacted).
 	data bool
-	at   time.Time
+	// control: a control batch (transaction markers, KIP-98); aborted:
+	// data of an aborted transaction a read_committed consumer drops.
+	// Neither is ever a record the application gets.
+	control, aborted bool
+	at               time.Time
 }
 
 // maxSpans caps the batches remembered per member partition.
@@ -154,6 +162,33 @@ func (mp *memberPart) allData(from, to int64) bool {
 	return true
 }
 
+// records counts the records the application gets among offsets
+// from..to-1, from the batches delivered: ok false when an offset's batch
+// is not known, or is one (compacted, legacy compressed) whose records'
+// offsets are not all known. offsets lists them (at most maxMissing),
+// markers the control records' offsets (at most maxMissing).
+func (mp *memberPart) records(from, to int64) (n int64, offsets, markers []int64, ok bool) {
+	for o := from; o < to; {
+		s := mp.spanOf(o)
+		if s == nil || (!s.data && !s.control && !s.aborted) {
+			return 0, nil, nil, false
+		}
+		end := min(s.next, to)
+		for ; o < end; o++ {
+			switch {
+			case s.data:
+				n++
+				if len(offsets) < maxMissing {
+					offsets = append(offsets, o)
+				}
+			case s.control && len(markers) < maxMissing:
+				markers = append(markers, o)
+			}
+		}
+	}
+	return n, offsets, markers, true
+}
+
 func (mp *memberPart) spanOf(off int64) *span {
 	spans := mp.spans.all()
 	for i := range spans {
@@ -196,7 +231,8 @@ func scanSpans(out []span, b []byte, ab *abortTracker, at time.Time) []span {
 			continue
 		}
 		aborted := ab.aborted(h.next-1, h.pid, h.control, h.txn)
-		out = append(out, span{base: h.base, next: h.next, at: at, data: !h.control && !aborted && h.records == h.next-h.base})
+		out = append(out, span{base: h.base, next: h.next, at: at, data: !h.control && !aborted && h.records == h.next-h.base,
+			control: h.control, aborted: aborted})
 	}
 }
 

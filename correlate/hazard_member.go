@@ -168,7 +168,7 @@ func (c *Correlator) liveRequest(g *groupState, id string, at, done time.Time, e
 	mh := c.memberHz(g.name, id)
 	m := g.members[id]
 	if limit, _ := c.lateAfter(g, m, false); m != nil && mh.hasLive && limit > 0 {
-		if gap := at.Sub(mh.lastLive); gap >= limit {
+		if gap := at.Sub(mh.lastLive); gap >= limit && !(mh.expired && mh.lastLive.Equal(mh.expiredLive)) {
 			_, of := c.lateAfter(g, m, true)
 			hev := c.lateEvent(g, m, at, gap, SeverityWarn)
 			hev.Summary = fmt.Sprintf("%s: member %s (client %s) sent nothing to the coordinator for %v, %s: close to being "+
@@ -257,9 +257,8 @@ func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at 
 	}
 	parts := ""
 	switch {
-	case m.assigned && len(m.assignment) > 0 && g.typ == GroupShare:
-		parts = fmt.Sprintf(": it consumed no more of %s, and the records it held unacknowledged went back to the queue "+
-			"once their acquisition lock ran out", assignmentText(m.assignment))
+	case g.typ == GroupShare && g.share != nil:
+		parts = c.shareExpiredText(g, m, at)
 	case m.assigned && len(m.assignment) > 0:
 		parts = fmt.Sprintf(": its partitions %s were not consumed meanwhile, and records it had not committed are processed again",
 			assignmentText(m.assignment))
@@ -284,11 +283,23 @@ func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at 
 			time.Duration(m.rebalanceMillis)*time.Millisecond, parts)
 	}
 	ev.Evidence = []Evidence{}
-	if mh := c.hz().members[g.name][m.id]; mh != nil && mh.hasLive {
+	mh := c.hz().members[g.name][m.id]
+	if mh != nil && mh.hasLive {
 		ev.Evidence = []Evidence{mh.liveEv}
 	}
 	ev.absent = &absence{clients: []clientKey{k}, from: minTime(m.lastSeen, at), to: at}
 	c.report(episodeKey(HazardMemberExpired, g.name, m.id), ev)
+	if mh != nil && mh.hasLive {
+		// The silence ended in expiry: that is its one finding. A classic
+		// member rejoins with a new member id, whose silence starts anew;
+		// a KIP-848 or share member (KIP-1082: the client keeps its id)
+		// rejoins with the same one, and its first request after the
+		// silence must not also make it heartbeat_late ("close to being
+		// expired": it was expired). Expiry is judged before that request:
+		// by time, by another member's epoch, or by the answer to it
+		// (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
+		mh.expiredLive, mh.expired = mh.lastLive, true
+	}
 }
 
 func assignmentText(a map[string][]int32) string {

@@ -20,13 +20,14 @@ import (
 // archives it instead of delivering it again: it is never processed. One
 // episode per group, partition and first offset of the range.
 func (c *Correlator) shareRedelivered(g *groupState, e *decode.Exchange, member string, p tp, sp *sharePart,
-	a kmsg.ShareFetchResponseTopicPartitionAcquiredRecord) {
+	a kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, cause string) {
 	k := c.keyOf(e)
 	limit := c.opts.Hazards.ShareDeliveryLimit
 	ev := partHazardEvent(HazardShareRedelivery, SeverityWarn, g.name, p, e.RespTime)
 	ev.MemberID, ev.ClientID, ev.ClientHost = member, k.clientID, k.host
 	ev.Offset, ev.FromOffset, ev.ToOffset = i64(a.FirstOffset), i64(a.FirstOffset), i64(a.LastOffset)
 	ev.Records, ev.DeliveryCount, ev.DeliveryLimit = i64(records(a.FirstOffset, a.LastOffset)), i16p(a.DeliveryCount), int32(limit)
+	ev.Reason = cause // why they went back to the queue the last time
 	ways := map[string]int{}
 	for _, r := range sp.returns {
 		if r.first <= a.LastOffset && r.last >= a.FirstOffset {
@@ -61,7 +62,9 @@ func (c *Correlator) shareRedelivered(g *groupState, e *decode.Exchange, member 
 }
 
 // returnWords name the ways records go back to the queue, in summaries.
-var returnWords = map[string]string{"release": "releases", "reject": "rejects", "lock_expired": "lock expiries"}
+var returnWords = map[string]string{"release": "releases", "reject": "rejects", "lock_expired": "lock expiries",
+	ShareCauseConnClosed: "connection closes", ShareCauseLeft: "leaves or share session closes",
+	ShareCauseExpired: "member expiries"}
 
 // ordinal is the English suffix of n.
 func ordinal(n int) string {
@@ -132,7 +135,7 @@ func (c *Correlator) shareLost(g *groupState, p tp, sp *sharePart, lost []*share
 				}
 				last = max(last, s.last)
 				n = satAdd(n, records(s.first, s.last))
-				sp.addReturn(shareReturn{first: s.first, last: s.last, how: "lock_expired", member: member, ev: h.ev})
+				sp.addReturn(shareReturn{first: s.first, last: s.last, how: "lock_expired", member: member, ev: h.ev, at: h.deadline})
 			}
 			evs = append(evs, h.ev)
 			deadline = minTime(deadline, h.deadline)

@@ -3,6 +3,7 @@ package correlate
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -156,8 +157,8 @@ func (c *Correlator) txnOffsetsAborted(t *txnState, offsets map[string]map[tp]tx
 				ev.PreviousOffset = i64(ps.committed)
 				stays = fmt.Sprintf("its committed offset stays %d", ps.committed)
 				if o.offset > ps.committed {
-					ev.FromOffset, ev.ToOffset, ev.Replayed = i64(ps.committed), i64(o.offset-1), i64(o.offset-ps.committed)
-					stays += fmt.Sprintf(" and records %d..%d will be processed again", ps.committed, o.offset-1)
+					ev.FromOffset, ev.ToOffset = i64(ps.committed), i64(o.offset-1)
+					stays += c.replayText(ev, group, o.member, p, ps.committed, o.offset)
 				}
 			}
 			ev.Summary = fmt.Sprintf("%s %s/%d: the transaction of %s on %s (transactional id %s, producer id %d, epoch %d) "+
@@ -170,4 +171,62 @@ func (c *Correlator) txnOffsetsAborted(t *txnState, offsets map[string]map[tp]tx
 			c.report(partKey(HazardTxnOffsetsAborted, group, p, t.id, strconv.FormatInt(t.producerID, 10), t.began.String()), ev)
 		}
 	}
+}
+
+// replayText fills ev's Replayed, ReplayedOffsets and MarkerOffsets for
+// offsets from..to-1, which the group will fetch again, and says so. Only
+// records count: a transaction marker takes an offset and is never given
+// to the application (KIP-98). They are counted from the batches the
+// committing member (or, failing that, another member of the group) was
+// delivered; when no member's cover them all, the count is not known and
+// only the offsets are named.
+func (c *Correlator) replayText(ev *HazardEvent, group, member string, p tp, from, to int64) string {
+	ms := c.hz().members[group]
+	keys := append([]string{member}, sortedKeys(ms)...)
+	for _, k := range keys {
+		mh := ms[k]
+		if mh == nil || mh.parts[p] == nil {
+			continue
+		}
+		n, offs, markers, ok := mh.parts[p].records(from, to)
+		if !ok {
+			continue
+		}
+		ev.Replayed, ev.ReplayedOffsets, ev.MarkerOffsets = i64(n), offs, markers
+		text := fmt.Sprintf(" and %d records (offsets %s) will be processed again", n, offsetList(offs, n))
+		switch len(markers) {
+		case 0:
+		case 1:
+			text += fmt.Sprintf("; offset %d is a transaction marker, not a record", markers[0])
+		default:
+			text += fmt.Sprintf("; offsets %s are transaction markers, not records", offsetList(markers, int64(len(markers))))
+		}
+		return text
+	}
+	return fmt.Sprintf(" and offsets %d..%d will be fetched again (how many are records, not transaction markers, "+
+		"the capture does not show)", from, to-1)
+}
+
+// offsetList writes offsets as "4, 5, 6", or "4..6" when there are more
+// than 5 in a row, and "..." when n is more than listed.
+func offsetList(offs []int64, n int64) string {
+	if len(offs) == 0 {
+		return "none"
+	}
+	if len(offs) > 5 && offs[len(offs)-1]-offs[0] == int64(len(offs)-1) {
+		s := fmt.Sprintf("%d..%d", offs[0], offs[len(offs)-1])
+		if n > int64(len(offs)) {
+			s += "..."
+		}
+		return s
+	}
+	parts := make([]string, len(offs))
+	for i, o := range offs {
+		parts[i] = strconv.FormatInt(o, 10)
+	}
+	s := strings.Join(parts, ", ")
+	if n > int64(len(offs)) {
+		s += ", ..."
+	}
+	return s
 }

@@ -86,11 +86,14 @@ type ShareGroupEvent struct {
 	// counts their records, Redelivered those with a delivery count above
 	// 1; LockTimeoutMillis is the acquisition lock the broker gave (0:
 	// ShareFetch v0, which does not say).
-	Acquired          []ShareRange `json:"acquired,omitempty"`
-	Records           int64        `json:"records,omitempty"`
-	Redelivered       int64        `json:"redelivered,omitempty"`
-	MaxDeliveryCount  int16        `json:"max_delivery_count,omitempty"`
-	LockTimeoutMillis int32        `json:"acquisition_lock_timeout_ms,omitempty"`
+	Acquired         []ShareRange `json:"acquired,omitempty"`
+	Records          int64        `json:"records,omitempty"`
+	Redelivered      int64        `json:"redelivered,omitempty"`
+	MaxDeliveryCount int16        `json:"max_delivery_count,omitempty"`
+	// Cause is why the Redelivered records went back to the queue when
+	// their ranges agree (see ShareRange.Cause).
+	Cause             string `json:"cause,omitempty"`
+	LockTimeoutMillis int32  `json:"acquisition_lock_timeout_ms,omitempty"`
 	// Acks are the acknowledgement ranges (at most 64 listed); Accepted,
 	// Released, Rejected and Renewed count their records.
 	Acks     []ShareAckRange `json:"acks,omitempty"`
@@ -118,6 +121,9 @@ type ShareRange struct {
 	FirstOffset   int64 `json:"first_offset"`
 	LastOffset    int64 `json:"last_offset"`
 	DeliveryCount int16 `json:"delivery_count"`
+	// Cause (a delivery count above 1) is why the records went back to
+	// the queue before: a ShareCause value.
+	Cause string `json:"cause,omitempty"`
 }
 
 // ShareAckRange is a range of records acknowledged with one type: accept,
@@ -173,9 +179,10 @@ type shareHeld struct {
 // shareReturn is records that went back to the queue.
 type shareReturn struct {
 	first, last int64
-	how         string // release, reject or lock_expired
+	how         string // release, reject, lock_expired, or a ShareCause
 	member      string
 	ev          Evidence
+	at          time.Time // when the broker put them back (zero: at ev)
 }
 
 // span64 is the offsets first..last.
@@ -307,6 +314,9 @@ func pendingRecords(spans []span64) int64 {
 
 // addReturn remembers records that went back to the queue.
 func (sp *sharePart) addReturn(r shareReturn) {
+	if r.at.IsZero() {
+		r.at = r.ev.TS
+	}
 	if len(sp.returns) == maxShareReturns {
 		copy(sp.returns, sp.returns[1:])
 		sp.returns = sp.returns[:maxShareReturns-1]

@@ -20,6 +20,12 @@ type Transaction struct {
 	Aborted   int64 `json:"aborted"`
 	TimedOut  int64 `json:"timed_out,omitempty"`
 	Fenced    int64 `json:"fenced,omitempty"`
+	// EndedUnseen counts the accepted EndTxns (in Committed and Aborted)
+	// whose transaction's begin the capture did not show before them;
+	// AwaitingEndTxn the transactions a later epoch showed ended whose
+	// EndTxn never came (lost: counted in neither).
+	EndedUnseen    int64 `json:"ended_unseen,omitempty"`
+	AwaitingEndTxn int64 `json:"awaiting_end_txn,omitempty"`
 	// MaxDurationMillis and TotalDurationMillis are over the ended
 	// transactions.
 	MaxDurationMillis   int64 `json:"max_duration_ms"`
@@ -36,7 +42,8 @@ func (c *Correlator) txnSnapshots() []Transaction {
 	for _, t := range c.sortedTxns() {
 		s := Transaction{TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, ClientID: t.client.clientID,
 			ClientHost: t.client.host, Coordinator: t.coordinator, TimeoutMillis: t.timeoutMillis, Committed: t.committed,
-			Aborted: t.aborted, TimedOut: t.timedOut, Fenced: t.fenced, MaxDurationMillis: t.durMax, TotalDurationMillis: t.durTotal}
+			Aborted: t.aborted, TimedOut: t.timedOut, Fenced: t.fenced, MaxDurationMillis: t.durMax, TotalDurationMillis: t.durTotal,
+			EndedUnseen: t.unseen, AwaitingEndTxn: int64(len(t.pending))}
 		if t.open {
 			s.OpenSince, s.OpenPartitions = timePtr(t.began), partsMap(t.parts)
 		}

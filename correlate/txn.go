@@ -96,7 +96,26 @@ type txnState struct {
 	coordinator   string
 	lastSeen      time.Time
 
+	txnBody // the open transaction
+	// pending are transactions a request of a later epoch of the same
+	// producer id showed ended, whose EndTxn is not seen yet (it comes on
+	// the coordinator's connection, which the capture may deliver after
+	// the next transaction's Produces): each waits for the EndTxn that
+	// carries its epoch, which says how it ended. At most maxPendingTxns.
+	pending []txnBody
+
+	committed, aborted, timedOut, fenced int64
+	// unseen counts the EndTxns accepted (in committed and aborted)
+	// whose transaction's begin the capture did not show or delivered
+	// after them: the broker ended a transaction all the same.
+	unseen           int64
+	durMax, durTotal int64 // ended transactions' durations, ms
+}
+
+// txnBody is one transaction of a transactional id.
+type txnBody struct {
 	open     bool
+	epoch    int16 // the producer epoch that began it (KIP-890 part 2: each transaction has its own)
 	began    time.Time
 	beganEv  Evidence
 	parts    map[tp]struct{}
@@ -106,9 +125,47 @@ type txnState struct {
 	// group: they become the group's committed offsets only when the
 	// transaction commits (KIP-98).
 	offsets map[string]map[tp]txnOffset
+}
 
-	committed, aborted, timedOut, fenced int64
-	durMax, durTotal                     int64 // ended transactions' durations, ms
+// maxPendingTxns bounds txnState.pending; an older one whose EndTxn never
+// comes (lost) is dropped uncounted.
+const maxPendingTxns = 8
+
+// txnStep places a request of producer id pid and epoch, not stale, in t's
+// transactions, whatever order the capture delivers connections in. A
+// later epoch of the open transaction's producer id ends it: the broker
+// gives a new epoch only with an EndTxn answer (v5+, transaction version
+// 2) or an InitProducerID, and either ends the transaction first; so the
+// open one becomes pending, waiting for its EndTxn. It reports false for a
+// request of an earlier epoch than the open transaction's: one of a
+// transaction that has ended, which begins nothing.
+func (c *Correlator) txnStep(t *txnState, pid int64, epoch int16) bool {
+	if !t.open || pid != t.producerID || t.txnBody.epoch < 0 {
+		return true
+	}
+	switch {
+	case epoch > t.txnBody.epoch:
+		if len(t.pending) >= maxPendingTxns {
+			t.pending = t.pending[1:]
+		}
+		t.pending = append(t.pending, t.txnBody)
+		t.txnBody = txnBody{}
+		return true
+	case epoch < t.txnBody.epoch:
+		return false
+	}
+	return true
+}
+
+// pendingOf returns the index of t's pending transaction of epoch (-1:
+// none).
+func (t *txnState) pendingOf(epoch int16) int {
+	for i := range t.pending {
+		if t.pending[i].epoch == epoch {
+			return i
+		}
+	}
+	return -1
 }
 
 // txn returns the state of transactional id, creating it.
@@ -219,8 +276,8 @@ func (c *Correlator) beginTxn(t *txnState, e *decode.Exchange) {
 	if t.open {
 		return
 	}
-	t.open, t.began, t.beganEv, t.hangSeen = true, e.ReqTime.UTC(), c.evidenceOf(e), false
-	t.parts, t.groups = map[tp]struct{}{}, map[string]struct{}{}
+	t.txnBody = txnBody{open: true, epoch: t.epoch, began: e.ReqTime.UTC(), beganEv: c.evidenceOf(e),
+		parts: map[tp]struct{}{}, groups: map[string]struct{}{}}
 	c.emit(c.txnEvent(t, e, TxnBegin))
 }
 
@@ -242,6 +299,9 @@ func (c *Correlator) endTxn(t *txnState, e *decode.Exchange, commit bool, by str
 	ev := c.txnEvent(t, e, action)
 	if e == nil {
 		ev.at = at.UTC()
+	}
+	if t.txnBody.epoch >= 0 {
+		ev.ProducerEpoch = t.txnBody.epoch
 	}
 	ev.EndedBy, ev.Began = by, timePtr(t.began)
 	d := max(millis(at.Sub(t.began)), 0)

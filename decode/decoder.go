@@ -221,6 +221,9 @@ func (d *Decoder) close(cs *connState, c *capture.Chunk) {
 		d.release(cs, p)
 	}
 	cs.pending, cs.pendingBytes = cs.pending[:0], 0
+	if ch, ok := d.h.(CloseHandler); ok && !cs.conn.Ignore && (c.Reason == capture.CloseFIN || c.Reason == capture.CloseRST) {
+		ch.ConnClosed(cs.conn, c.Time, c.Reason)
+	}
 	if !cs.conn.Ignore {
 		for i := range cs.dir {
 			// Bytes never decoded: a partial last frame (normal when a

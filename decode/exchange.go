@@ -119,3 +119,15 @@ type Handler interface {
 	Exchange(e *Exchange)
 	Anomaly(a *Anomaly)
 }
+
+// CloseHandler is a Handler that is also told when a Kafka connection
+// ended on the wire: a FIN from both sides, or a reset. It is called after
+// the exchanges still awaiting a response were handed over (as
+// ResponseMissing), at the capture time of the chunk that ended it. A
+// connection that ended because the capture did, was idle or evicted is
+// not reported: nothing on the wire closed it. Brokers tie state to a
+// connection (a KIP-932 share session releases the records its member
+// holds), so its end is evidence. c is only valid during the call.
+type CloseHandler interface {
+	ConnClosed(c *capture.Conn, at time.Time, reason capture.CloseReason)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -76,16 +77,29 @@ type handoffItem struct {
 	an      decode.Anomaly
 	conn    capture.Conn
 	anomaly bool
+	// closed: the item is a connection's end (decode.CloseHandler) at
+	// at, for reason; conn is the connection.
+	closed bool
+	at     time.Time
+	reason capture.CloseReason
 }
 
 // handlerFuncs adapts two functions to a decode.Handler.
 type handlerFuncs struct {
 	exchange func(*decode.Exchange)
 	anomaly  func(*decode.Anomaly)
+	closed   func(*capture.Conn, time.Time, capture.CloseReason) // may be nil
 }
 
 func (h handlerFuncs) Exchange(e *decode.Exchange) { h.exchange(e) }
 func (h handlerFuncs) Anomaly(a *decode.Anomaly)   { h.anomaly(a) }
+
+// ConnClosed implements decode.CloseHandler.
+func (h handlerFuncs) ConnClosed(c *capture.Conn, at time.Time, reason capture.CloseReason) {
+	if h.closed != nil {
+		h.closed(c, at, reason)
+	}
+}
 
 // newHandoff starts the goroutine calling next. close must be called.
 // recycle, if not nil, gets every exchange's messages back once next is
@@ -107,6 +121,12 @@ func (h *handoff) run() {
 			it := &b.items[i]
 			if it.anomaly {
 				h.next.Anomaly(&it.an)
+				continue
+			}
+			if it.closed {
+				if ch, ok := h.next.(decode.CloseHandler); ok {
+					ch.ConnClosed(&it.conn, it.at, it.reason)
+				}
 				continue
 			}
 			// A response the decoder left for this goroutine
@@ -148,7 +168,7 @@ func (h *handoff) take() *handoffBatch {
 	b := <-h.free
 	for i := range b.items {
 		it := &b.items[i]
-		if !it.anomaly && h.recycle != nil {
+		if !it.anomaly && !it.closed && h.recycle != nil {
 			h.recycle(it.ex.Req, it.ex.Resp)
 		}
 		*it = handoffItem{produce: it.produce[:0]} // drop references to messages and processes
@@ -250,6 +270,14 @@ func (h *handoff) Anomaly(a *decode.Anomaly) {
 	it := h.item()
 	it.anomaly, it.an = true, *a
 	snapshot(&it.an.Conn, a.Conn, &it.conn)
+	h.sent()
+}
+
+// ConnClosed implements decode.CloseHandler: the end goes after the
+// exchanges handed over before it, in order.
+func (h *handoff) ConnClosed(c *capture.Conn, at time.Time, reason capture.CloseReason) {
+	it := h.item()
+	it.closed, it.at, it.reason, it.conn = true, at, reason, *c
 	h.sent()
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -149,5 +150,37 @@ func TestHandoffDecodesDeferred(t *testing.T) {
 	}
 	if h.rd.DecodeErrors != 3 {
 		t.Errorf("%d decode errors counted, want 3", h.rd.DecodeErrors)
+	}
+}
+
+// TestHandoffConnClosed: a connection's end reaches next in order with
+// the exchanges around it (the correlator releases a share session's
+// records at it), with a copy of the connection, which the capture reuses.
+func TestHandoffConnClosed(t *testing.T) {
+	var got []string
+	next := handlerFuncs{
+		exchange: func(e *decode.Exchange) { got = append(got, fmt.Sprintf("ex %d", e.CorrelationID)) },
+		anomaly:  func(a *decode.Anomaly) {},
+		closed: func(c *capture.Conn, at time.Time, r capture.CloseReason) {
+			got = append(got, fmt.Sprintf("close %d %s %s", c.ID, r, at.Format(time.RFC3339)))
+		},
+	}
+	h := newHandoff(next, nil)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var want []string
+	for i := range 300 {
+		ex := decode.Exchange{Key: 18, CorrelationID: int32(i), Response: decode.ResponseMissing}
+		h.Exchange(&ex)
+		want = append(want, fmt.Sprintf("ex %d", i))
+		if i%50 == 7 {
+			c := &capture.Conn{ID: uint64(i)}
+			h.ConnClosed(c, at, capture.CloseRST)
+			c.ID = 0 // the source's connection is gone after the call
+			want = append(want, fmt.Sprintf("close %d rst %s", i, at.Format(time.RFC3339)))
+		}
+	}
+	h.close()
+	if !slices.Equal(want, got) {
+		t.Errorf("next got %d items:\n%v\nwant %d:\n%v", len(got), got, len(want), want)
 	}
 }

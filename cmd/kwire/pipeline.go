@@ -80,6 +80,19 @@ func (p *pipeline) Anomaly(a *decode.Anomaly) {
 	p.anomaly(a)
 }
 
+// ConnClosed implements decode.CloseHandler.
+func (p *pipeline) ConnClosed(c *capture.Conn, at time.Time, reason capture.CloseReason) {
+	if p.ho != nil {
+		p.ho.ConnClosed(c, at, reason)
+		return
+	}
+	p.connClosed(c, at, reason)
+}
+
+func (p *pipeline) connClosed(c *capture.Conn, at time.Time, reason capture.CloseReason) {
+	p.corr.ConnClosed(c, at, reason)
+}
+
 func (p *pipeline) exchange(e *decode.Exchange) {
 	if p.agent != nil {
 		p.agent.Exchange(e)
@@ -138,7 +151,7 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool, stder
 		// Correlating and writing run on the other core (handoff), and
 		// so do kwire read's exchange lines, made and written before the
 		// events that the exchange gives (as p.exchange would write them).
-		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly}, p.dec.Recycle)
+		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly, p.connClosed}, p.dec.Recycle)
 		p.ho.rd.ReferenceKmsg(ref.kmsg)
 		p.dec.SetDeferResponses(true)
 		if p.exchanges {

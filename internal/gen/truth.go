@@ -54,6 +54,9 @@ type Truth struct {
 	// Share is each share group's records (KIP-932) as the broker's
 	// answers on the tap show them (see ShareTruth).
 	Share map[string]*ShareTruth `json:"share,omitempty"`
+	// Transactions is each transactional id's EndTxn and InitProducerID
+	// answers on the tap (see TxnTruth).
+	Transactions map[string]*TxnTruth `json:"transactions,omitempty"`
 
 	// Edit says which packets were left out of the files, if any.
 	Edit *EditInfo `json:"edit,omitempty"`
@@ -267,6 +270,7 @@ func (c *Cluster) baseTruth(name, doc string) *Truth {
 	var gnotes []string
 	t.Groups, t.Hazards, gnotes = c.groups.build(t.Committed)
 	t.Share = c.shareTruth()
+	t.Transactions = c.txnTruth()
 	t.Notes = append(t.Notes, gnotes...)
 	t.RequestsClient, t.ResponsesClient = counts.Writes, counts.Reads
 	if len(counts.Produced) > 0 {
