@@ -134,8 +134,15 @@ func (c *Correlator) shareAcquired(g *groupState, e *decode.Exchange, member str
 		ev.Redelivered = satAdd(ev.Redelivered, got.redelivered)
 		ev.MaxDeliveryCount = max(ev.MaxDeliveryCount, a.DeliveryCount)
 		cause := ""
+		var inferred *absence
 		if a.DeliveryCount > 1 {
-			cause = sp.redeliveryCause(a.FirstOffset, a.LastOffset, at)
+			cause, inferred = sp.redeliveryCause(a.FirstOffset, a.LastOffset, at)
+			if inferred == nil && (cause == ShareCauseUnknown || cause == ShareCauseLock) {
+				// No acquisition of them held any more: their last
+				// delivery was within a lock's time, to a member of this
+				// client as far as the capture tells.
+				inferred = &absence{clients: []clientKey{k}, from: at.Add(-lock), to: at}
+			}
 			switch ev.Cause {
 			case "", cause:
 				ev.Cause = cause
@@ -155,7 +162,7 @@ func (c *Correlator) shareAcquired(g *groupState, e *decode.Exchange, member str
 			deadline: at.Add(lock), ev: c.evidenceOf(e), pending: []span64{{a.FirstOffset, a.LastOffset}},
 			grace: wait + time.Second})
 		if int(a.DeliveryCount) >= c.opts.Hazards.ShareRedeliveries {
-			c.shareRedelivered(g, e, member, p, sp, a, cause)
+			c.shareRedelivered(g, e, member, p, sp, a, cause, inferred)
 		}
 	}
 	if ev.Records > 0 {

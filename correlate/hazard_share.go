@@ -20,7 +20,7 @@ import (
 // archives it instead of delivering it again: it is never processed. One
 // episode per group, partition and first offset of the range.
 func (c *Correlator) shareRedelivered(g *groupState, e *decode.Exchange, member string, p tp, sp *sharePart,
-	a kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, cause string) {
+	a kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, cause string, inferred *absence) {
 	k := c.keyOf(e)
 	limit := c.opts.Hazards.ShareDeliveryLimit
 	ev := partHazardEvent(HazardShareRedelivery, SeverityWarn, g.name, p, e.RespTime)
@@ -28,6 +28,9 @@ func (c *Correlator) shareRedelivered(g *groupState, e *decode.Exchange, member 
 	ev.Offset, ev.FromOffset, ev.ToOffset = i64(a.FirstOffset), i64(a.FirstOffset), i64(a.LastOffset)
 	ev.Records, ev.DeliveryCount, ev.DeliveryLimit = i64(records(a.FirstOffset, a.LastOffset)), i16p(a.DeliveryCount), int32(limit)
 	ev.Reason = cause // why they went back to the queue the last time
+	// A cause inferred for want of a return the capture shows: loss on
+	// the holders' connections makes it info, its evidence incomplete.
+	ev.absent = inferred
 	ways := map[string]int{}
 	for _, r := range sp.returns {
 		if r.first <= a.LastOffset && r.last >= a.FirstOffset {

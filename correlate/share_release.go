@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kwire/kwire/capture"
@@ -90,8 +91,13 @@ func (c *Correlator) shareRelease(g *groupState, match func(*shareHeld) bool, ca
 // unknown. Acquisitions of them still held are over (the broker gave the
 // records to someone else): one whose lock had not run out was released
 // for a reason the capture does not show, and is no longer judged.
-func (sp *sharePart) redeliveryCause(first, last int64, at time.Time) string {
-	cause := ""
+//
+// A cause inferred for want of a return (lock_timeout, unknown) rests on
+// the capture showing everything the holders sent and received from
+// their acquisition to at: inferred names that window (the holders'
+// clients), for the loss check share_redelivery makes (judgeLoss); nil
+// when the capture shows the return.
+func (sp *sharePart) redeliveryCause(first, last int64, at time.Time) (cause string, inferred *absence) {
 	var latest time.Time
 	for _, r := range sp.returns {
 		if r.first <= last && r.last >= first && !r.at.Before(latest) {
@@ -103,6 +109,15 @@ func (sp *sharePart) redeliveryCause(first, last int64, at time.Time) string {
 		if !overlapsSpan(h.pending, first, last) {
 			keep = append(keep, h)
 			continue
+		}
+		if cause == "" {
+			if inferred == nil {
+				inferred = &absence{from: h.at, to: at}
+			}
+			inferred.from = minTime(inferred.from, h.at)
+			if !slices.Contains(inferred.clients, h.client) {
+				inferred.clients = append(inferred.clients, h.client)
+			}
 		}
 		if !h.deadline.After(at) {
 			if cause == "" {
@@ -120,7 +135,7 @@ func (sp *sharePart) redeliveryCause(first, last int64, at time.Time) string {
 	if cause == "" {
 		cause = ShareCauseUnknown
 	}
-	return cause
+	return cause, inferred
 }
 
 // shareExpiredText releases what share member m still held when the

@@ -287,3 +287,102 @@ func TestShareAckLostSameMember(t *testing.T) {
 		t.Fatalf("share_ack_lost of the stuck member: %v, want one of 20 records", hazardSummaries(lost))
 	}
 }
+
+// TestShareRedeliveryCauseUnderLoss: h_share_redelivery's consumer
+// releases its records (acknowledgement type 2), and share_redelivery
+// names that cause. With its releases hidden (the tap drops them from the
+// requests), the cause is inferred for want of a return: warn on a
+// complete capture, and info with its evidence incomplete when the
+// capture lost bytes on the holder's connection after it acquired them.
+func TestShareRedeliveryCauseUnderLoss(t *testing.T) {
+	const file = "h_share_redelivery.pcapng"
+	if _, err := os.Stat(filepath.Join("..", "testdata", file)); err != nil {
+		t.Skip("no " + file + " in testdata")
+	}
+	released := func(types []int8) bool { return slices.Contains(types, 2) }
+	for _, tt := range []struct {
+		name         string
+		hide, gap    bool
+		wantSeverity string
+		wantReasons  []string
+	}{
+		{"releases seen", false, false, SeverityWarn, []string{ShareCauseReleased}},
+		{"releases hidden", true, false, SeverityWarn, []string{ShareCauseUnknown, ShareCauseLock}},
+		{"releases hidden, bytes lost", true, true, SeverityInfo, []string{ShareCauseUnknown, ShareCauseLock}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			injected := false
+			p := &pipeline{}
+			p.tap = func(e *decode.Exchange) {
+				if e.ClientID != "hsr-consumer" {
+					return
+				}
+				if tt.hide {
+					switch r := e.Req.(type) {
+					case *kmsg.ShareFetchRequest:
+						for i := range r.Topics {
+							for j := range r.Topics[i].Partitions {
+								pt := &r.Topics[i].Partitions[j]
+								pt.AcknowledgementBatches = slices.DeleteFunc(pt.AcknowledgementBatches,
+									func(b kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) bool {
+										return released(b.AcknowledgeTypes)
+									})
+							}
+						}
+					case *kmsg.ShareAcknowledgeRequest:
+						for i := range r.Topics {
+							for j := range r.Topics[i].Partitions {
+								pt := &r.Topics[i].Partitions[j]
+								pt.AcknowledgementBatches = slices.DeleteFunc(pt.AcknowledgementBatches,
+									func(b kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch) bool {
+										return released(b.AcknowledgeTypes)
+									})
+							}
+						}
+					}
+				}
+				// The gaps: as each ShareFetch that redelivers
+				// records a third time or more, on its connection.
+				if r, ok := e.Resp.(*kmsg.ShareFetchResponse); ok && tt.gap && redelivers(r, 3) {
+					injected = true
+					p.c.Anomaly(&decode.Anomaly{Kind: decode.AnomalyGap, Conn: e.Conn, Time: e.ReqTime, Bytes: 1448})
+				}
+			}
+			_, rec := analyzeTaps(t, p, filepath.Join("..", "testdata", file))
+			if tt.gap && !injected {
+				t.Fatal("no ShareFetch of hsr-consumer redelivering records a third time")
+			}
+			n := 0
+			for _, ev := range hazardEvents(rec) {
+				if ev.Kind != HazardShareRedelivery {
+					continue
+				}
+				n++
+				if ev.Severity != tt.wantSeverity || !slices.Contains(tt.wantReasons, ev.Reason) {
+					t.Errorf("share_redelivery %s, reason %q: want %s, one of %v: %s", ev.Severity, ev.Reason, tt.wantSeverity, tt.wantReasons, ev.Summary)
+				}
+				incomplete := ev.EvidenceComplete != nil && !*ev.EvidenceComplete
+				if incomplete != (tt.wantSeverity == SeverityInfo) {
+					t.Errorf("evidence_complete %v, loss %+v", ev.EvidenceComplete, ev.Loss)
+				}
+			}
+			if n == 0 {
+				t.Fatal("no share_redelivery")
+			}
+		})
+	}
+}
+
+// redelivers reports whether r gives records delivered count times or more.
+func redelivers(r *kmsg.ShareFetchResponse, count int16) bool {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			for _, a := range p.AcquiredRecords {
+				if a.DeliveryCount >= count {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
