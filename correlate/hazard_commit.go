@@ -138,7 +138,7 @@ func (c *Correlator) acceptedCommit(g *groupState, p tp, ph *partHazard, cm *com
 		if mp := c.memberPartOf(g.name, cm.member, p); mp != nil {
 			c.checkBeyondFetch(g, p, mp, cm, off, prev)
 			c.checkGap(g, p, mp, cm, off, prev)
-			recv.parts = append(recv.parts, recvPart{p, off, prev})
+			recv.parts = append(recv.parts, recvPart{p: p, off: off, prev: prev})
 			mp.lastCommit, mp.haveLast = off, true
 		}
 	}

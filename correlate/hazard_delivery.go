@@ -125,6 +125,7 @@ type recvPart struct {
 	p    tp
 	off  int64
 	prev commitMark
+	mp   *memberPart // as recvWaits found it, for a commit judged at once
 }
 
 // pendingRecv is a commit whose records were not delivered yet when it was
@@ -151,6 +152,9 @@ func (c *Correlator) judgeReceive(g *groupState, cm *committer, r recvNote) {
 		c.noteReceives(g, cm, &r)
 		return
 	}
+	for i := range r.parts {
+		r.parts[i].mp = nil // looked up again when judged: it may be gone by then
+	}
 	h.recvPend = append(h.recvPend, pendingRecv{g.name, *cm, r})
 	if len(h.recvPend) > maxPendingRecv {
 		c.settleRecv(true)
@@ -160,8 +164,10 @@ func (c *Correlator) judgeReceive(g *groupState, cm *committer, r recvNote) {
 // recvWaits reports whether a partition r commits has records above what
 // was delivered to the member.
 func (c *Correlator) recvWaits(group, member string, r recvNote) bool {
-	for _, x := range r.parts {
-		if mp := c.memberPartOf(group, member, x.p); mp != nil && mp.delivered < x.off && mp.spanOf(x.off-1) == nil {
+	for i := range r.parts {
+		x := &r.parts[i]
+		x.mp = c.memberPartOf(group, member, x.p)
+		if x.mp != nil && x.mp.delivered < x.off && x.mp.spanOf(x.off-1) == nil {
 			return true
 		}
 	}
@@ -189,6 +195,9 @@ func (c *Correlator) settleRecv(final bool) {
 			continue
 		}
 		if g := c.groups[x.group]; g != nil {
+			for i := range x.r.parts {
+				x.r.parts[i].mp = nil // looked up now
+			}
 			c.noteReceives(g, &x.cm, &x.r)
 		}
 	}
@@ -199,7 +208,11 @@ func (c *Correlator) settleRecv(final bool) {
 // noteReceives adds r's partitions up and judges the commit.
 func (c *Correlator) noteReceives(g *groupState, cm *committer, r *recvNote) {
 	for _, x := range r.parts {
-		if mp := c.memberPartOf(g.name, cm.member, x.p); mp != nil {
+		mp := x.mp
+		if mp == nil {
+			mp = c.memberPartOf(g.name, cm.member, x.p)
+		}
+		if mp != nil {
 			c.noteReceive(mp, x.p, cm, x.off, x.prev, r)
 		}
 	}
