@@ -440,50 +440,11 @@ var hShareExpired = Scenario{
 	Attempts: 2,
 	Run: func(ctx context.Context, c *Cluster) error {
 		const topic, group = "hsx-orders", "hsx-group"
-		if err := c.shareEarliest(ctx, group); err != nil {
-			return err
-		}
-		if err := produceN(ctx, c, "hsx-producer", topic, 0, 40); err != nil {
-			return err
-		}
-		m1, err := shareClient(c, "hsx-member-1", group, topic)
+		duo, err := startShareDuo(ctx, c, "hsx", topic, group)
 		if err != nil {
 			return err
 		}
-		var n atomic.Int64
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() { defer wg.Done(); consumeShare(ctx, m1, &n, done) }()
-		if err := waitFor(ctx, "hsx-member-1 to read", func() bool { return n.Load() > 0 }); err != nil {
-			return err
-		}
-		ch, err := c.StartChild(ctx, "share-member", ShareMemberArgs{ClientID: "hsx-member-2", Group: group, Topics: []string{topic}})
-		if err != nil {
-			return err
-		}
-		// Member 1 holds what was written so far: write more, a few at a
-		// time, until member 2 has read some of its share.
-		for from := 40; ; from += 4 {
-			if err := produceN(ctx, c, "hsx-producer", topic, from, 4); err != nil {
-				return err
-			}
-			select {
-			case <-ch.Ready():
-			case <-ch.Done():
-				return fmt.Errorf("share member hsx-member-2 exited before reading records: %v", ch.err)
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(300 * time.Millisecond):
-				continue
-			}
-			break
-		}
-		sleepCtx(ctx, 1500*time.Millisecond) // both members consume for a few heartbeats
-		id2, epoch := c.shareMemberOf(group, "hsx-member-2")
-		if id2 == "" {
-			return fmt.Errorf("no accepted heartbeat of hsx-member-2 on the tap: %w", ErrRetry)
-		}
+		m1, n, done, wg, ch, id2, epoch := duo.m1, &duo.n, duo.done, &duo.wg, duo.ch, duo.id2, duo.epoch
 		killed := time.Now()
 		if err := ch.Kill(); err != nil {
 			return err
@@ -680,4 +641,64 @@ func (c *Cluster) shareTruth() map[string]*ShareTruth {
 		return nil
 	}
 	return out
+}
+
+// shareDuo is two members of a share group sharing its partitions:
+// <prefix>-member-1 consuming in process (n counts its records; close
+// done, then wait wg, to stop it) and <prefix>-member-2 in a child (ch),
+// its member id and epoch as the tap saw them accepted.
+type shareDuo struct {
+	m1    *kgo.Client
+	n     atomic.Int64
+	done  chan struct{}
+	wg    sync.WaitGroup
+	ch    *Child
+	id2   string
+	epoch int32
+}
+
+// startShareDuo writes 40 records to topic and starts the two members of
+// group: member 1 first; then member 2, while more records are written, a
+// few at a time, until it has read some of its share (member 1 holds what
+// was written before); then both consume for a few heartbeats.
+func startShareDuo(ctx context.Context, c *Cluster, prefix, topic, group string) (*shareDuo, error) {
+	if err := c.shareEarliest(ctx, group); err != nil {
+		return nil, err
+	}
+	if err := produceN(ctx, c, prefix+"-producer", topic, 0, 40); err != nil {
+		return nil, err
+	}
+	m1, err := shareClient(c, prefix+"-member-1", group, topic)
+	if err != nil {
+		return nil, err
+	}
+	d := &shareDuo{m1: m1, done: make(chan struct{})}
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); consumeShare(ctx, m1, &d.n, d.done) }()
+	if err := waitFor(ctx, prefix+"-member-1 to read", func() bool { return d.n.Load() > 0 }); err != nil {
+		return nil, err
+	}
+	if d.ch, err = c.StartChild(ctx, "share-member", ShareMemberArgs{ClientID: prefix + "-member-2", Group: group, Topics: []string{topic}}); err != nil {
+		return nil, err
+	}
+	for from := 40; ; from += 4 {
+		if err := produceN(ctx, c, prefix+"-producer", topic, from, 4); err != nil {
+			return nil, err
+		}
+		select {
+		case <-d.ch.Ready():
+		case <-d.ch.Done():
+			return nil, fmt.Errorf("share member %s-member-2 exited before reading records: %v", prefix, d.ch.err)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	sleepCtx(ctx, 1500*time.Millisecond)
+	if d.id2, d.epoch = c.shareMemberOf(group, prefix+"-member-2"); d.id2 == "" {
+		return nil, fmt.Errorf("no accepted heartbeat of %s-member-2 on the tap: %w", prefix, ErrRetry)
+	}
+	return d, nil
 }

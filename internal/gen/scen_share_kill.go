@@ -3,7 +3,6 @@ package gen
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -28,48 +27,11 @@ var hShareStopped = Scenario{
 	Attempts: 2,
 	Run: func(ctx context.Context, c *Cluster) error {
 		const topic, group = "hst-orders", "hst-group"
-		if err := c.shareEarliest(ctx, group); err != nil {
-			return err
-		}
-		if err := produceN(ctx, c, "hst-producer", topic, 0, 40); err != nil {
-			return err
-		}
-		m1, err := shareClient(c, "hst-member-1", group, topic)
+		duo, err := startShareDuo(ctx, c, "hst", topic, group)
 		if err != nil {
 			return err
 		}
-		var n atomic.Int64
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() { defer wg.Done(); consumeShare(ctx, m1, &n, done) }()
-		if err := waitFor(ctx, "hst-member-1 to read", func() bool { return n.Load() > 0 }); err != nil {
-			return err
-		}
-		ch, err := c.StartChild(ctx, "share-member", ShareMemberArgs{ClientID: "hst-member-2", Group: group, Topics: []string{topic}})
-		if err != nil {
-			return err
-		}
-		for from := 40; ; from += 4 {
-			if err := produceN(ctx, c, "hst-producer", topic, from, 4); err != nil {
-				return err
-			}
-			select {
-			case <-ch.Ready():
-			case <-ch.Done():
-				return fmt.Errorf("share member hst-member-2 exited before reading records: %v", ch.err)
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(300 * time.Millisecond):
-				continue
-			}
-			break
-		}
-		sleepCtx(ctx, 1500*time.Millisecond)
-		id2, epoch := c.shareMemberOf(group, "hst-member-2")
-		if id2 == "" {
-			return fmt.Errorf("no accepted heartbeat of hst-member-2 on the tap: %w", ErrRetry)
-		}
+		m1, n, done, wg, ch, id2, epoch := duo.m1, &duo.n, duo.done, &duo.wg, duo.ch, duo.id2, duo.epoch
 		stopped := time.Now()
 		if err := ch.Stop(); err != nil {
 			return err

@@ -188,20 +188,7 @@ var hTxnReplayMarkers = Scenario{
 		if code, err := c.rawCommit(ctx, cl, group, member, gen, topic, 0, 4); err != nil || code != 0 {
 			return fmt.Errorf("commit 4: %v (code %d): %w", err, code, ErrRetry)
 		}
-		if err := cl.BeginTransaction(); err != nil {
-			return err
-		}
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value(0, 60)}).FirstErr(); err != nil {
-			return err
-		}
-		code, err := txnCommitOffset(ctx, cl, txn, group, member, gen, topic, 0, 8)
-		if err != nil {
-			return err
-		}
-		if code != 0 {
-			return fmt.Errorf("TxnOffsetCommit of offset 8 answered %s: %w", errName(code), ErrRetry)
-		}
-		if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		if err := abortedTxnOffsetCommit(ctx, cl, txn, group, member, gen, topic, 8); err != nil {
 			return err
 		}
 		probe.closing.Store(true)

@@ -221,20 +221,7 @@ var hTxnOffsetsAborted = Scenario{
 			return fmt.Errorf("commit 3: %w", commitErr)
 		}
 		member, gen := cl.GroupMetadata()
-		if err := cl.BeginTransaction(); err != nil {
-			return err
-		}
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value(0, 60)}).FirstErr(); err != nil {
-			return err
-		}
-		code, err := txnCommitOffset(ctx, cl, txn, group, member, gen, topic, 0, 10)
-		if err != nil {
-			return err
-		}
-		if code != 0 {
-			return fmt.Errorf("TxnOffsetCommit of offset 10 answered %s: %w", errName(code), ErrRetry)
-		}
-		if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		if err := abortedTxnOffsetCommit(ctx, cl, txn, group, member, gen, topic, 10); err != nil {
 			return err
 		}
 		probe.closing.Store(true)
@@ -255,6 +242,26 @@ var hTxnOffsetsAborted = Scenario{
 // txnCommitOffset sends, through cl (a transactional kgo client inside a
 // transaction), a TxnOffsetCommit of offset for topic[partition] on behalf
 // of group's member in generation gen, and returns the broker's code.
+// abortedTxnOffsetCommit runs one transaction of cl that writes a record
+// and commits offset of topic's partition 0 for group's member (its
+// TxnOffsetCommit accepted), then aborts: the commit never takes effect.
+func abortedTxnOffsetCommit(ctx context.Context, cl *kgo.Client, txn, group, member string, gen int32, topic string, offset int64) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: value(0, 60)}).FirstErr(); err != nil {
+		return err
+	}
+	code, err := txnCommitOffset(ctx, cl, txn, group, member, gen, topic, 0, offset)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("TxnOffsetCommit of offset %d answered %s: %w", offset, errName(code), ErrRetry)
+	}
+	return cl.EndTransaction(ctx, kgo.TryAbort)
+}
+
 func txnCommitOffset(ctx context.Context, cl *kgo.Client, txn, group, member string, gen int32, topic string, partition int32, offset int64) (int16, error) {
 	id, epoch, err := cl.ProducerID(ctx)
 	if err != nil {
