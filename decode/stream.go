@@ -364,27 +364,17 @@ func (d *Decoder) noteOrphan(s *stream, off int64, p []byte) {
 // the capture began: counted and reported as unmatched responses, their
 // bytes no longer skipped.
 func (d *Decoder) explainSkipped(cs *connState, s *stream, corr int32, t time.Time) {
-	end, run := s.skipped, 0
-	first := len(s.orphans)
-	for k := len(s.orphans) - 1; k >= 0 && run < maxOrphanRun; k-- {
-		o := s.orphans[k]
-		if o.off+4+o.n == end && o.corr < corr {
-			end, corr, first, run = o.off, o.corr, k, run+1
-		} else if o.off+4+o.n < end && o.off < end-int64(d.opts.MaxFrame)-4 {
-			break // no earlier header can end there
+	end := s.skipped
+	var run []orphan // from the last frame back
+	for k := len(s.orphans) - 1; k >= 0 && len(run) < maxOrphanRun; k-- {
+		if o := s.orphans[k]; o.off+4+o.n == end && o.corr < corr {
+			run = append(run, o)
+			end, corr = o.off, o.corr
 		}
 	}
-	if run > 0 {
-		for k := first; k < len(s.orphans) && run > 0; k++ {
-			o := s.orphans[k]
-			if o.off != end {
-				continue
-			}
-			d.unmatchedFrame(cs, o.corr, int(4+o.n), t)
-			s.skipped -= 4 + o.n
-			end += 4 + o.n
-			run--
-		}
+	for k := len(run) - 1; k >= 0; k-- {
+		d.unmatchedFrame(cs, run[k].corr, int(4+run[k].n), t)
+		s.skipped -= 4 + run[k].n
 	}
 	s.orphans = s.orphans[:0]
 }
