@@ -8,7 +8,8 @@ import (
 // TLSStats counts what a TLSDecrypter did; the fields are part of Stats
 // (the stats line's capture object), omitted while zero. Every TLS
 // connection is counted in TLSConns and, once its handshake was read or
-// given up on, in one of TLSDecrypted, TLSNoKeys or TLSUnsupported.
+// given up on, in one of TLSDecrypted, TLSNoKeys, TLSUnsupported or
+// TLSHandshakeOnly.
 type TLSStats struct {
 	// TLSConns counts connections whose first bytes are a TLS record.
 	TLSConns uint64 `json:"tls_connections,omitempty"`
@@ -22,6 +23,11 @@ type TLSStats struct {
 	// TLSUnsupported counts those passed on encrypted because they use a
 	// version or cipher suite kwire does not decrypt (CBC, TLS 1.0/1.1).
 	TLSUnsupported uint64 `json:"tls_unsupported,omitempty"`
+	// TLSHandshakeOnly counts those that ended before the server's hello
+	// (a client that gave up on its dial, or was stopped, mid-handshake):
+	// no keys were agreed, so they carried no application data and
+	// nothing of them is lost. They are passed on as they came.
+	TLSHandshakeOnly uint64 `json:"tls_handshake_only,omitempty"`
 	// TLSDecryptFailures counts records that did not authenticate with
 	// the logged keys (damaged in the capture, or a wrong key log): their
 	// plaintext is a gap, the records after them are decrypted.
@@ -69,7 +75,7 @@ type TLSDecrypter struct {
 	qhead      int
 	queueBytes int
 
-	conns_, decrypted, noKeys, unsupported, failures, late atomic.Uint64
+	conns_, decrypted, noKeys, unsupported, handshakeOnly, failures, late atomic.Uint64
 }
 
 const (
@@ -90,7 +96,8 @@ func DecryptTLS(next Sink, keys *TLSKeys) *TLSDecrypter {
 func (d *TLSDecrypter) Stats() TLSStats {
 	return TLSStats{
 		TLSConns: d.conns_.Load(), TLSDecrypted: d.decrypted.Load(), TLSNoKeys: d.noKeys.Load(),
-		TLSUnsupported: d.unsupported.Load(), TLSDecryptFailures: d.failures.Load(), TLSKeysLate: d.late.Load(),
+		TLSUnsupported: d.unsupported.Load(), TLSHandshakeOnly: d.handshakeOnly.Load(),
+		TLSDecryptFailures: d.failures.Load(), TLSKeysLate: d.late.Load(),
 	}
 }
 
@@ -163,6 +170,7 @@ const (
 	tlsGiveUpNoHello tlsGiveUp = iota
 	tlsGiveUpNoKeys
 	tlsGiveUpUnsupported
+	tlsGiveUpHandshakeOnly // ended before the ServerHello: no application data
 )
 
 // heldChunk is a chunk kept while a connection's keys are looked for.
@@ -265,7 +273,7 @@ func (tc *tlsConn) advance(t time.Time) {
 			tc.dir[side].gap(h.n)
 		case Close:
 			if tc.state == tlsHello {
-				tc.giveUp(tlsGiveUpNoHello) // ended before its hellos were read
+				tc.endedInHello()
 				continue
 			}
 			tc.dir[side].flushGap(h.t)

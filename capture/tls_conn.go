@@ -117,11 +117,28 @@ func (tc *tlsConn) giveUp(why tlsGiveUp) {
 		return
 	}
 	tc.state = tlsPass
-	if why == tlsGiveUpUnsupported {
+	switch why {
+	case tlsGiveUpUnsupported:
 		tc.d.unsupported.Add(1)
-	} else {
+	case tlsGiveUpHandshakeOnly:
+		tc.d.handshakeOnly.Add(1)
+	default:
 		tc.d.noKeys.Add(1)
 	}
+}
+
+// endedInHello gives up on a connection that closed before its hellos
+// were read. One whose ClientHello was read and whose ServerHello never
+// came agreed no keys: the client gave up on it mid-handshake (kgo
+// closing a dial as its client stops), and it carried no application
+// data. Any other (its ClientHello not in the capture) is counted as one
+// whose hellos are missing.
+func (tc *tlsConn) endedInHello() {
+	if tc.clientRandom != nil && tc.hello.random == nil {
+		tc.giveUp(tlsGiveUpHandshakeOnly)
+		return
+	}
+	tc.giveUp(tlsGiveUpNoHello)
 }
 
 // replay passes the held chunks on as they came.

@@ -95,6 +95,40 @@ func TestTLSNoKeys(t *testing.T) {
 	}
 }
 
+// TestTLSHandshakeOnly: a connection that ends after its ClientHello,
+// before the server's hello (a client giving up on its dial), agreed no
+// keys and carried no application data: it is counted apart, not as one
+// whose keys are missing, and passed on as it came. One whose ClientHello
+// is not in the capture is still counted without keys.
+func TestTLSHandshakeOnly(t *testing.T) {
+	tr := tlsSession(t, tlsCases[0].cfg, tlsSizes[:1])
+	hello := tr.writes[0]
+	if hello.dir != ToServer || hello.data[0] != recHandshake {
+		t.Fatalf("first write is not the ClientHello: dir %d, type %d", hello.dir, hello.data[0])
+	}
+	for _, tc := range []struct {
+		name   string
+		writes []tlsWrite
+		want   TLSStats
+	}{
+		{"client hello alone", []tlsWrite{hello}, TLSStats{TLSConns: 1, TLSHandshakeOnly: 1}},
+		{"server flight without the client hello", []tlsWrite{tr.writes[1]}, TLSStats{TLSConns: 1, TLSNoKeys: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &tlsRecorder{}
+			d := DecryptTLS(rec, keysFrom(t, tr.keylog))
+			feedTranscript(d, tc.writes)
+			w := tc.writes[0]
+			if !bytes.Equal(rec.data[w.dir], w.data) || len(rec.data[w.dir^1]) != 0 || rec.closes != 2 {
+				t.Errorf("not passed on as it came: %d, %d bytes, %d closes", len(rec.data[0]), len(rec.data[1]), rec.closes)
+			}
+			if got := d.Stats(); got != tc.want {
+				t.Errorf("stats %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestTLSPlainPassesThrough: a connection that is not TLS is untouched.
 func TestTLSPlainPassesThrough(t *testing.T) {
 	rec := &tlsRecorder{}

@@ -128,8 +128,12 @@ func textStats(l *statsLine) string {
 	}
 	if t := c.TLSStats; t.TLSConns > 0 {
 		// --tls-keylog: what the key log decrypted, and what it could not.
-		loss += fmt.Sprintf(", %d TLS connections decrypted of %d (%d without keys, %d unsupported; %d records failed to decrypt",
-			t.TLSDecrypted, t.TLSConns, t.TLSNoKeys, t.TLSUnsupported, t.TLSDecryptFailures)
+		loss += fmt.Sprintf(", %d TLS connections decrypted of %d (%d without keys, %d unsupported",
+			t.TLSDecrypted, t.TLSConns, t.TLSNoKeys, t.TLSUnsupported)
+		if t.TLSHandshakeOnly > 0 {
+			loss += fmt.Sprintf(", %d ended in their handshake", t.TLSHandshakeOnly)
+		}
+		loss += fmt.Sprintf("; %d records failed to decrypt", t.TLSDecryptFailures)
 		if t.TLSKeysLate > 0 {
 			loss += fmt.Sprintf("; %d decrypted out of capture order: keys logged late", t.TLSKeysLate)
 		}
