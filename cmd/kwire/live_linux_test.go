@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if arg := os.Getenv(tlsGroupEnv); arg != "" {
 		os.Exit(runTLSGroupChild(arg)) // live_ebpf_tls_linux_test.go
 	}
+	if arg := os.Getenv("KWIRE_TEST_REPLAY"); arg != "" {
+		os.Exit(replayChild(arg)) // live_replay_linux_test.go
+	}
 	if os.Getenv("KWIRE_TEST_KFAKE") == "1" {
 		serveKfake() // a transport for the agent benchmarks
 	}
