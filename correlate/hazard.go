@@ -422,7 +422,10 @@ type hazardState struct {
 	// recvPend are commits waiting on the Fetch of their records
 	// (judgeReceive).
 	recvPend []pendingRecv
-	pending  []*HazardEvent // absence-based hazards held for loss (releasePending)
+	// recvParts is the scratch of a commit's recvNote.parts: one
+	// commit at a time uses it (a pending one keeps a copy).
+	recvParts []recvPart
+	pending   []*HazardEvent // absence-based hazards held for loss (releasePending)
 }
 
 // episode is one hazard's episode: while open, further occurrences are

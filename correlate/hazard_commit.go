@@ -86,7 +86,9 @@ func (c *Correlator) commitHazards(e *decode.Exchange, req *kmsg.OffsetCommitReq
 		cm.gen = -1
 	}
 	accepted := false
-	var recv recvNote
+	h := c.hz()
+	recv := recvNote{parts: h.recvParts[:0]}
+	defer func() { h.recvParts = recv.parts[:0] }()
 	for _, t := range req.Topics {
 		topic := c.topicKey(t.Topic, t.TopicID)
 		for _, rp := range t.Partitions {

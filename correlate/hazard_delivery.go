@@ -152,6 +152,7 @@ func (c *Correlator) judgeReceive(g *groupState, cm *committer, r recvNote) {
 		c.noteReceives(g, cm, &r)
 		return
 	}
+	r.parts = slices.Clone(r.parts) // the caller's are its scratch
 	for i := range r.parts {
 		r.parts[i].mp = nil // looked up again when judged: it may be gone by then
 	}
