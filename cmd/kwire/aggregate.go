@@ -14,8 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/correlate"
-	"github.com/kwire/kwire/internal/wire"
 	"github.com/kwire/kwire/jsonout"
 )
 

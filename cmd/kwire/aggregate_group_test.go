@@ -17,9 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/internal/gen"
-	"github.com/kwire/kwire/internal/wire"
 )
 
 // groupAgents are the file-fed agents of TestAggregateGroup: one per

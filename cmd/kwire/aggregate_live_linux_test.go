@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kwire/kwire/internal/wire"
+	"github.com/kwire/kwire/aggregate/wire"
 )
 
 // agentProc is a kwire process of its own (this test binary as kwire,

@@ -7,9 +7,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
-	"github.com/kwire/kwire/internal/wire"
 )
 
 // merger puts the items of every agent's batches back into one stream in

@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/kwire/kwire/internal/wire"
+	"github.com/kwire/kwire/aggregate/wire"
 )
 
 // TestAggregateQuietAgent: the agent on the coordinator's host of a

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kwire/kwire/internal/wire"
+	"github.com/kwire/kwire/aggregate/wire"
 )
 
 // The router is the first stage of kwire aggregate --group

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/capture"
-	"github.com/kwire/kwire/internal/wire"
 )
 
 // publishFiles runs one agent per capture file (agent host bN, run 1),
