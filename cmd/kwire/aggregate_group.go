@@ -19,6 +19,7 @@ import (
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/decode"
 	"github.com/kwire/kwire/jsonout"
+	"github.com/kwire/kwire/route"
 )
 
 // kwire aggregate --group NAME: several instances split the work
@@ -172,9 +173,9 @@ func ownedList(m map[int32]bool) []int32 {
 }
 
 // owns reports whether this instance writes the lines of key.
-func (g *groupAgg) owns(key string) bool { return g.ownsPart(routeHash(key, g.parts)) }
+func (g *groupAgg) owns(key string) bool { return g.ownsPart(route.Shard(key, g.parts)) }
 
-func (g *groupAgg) part(key string) int32 { return routeHash(key, g.parts) }
+func (g *groupAgg) part(key string) int32 { return route.Shard(key, g.parts) }
 
 func (g *groupAgg) ownsPart(q int32) bool {
 	g.mu.Lock()
@@ -364,31 +365,11 @@ func (g *groupAgg) state(q int32) *partState {
 	return g.ps[q]
 }
 
-// eventPart is the partition whose owner writes an event: an event of a
-// group belongs to the group's; a hazard of a client (producer_acks_weak)
-// to the client's, of a host (client_id_churn) to the host's.
+// eventPart is the partition whose owner writes an event (route.EventKey;
+// 0 for an event of no key).
 func (g *groupAgg) eventPart(ev correlate.Event) int32 {
-	switch ev := ev.(type) {
-	case *correlate.GenerationEvent:
-		return g.part(groupRouteKey(ev.Group))
-	case *correlate.MemberEvent:
-		return g.part(groupRouteKey(ev.Group))
-	case *correlate.CommitEvent:
-		return g.part(groupRouteKey(ev.Group))
-	case *correlate.CoordinatorEvent:
-		return g.part(groupRouteKey(ev.Group))
-	case *correlate.HazardEvent:
-		return g.part(hazardRouteKey(ev))
+	if k, ok := route.EventKey(ev); ok {
+		return g.part(k)
 	}
 	return 0
-}
-
-func hazardRouteKey(h *correlate.HazardEvent) string {
-	switch {
-	case h.Group != "":
-		return groupRouteKey(h.Group)
-	case h.Kind == correlate.HazardClientIDChurn:
-		return hostRouteKey(h.ClientHost)
-	}
-	return clientRouteKey(clientOf(h.ClientHost, h.ClientID))
 }

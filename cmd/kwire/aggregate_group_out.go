@@ -14,6 +14,7 @@ import (
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/route"
 )
 
 // groupLine is the aggregate line of a --group instance: the single
@@ -70,7 +71,7 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 	var cs capture.Stats
 	var ds decode.Stats
 	for _, a := range m.agents {
-		if c := a.counter; c != nil && g.owns(agentRouteKey(a.agent)) {
+		if c := a.counter; c != nil && g.owns(route.AgentKey(a.agent.String())) {
 			addCounts(reflect.ValueOf(&cs).Elem(), reflect.ValueOf(&c.Capture).Elem())
 			addCounts(reflect.ValueOf(&ds).Elem(), reflect.ValueOf(&c.Decode).Elem())
 		}
@@ -82,7 +83,7 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 	line := ag.line(end, time.Now())
 	line.Agents, line.Missing, line.Dropped, line.Restarts, line.Duplicates = nil, 0, 0, 0, 0
 	for _, a := range m.agents {
-		if !g.owns(agentRouteKey(a.agent)) {
+		if !g.owns(route.AgentKey(a.agent.String())) {
 			continue
 		}
 		x := aggregateAgent{Agent: a.name, State: m.state(a, time.Now()), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
@@ -98,7 +99,7 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 		line.Duplicates += a.duplicates
 	}
 	slices.SortFunc(line.Agents, func(a, b aggregateAgent) int { return cmp.Compare(a.Agent, b.Agent) })
-	line.Unobserved = slices.DeleteFunc(unobs, func(u unobserved) bool { return !g.owns(groupRouteKey(u.Group)) })
+	line.Unobserved = slices.DeleteFunc(unobs, func(u unobserved) bool { return !g.owns(route.GroupKey(u.Group)) })
 	line.Corrupt = g.corrupt + rs.corrupt.Load()
 	gl := groupLine{aggregateLine: line, Group: groupInfo{Name: g.name, Topic: rs.routed, Partitions: g.parts,
 		Owned: ownedList(g.owned), Groups: len(snap.Groups), Read: rs.read.Load(), Replayed: rs.replayed.Load(),
@@ -116,42 +117,8 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 }
 
 // filterSnapshot keeps the groups, clients and hazards this instance
-// owns. A client belongs to the owner of the first group it is bound to
-// (who sees all its traffic and that group's), else to its own key's.
-func (g *groupAgg) filterSnapshot(s *correlate.Snapshot) {
-	s.Groups = slices.DeleteFunc(s.Groups, func(x correlate.Group) bool { return !g.owns(groupRouteKey(x.Group)) })
-	home := map[string]string{}
-	for _, c := range s.Clients {
-		home[clientOf(c.ClientHost, c.ClientID)] = clientHome(c)
-	}
-	s.Clients = slices.DeleteFunc(s.Clients, func(c correlate.Client) bool { return !g.owns(clientHome(c)) })
-	s.Unattributed = slices.DeleteFunc(s.Unattributed, func(u correlate.Consumption) bool {
-		k := clientOf(u.ClientHost, u.ClientID)
-		h, ok := home[k]
-		if !ok {
-			h = clientRouteKey(k)
-		}
-		return !g.owns(h)
-	})
-	s.Hazards = slices.DeleteFunc(s.Hazards, func(h correlate.HazardEvent) bool { return !g.owns(hazardRouteKey(&h)) })
-	s.HazardCounts = map[string]int{}
-	for _, h := range s.Hazards {
-		s.HazardCounts[h.Severity]++
-	}
-}
-
-func clientHome(c correlate.Client) string {
-	var first string
-	for _, b := range c.Bindings {
-		if first == "" || b.Group < first {
-			first = b.Group
-		}
-	}
-	if first != "" {
-		return groupRouteKey(first)
-	}
-	return clientRouteKey(clientOf(c.ClientHost, c.ClientID))
-}
+// owns (route.FilterSnapshot).
+func (g *groupAgg) filterSnapshot(s *correlate.Snapshot) { route.FilterSnapshot(s, g.owns) }
 
 // groupHook lets a test follow the instances of one process: what each
 // stage owns, what was read and produced, and when an owner was caught

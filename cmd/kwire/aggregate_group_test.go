@@ -20,6 +20,7 @@ import (
 	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/internal/gen"
+	"github.com/kwire/kwire/route"
 )
 
 // groupAgents are the file-fed agents of TestAggregateGroup: one per
@@ -685,7 +686,7 @@ func TestAggregateGroupOtherGroups(t *testing.T) {
 		switch {
 		case groups[0] == "":
 			groups[0] = g
-		case routeHash(groupRouteKey(g), 3) != routeHash(groupRouteKey(groups[0]), 3):
+		case route.Shard(route.GroupKey(g), 3) != route.Shard(route.GroupKey(groups[0]), 3):
 			groups[1] = g
 		}
 	}
