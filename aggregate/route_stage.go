@@ -1,4 +1,4 @@
-package main
+package aggregate
 
 import (
 	"context"
@@ -33,7 +33,7 @@ type routeStage struct {
 	topic, routed string
 	group         string
 	parts         int32
-	hook          *groupHook
+	hook          *Hook
 	stderr        io.Writer
 
 	mu      sync.Mutex

@@ -1,4 +1,4 @@
-package main
+package aggregate
 
 import (
 	"cmp"
@@ -397,4 +397,11 @@ func addCounts(dst, src reflect.Value) {
 		}
 		addCounts(dst.Elem(), src.Elem())
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
