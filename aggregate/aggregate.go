@@ -1,12 +1,12 @@
 package aggregate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
@@ -44,7 +44,8 @@ type Options struct {
 	// IdleExit, when positive, stops Run once it is caught up, no agent is
 	// still sending and nothing new came for this long.
 	IdleExit time.Duration
-	// Stderr gets Run's progress and the routing stage's errors.
+	// Stderr gets Run's progress and the errors of its polls (nil:
+	// discarded).
 	Stderr io.Writer
 	// Hook, when set, lets a test follow a --group instance.
 	Hook *Hook
@@ -61,8 +62,8 @@ type Aggregator struct {
 	m    *merger
 	// records holds the record batches of the Fetch response being
 	// correlated: items wait in the merge without them (decodeOptions).
-	records []byte
-	stdout  io.Writer
+	records        []byte
+	stdout, stderr io.Writer
 }
 
 // decodeOptions: a Fetch response's record batches are rebuilt (header
@@ -70,9 +71,9 @@ type Aggregator struct {
 var decodeOptions = &wire.Options{DeferRecords: true}
 
 // New returns an aggregator writing to stdout. Of opts it reads Text,
-// Correlate, MaxLateness, MaxSkew and QuietAfter.
+// Correlate, MaxLateness, MaxSkew, QuietAfter and Stderr.
 func New(opts *Options, stdout io.Writer) *Aggregator {
-	ag := &Aggregator{stdout: stdout, text: opts.Text}
+	ag := &Aggregator{stdout: stdout, stderr: cmp.Or[io.Writer](opts.Stderr, io.Discard), text: opts.Text}
 	ag.out = jsonout.New(stdout, &jsonout.Options{Text: opts.Text, LineFlush: true})
 	ag.m = newMerger(opts.MaxLateness, opts.QuietAfter, ag.item)
 	ag.m.maxSkew = opts.MaxSkew
@@ -126,7 +127,7 @@ func Run(ctx context.Context, opts *Options, stdout io.Writer) error {
 	}
 	defer cl.Close()
 	ag := New(opts, stdout)
-	fmt.Fprintf(opts.Stderr, "kwire: aggregating %s\n", opts.Source)
+	fmt.Fprintf(ag.stderr, "kwire: aggregating %s\n", opts.Source)
 	runErr := ag.consume(ctx, cl, opts.IdleExit)
 	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
 		runErr = nil
@@ -158,7 +159,7 @@ func poll(ctx context.Context, cl *kgo.Client, w io.Writer, verb string) (fetche
 func (ag *Aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time.Duration) error {
 	lastNew := time.Now()
 	for ctx.Err() == nil {
-		fetches, closed := poll(ctx, cl, os.Stderr, "consuming")
+		fetches, closed := poll(ctx, cl, ag.stderr, "consuming")
 		if closed {
 			return nil
 		}

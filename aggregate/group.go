@@ -1,11 +1,11 @@
 package aggregate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -81,7 +81,7 @@ type itemRef struct {
 
 // runGroup is kwire aggregate --group: one instance of group opts.Group.
 func runGroup(ctx context.Context, opts *Options, stdout io.Writer) error {
-	topic, stderr := opts.Topic, opts.Stderr
+	topic, stderr := opts.Topic, cmp.Or[io.Writer](opts.Stderr, io.Discard)
 	routed := topic + "." + opts.Group
 	parts, err := ensureRouted(ctx, opts.Client, topic, routed)
 	if err != nil {
@@ -177,7 +177,7 @@ func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Du
 	ag := g.ag
 	lastNew := time.Now()
 	for ctx.Err() == nil {
-		fetches, closed := poll(ctx, cl, os.Stderr, "consuming")
+		fetches, closed := poll(ctx, cl, g.ag.stderr, "consuming")
 		if closed {
 			return nil
 		}
