@@ -83,6 +83,8 @@ func cmdAggregate(args []string, stdout, stderr io.Writer) error {
 	return errUsage
 }
 
+// runAggregate turns the flags into aggregate.Options and runs it; with
+// --group, the routed topic's name is checked first.
 func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writer) error {
 	opts, topic, err := f.from.options()
 	if err != nil {
@@ -99,6 +101,7 @@ func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writ
 		Stderr: stderr, Hook: f.hook}, stdout)
 }
 
+// topicName is a legal Kafka topic name.
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // correlateOptions are the aggregator's correlator options: its graces and
