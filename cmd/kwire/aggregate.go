@@ -1,22 +1,15 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"slices"
+	"regexp"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"github.com/kwire/kwire/aggregate"
 	"github.com/kwire/kwire/correlate"
-	"github.com/kwire/kwire/internal/wire"
-	"github.com/kwire/kwire/jsonout"
 )
 
 const aggregateHelp = `Usage: kwire aggregate --from kafka://HOST:PORT[,HOST:PORT...]/TOPIC [flags]
@@ -52,7 +45,7 @@ type aggregateFlags struct {
 	maxLateness time.Duration
 	maxSkew     time.Duration
 	quietAfter  time.Duration
-	hook        *groupHook // tests of --group only
+	hook        *aggregate.Hook // tests of --group only
 }
 
 func (f *aggregateFlags) register(fs *flag.FlagSet) {
@@ -90,216 +83,26 @@ func cmdAggregate(args []string, stdout, stderr io.Writer) error {
 	return errUsage
 }
 
-// aggregator feeds the merged items to a pipeline's correlator and output.
-type aggregator struct {
-	p *pipeline
-	m *merger
-	// records holds the record batches of the Fetch response being
-	// correlated: items wait in the merge without them (decodeOptions).
-	records []byte
-}
-
-// decodeOptions: a Fetch response's record batches are rebuilt (header
-// and zeros, at full size) only when it is correlated, into one buffer.
-var decodeOptions = &wire.Options{DeferRecords: true}
-
+// runAggregate turns the flags into aggregate.Options and runs it; with
+// --group, the routed topic's name is checked first.
 func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writer) error {
-	if f.group != "" {
-		return runAggregateGroup(ctx, f, stdout, stderr) // aggregate_group.go
-	}
 	opts, topic, err := f.from.options()
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}
-	opts = append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return fmt.Errorf("--from: %w", err)
+	if f.group != "" {
+		if routed := topic + "." + f.group; !topicName.MatchString(routed) {
+			return fmt.Errorf("--group %q: the routed topic %q is not a legal Kafka topic name: use letters, digits, '.', '_' and '-'", f.group, routed)
+		}
 	}
-	defer cl.Close()
-	p := newPipeline(&f.common, stdout, false)
-	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
-	ag := &aggregator{p: p}
-	ag.m = newMerger(f.maxLateness, f.quietAfter, ag.item)
-	ag.m.maxSkew = f.maxSkew
-	// The correlator's events go through the coverage filter
-	// (aggregate_cover.go); its graces allow for the agents' skew.
-	p.corr = correlate.New(f.correlateOptions(), correlate.SinkFunc(ag.event))
-	fmt.Fprintf(stderr, "kwire: aggregating %s\n", f.from.url)
-	runErr := ag.consume(ctx, cl, f.idleExit)
-	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
-		runErr = nil
-	}
-	ag.m.release(time.Now(), releaseAll)
-	return errors.Join(runErr, ag.finish(stdout))
+	return aggregate.Run(ctx, &aggregate.Options{Client: opts, Topic: topic, Source: f.from.url, Group: f.group,
+		Text: f.common.textOutput(stdout), Correlate: f.correlateOptions(),
+		MaxLateness: f.maxLateness, MaxSkew: f.maxSkew, QuietAfter: f.quietAfter, IdleExit: f.idleExit,
+		Stderr: stderr, Hook: f.hook}, stdout)
 }
 
-// poll fetches what the topic has within a second; closed when cl was
-// closed. Errors other than the poll's own deadline go to w, as
-// "kwire: VERB TOPIC[PARTITION]: ERROR".
-func poll(ctx context.Context, cl *kgo.Client, w io.Writer, verb string) (fetches kgo.Fetches, closed bool) {
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	fetches = cl.PollFetches(pctx)
-	cancel()
-	if fetches.IsClientClosed() {
-		return fetches, true
-	}
-	fetches.EachError(func(t string, p int32, err error) {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-			fmt.Fprintf(w, "kwire: %s %s[%d]: %v\n", verb, t, p, err)
-		}
-	})
-	return fetches, false
-}
-
-// consume polls the topic until ctx is done (or idle for idleExit), and
-// merges what comes. A poll that finds nothing new means the aggregator
-// is caught up: everything waiting is correlated.
-func (ag *aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time.Duration) error {
-	lastNew := time.Now()
-	for ctx.Err() == nil {
-		fetches, closed := poll(ctx, cl, os.Stderr, "consuming")
-		if closed {
-			return nil
-		}
-		now := time.Now()
-		n := 0
-		fetches.EachRecord(func(r *kgo.Record) {
-			n++
-			b, err := wire.Decode(r.Value, decodeOptions)
-			if err != nil {
-				ag.m.corrupt++
-				return
-			}
-			ag.m.add(b, now)
-		})
-		mode := releaseWatermark
-		if n == 0 {
-			mode = releaseCaughtUp
-		}
-		ag.m.release(now, mode)
-		if n > 0 {
-			lastNew = now
-		} else if idleExit > 0 && now.Sub(lastNew) >= idleExit && !ag.m.sending(now) {
-			return nil
-		}
-		if err := ag.p.out.Flush(); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
-	}
-	return ctx.Err()
-}
-
-// item passes one merged item on.
-func (ag *aggregator) item(it *wire.Item, a *agentState) {
-	switch it.Kind {
-	case wire.KindExchange:
-		ag.records = it.ExpandRecords(ag.records)
-		ag.m.cover.exchange(a.agent.Host, it.Exchange)
-		ag.p.exchange(it.Exchange)
-	case wire.KindAnomaly:
-		ag.p.anomaly(it.Anomaly)
-	case wire.KindCounters:
-		c := it.Counters
-		if c == nil {
-			return
-		}
-		if l := c.Capture.Live; l != nil && l.KernelDrops > a.drops {
-			ag.p.corr.SourceLoss(it.At, int64(l.KernelDrops-a.drops))
-			a.drops = l.KernelDrops
-		}
-		a.counter = c
-	}
-}
-
-// event passes the correlator's events on, but for the expiries the
-// coverage withholds.
-func (ag *aggregator) event(ev correlate.Event) {
-	if ag.m.cover.filter(ev, ag.p.event) {
-		ag.p.event(ev)
-	}
-}
-
-// finish closes the correlator at the latest capture time seen and writes
-// the summary, the agents' summed stats and the aggregate line.
-func (ag *aggregator) finish(stdout io.Writer) error {
-	end := ag.m.end
-	p := ag.p
-	p.corr.Close(end)
-	snap := p.corr.Snapshot()
-	unobs := ag.m.cover.patch(snap)
-	p.out.Summary(snap)
-	cs, ds, _ := ag.m.totals()
-	p.out.Stats(end, cs, ds)
-	if err := p.out.Flush(); err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	line := ag.line(end, time.Now())
-	line.Unobserved = unobs
-	if p.text {
-		_, err := fmt.Fprintf(stdout, "aggregate: %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members), %d hazards withheld\n",
-			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(unobs), line.HazardsWithheld)
-		return err
-	}
-	b, _ := json.Marshal(line)
-	_, err := stdout.Write(append(b, '\n'))
-	return err
-}
-
-// aggregateLine is the final "aggregate" NDJSON line (docs/aggregate.md).
-type aggregateLine struct {
-	V          int              `json:"v"`
-	Type       string           `json:"type"`
-	TS         time.Time        `json:"ts"`
-	Agents     []aggregateAgent `json:"agents"`
-	Missing    uint64           `json:"agent_records_missing"`
-	Duplicates int64            `json:"duplicate_batches"`
-	Corrupt    int64            `json:"corrupt_batches"`
-	Late       int64            `json:"late_exchanges"`
-	Dropped    uint64           `json:"publish_batches_dropped"`
-	// Restarts counts agent runs that ended without saying so, a later
-	// run of their host being heard.
-	Restarts int `json:"agent_restarts"`
-	// Withheld counts expiries concluded from a silence the coordinator's
-	// host's agents did not capture (confirmed ones included); Unobserved
-	// lists the members still withheld at the end.
-	Withheld   int64        `json:"expiries_withheld"`
-	Unobserved []unobserved `json:"unobserved,omitempty"`
-	// HazardsWithheld counts member_expired and heartbeat_late hazards
-	// dropped because the silence they rest on was the aggregator's: the
-	// coordinator's host was not captured for all of it.
-	HazardsWithheld int64 `json:"hazards_withheld"`
-}
-
-type aggregateAgent struct {
-	Agent   string            `json:"agent"`
-	State   string            `json:"state"`
-	Batches uint64            `json:"batches"`
-	Missing uint64            `json:"records_missing"`
-	First   time.Time         `json:"first"`
-	Latest  time.Time         `json:"latest"`
-	Publish wire.PublishStats `json:"publish"`
-}
-
-func (ag *aggregator) line(end, now time.Time) *aggregateLine {
-	m := ag.m
-	l := &aggregateLine{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Late: m.late,
-		Withheld: m.cover.expiries, HazardsWithheld: m.cover.hazards}
-	for _, a := range m.agents {
-		x := aggregateAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
-		if a.restarted {
-			l.Restarts++
-		}
-		if a.counter != nil {
-			x.Publish = a.counter.Publish
-		}
-		l.Agents = append(l.Agents, x)
-		l.Missing += x.Missing
-		l.Dropped += x.Publish.BatchesDropped
-	}
-	slices.SortFunc(l.Agents, func(a, b aggregateAgent) int { return cmp.Compare(a.Agent, b.Agent) })
-	return l
-}
+// topicName is a legal Kafka topic name.
+var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // correlateOptions are the aggregator's correlator options: its graces and
 // the tolerance of cross-connection order allow for the agents' skew.

@@ -20,9 +20,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kwire/kwire/aggregate"
+	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/capture"
-	"github.com/kwire/kwire/correlate"
-	"github.com/kwire/kwire/internal/wire"
 	"github.com/kwire/kwire/jsonout"
 )
 
@@ -272,17 +272,12 @@ func BenchmarkAggregateMerge(b *testing.B) {
 		c0 := cpuTime()
 		now := time.Now()
 		for j, v := range in {
-			bt, err := wire.Decode(v, decodeOptions)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ag.m.add(bt, now)
+			ag.Add(v, now) // the values decoded above
 			if j%64 == 63 {
-				ag.m.release(now, releaseWatermark)
+				ag.Release(now, false)
 			}
 		}
-		ag.m.release(now, releaseAll)
-		if err := ag.finish(io.Discard); err != nil {
+		if err := ag.Finish(); err != nil {
 			b.Fatal(err)
 		}
 		cpu += cpuTime() - c0
@@ -300,19 +295,13 @@ func BenchmarkAggregateMerge(b *testing.B) {
 
 // benchAggregator is kwire aggregate's aggregator, as runAggregate wires
 // it with the default flags, writing nowhere.
-func benchAggregator() *aggregator {
+func benchAggregator() *aggregate.Aggregator {
 	var f aggregateFlags
 	f.register(flag.NewFlagSet("aggregate", flag.ContinueOnError))
-	p := newPipeline(&f.common, io.Discard, false)
-	p.out = jsonout.New(io.Discard, &jsonout.Options{LineFlush: true})
-	ag := &aggregator{p: p}
-	ag.m = newMerger(f.maxLateness, f.quietAfter, ag.item)
-	ag.m.maxSkew = f.maxSkew
 	co := f.common.limits.correlate()
 	co.ConsumerSessionTimeout = f.common.consumerSession
 	co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
-	p.corr = correlate.New(co, correlate.SinkFunc(ag.event))
-	return ag
+	return aggregate.New(&aggregate.Options{Correlate: co, MaxLateness: f.maxLateness, MaxSkew: f.maxSkew, QuietAfter: f.quietAfter}, io.Discard)
 }
 
 // consumeAll reads n records of topic.

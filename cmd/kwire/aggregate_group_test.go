@@ -17,9 +17,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kwire/kwire/aggregate"
+	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/internal/gen"
-	"github.com/kwire/kwire/internal/wire"
+	"github.com/kwire/kwire/route"
 )
 
 // groupAgents are the file-fed agents of TestAggregateGroup: one per
@@ -63,7 +65,7 @@ func TestAggregateGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type instance struct {
-		hook *groupHook
+		hook *aggregate.Hook
 		out  bytes.Buffer
 		err  error
 	}
@@ -76,15 +78,12 @@ func TestAggregateGroup(t *testing.T) {
 		t.Helper()
 		for !ok() {
 			select {
-			case <-ins[0].hook.changed:
-			case <-ins[1].hook.changed:
+			case <-ins[0].hook.Changed():
+			case <-ins[1].hook.Changed():
 			case <-deadline:
 				var st []string
 				for _, in := range ins {
-					in.hook.mu.Lock()
-					st = append(st, fmt.Sprintf("owned %v idle %v read %d produced %d consumed %d", in.hook.owned, in.hook.idles,
-						in.hook.read.Load(), in.hook.produced.Load(), in.hook.consumed.Load()))
-					in.hook.mu.Unlock()
+					st = append(st, in.hook.String())
 				}
 				t.Fatalf("timed out waiting for %s: %s", what, strings.Join(st, "; "))
 			}
@@ -92,12 +91,10 @@ func TestAggregateGroup(t *testing.T) {
 	}
 	owns := func(i int) bool {
 		h := ins[i].hook
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return len(h.owned["own"]) > 0 && len(h.owned["route"]) > 0
+		return len(h.Owned("own")) > 0 && len(h.Owned("route")) > 0
 	}
 	for i := range ins {
-		ins[i] = &instance{hook: newGroupHook()}
+		ins[i] = &instance{hook: aggregate.NewHook()}
 	}
 	// Both instances join before the agents publish, one after the other
 	// (kfake has no initial rebalance delay), so that no partition moves
@@ -125,19 +122,16 @@ func TestAggregateGroup(t *testing.T) {
 	batches := sent.at(t, time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), false)
 	batches += int64(publishAgents(t, url, groupAgents(t)))
 	t.Logf("agents published %d batches", batches)
-	sum := func(f func(h *groupHook) int64) int64 { return f(ins[0].hook) + f(ins[1].hook) }
+	sum := func(f func(h *aggregate.Hook) int64) int64 { return f(ins[0].hook) + f(ins[1].hook) }
 	read := func() bool {
-		return sum(func(h *groupHook) int64 { return h.read.Load() }) == batches &&
-			sum(func(h *groupHook) int64 { return h.consumed.Load() }) == sum(func(h *groupHook) int64 { return h.produced.Load() })
+		return sum(func(h *aggregate.Hook) int64 { return h.Read() }) == batches &&
+			sum(func(h *aggregate.Hook) int64 { return h.Consumed() }) == sum(func(h *aggregate.Hook) int64 { return h.Produced() })
 	}
 	waitFor("the routers to read every batch and the owners what they produced", read)
 	batches += sent.at(t, time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC), true)
 	waitFor("the routers to read the sentinel's end and the owners what they produced", read)
 	idles := func(i int) int {
-		h := ins[i].hook
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.idles["own"]
+		return ins[i].hook.Idles("own")
 	}
 	i0, i1 := idles(0), idles(1)
 	waitFor("both owners to be caught up", func() bool { return idles(0) > i0 && idles(1) > i1 })
@@ -146,7 +140,7 @@ func TestAggregateGroup(t *testing.T) {
 
 	var union []byte
 	var lines [2]int
-	var aggs []*aggregateLine
+	var aggs []*aggregate.Line
 	for i, in := range ins {
 		if in.err != nil {
 			t.Fatalf("instance %d: %v", i, in.err)
@@ -162,7 +156,7 @@ func TestAggregateGroup(t *testing.T) {
 			}
 		}
 		var gl struct {
-			Group groupInfo `json:"group"`
+			Group aggregate.GroupInfo `json:"group"`
 		}
 		for _, l := range strings.Split(strings.TrimSpace(in.out.String()), "\n") {
 			if strings.Contains(l, `"type":"aggregate"`) {
@@ -187,7 +181,7 @@ func TestAggregateGroup(t *testing.T) {
 	t.Logf("%d lines compared, %d and %d from the instances", len(want), lines[0], lines[1])
 
 	// The agents' counts: each agent counted by one instance.
-	var agents []aggregateAgent
+	var agents []aggregate.LineAgent
 	var missing uint64
 	var dups int64
 	for _, a := range aggs {
@@ -195,7 +189,7 @@ func TestAggregateGroup(t *testing.T) {
 		missing += a.Missing
 		dups += a.Duplicates
 	}
-	slices.SortFunc(agents, func(a, b aggregateAgent) int { return strings.Compare(a.Agent, b.Agent) })
+	slices.SortFunc(agents, func(a, b aggregate.LineAgent) int { return strings.Compare(a.Agent, b.Agent) })
 	if len(agents) != len(wantAgg.Agents) || missing != wantAgg.Missing || dups != wantAgg.Duplicates {
 		t.Errorf("agents: union %d agents, %d missing, %d duplicate; single %d, %d, %d", len(agents), missing, dups,
 			len(wantAgg.Agents), wantAgg.Missing, wantAgg.Duplicates)
@@ -275,7 +269,7 @@ func mergeSummaries(t *testing.T, out []byte) []byte {
 // groupInstance is one kwire aggregate --group instance of a test, with
 // its own context: it joins and leaves when the test says.
 type groupInstance struct {
-	hook   *groupHook
+	hook   *aggregate.Hook
 	out    bytes.Buffer
 	err    error
 	cancel context.CancelFunc
@@ -290,7 +284,7 @@ func startGroupInstance(t *testing.T, url string) *groupInstance {
 	if err := fs.Parse([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m"}); err != nil {
 		t.Fatal(err)
 	}
-	in := &groupInstance{hook: newGroupHook(), done: make(chan struct{})}
+	in := &groupInstance{hook: aggregate.NewHook(), done: make(chan struct{})}
 	f.hook = in.hook
 	ctx, cancel := context.WithCancel(context.Background())
 	in.cancel = cancel
@@ -303,22 +297,18 @@ func startGroupInstance(t *testing.T, url string) *groupInstance {
 }
 
 func (in *groupInstance) owned(stage string) []int32 {
-	in.hook.mu.Lock()
-	defer in.hook.mu.Unlock()
-	return in.hook.owned[stage]
+	return in.hook.Owned(stage)
 }
 
 func (in *groupInstance) idles() int {
-	in.hook.mu.Lock()
-	defer in.hook.mu.Unlock()
-	return in.hook.idles["own"]
+	return in.hook.Idles("own")
 }
 
 // groupInfoOf returns the group part of an instance's aggregate line.
-func groupInfoOf(t *testing.T, out []byte) groupInfo {
+func groupInfoOf(t *testing.T, out []byte) aggregate.GroupInfo {
 	t.Helper()
 	var gl struct {
-		Group groupInfo `json:"group"`
+		Group aggregate.GroupInfo `json:"group"`
 	}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if strings.Contains(l, `"type":"aggregate"`) {
@@ -382,7 +372,7 @@ func TestAggregateGroupHandover(t *testing.T) {
 			case <-deadline:
 				var st []string
 				for _, in := range live {
-					st = append(st, fmt.Sprintf("own %v route %v idle %d read %d", in.owned("own"), in.owned("route"), in.idles(), in.hook.read.Load()))
+					st = append(st, fmt.Sprintf("own %v route %v idle %d read %d", in.owned("own"), in.owned("route"), in.idles(), in.hook.Read()))
 				}
 				t.Fatalf("timed out waiting for %s: %s", what, strings.Join(st, "; "))
 			}
@@ -397,7 +387,7 @@ func TestAggregateGroupHandover(t *testing.T) {
 		waitFor(what+": routers to read every batch", func() bool {
 			var n int64
 			for _, in := range started {
-				n += in.hook.read.Load()
+				n += in.hook.Read()
 			}
 			return n >= batches
 		})
@@ -503,17 +493,17 @@ func TestAggregateGroupHandover(t *testing.T) {
 // line per partition of the routed topic (parts of them), that of the
 // last instance owning it when it stopped, filtered to what it owned
 // there; and the agents of the aggregate lines, the last one's of each.
-func unionByOwner(t *testing.T, parts int32, outs [][]byte) ([]byte, []aggregateAgent) {
+func unionByOwner(t *testing.T, parts int32, outs [][]byte) ([]byte, []aggregate.LineAgent) {
 	t.Helper()
 	var lines []string
 	summaries := map[int32]string{}
-	agents := map[string]aggregateAgent{}
+	agents := map[string]aggregate.LineAgent{}
 	for _, out := range outs {
 		gi := groupInfoOf(t, out)
 		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			switch {
 			case strings.Contains(l, `"type":"aggregate"`):
-				var al aggregateLine
+				var al aggregate.Line
 				if err := json.Unmarshal([]byte(l), &al); err != nil {
 					t.Fatal(err)
 				}
@@ -526,8 +516,7 @@ func unionByOwner(t *testing.T, parts int32, outs [][]byte) ([]byte, []aggregate
 					if err := json.Unmarshal([]byte(l), &s); err != nil {
 						t.Fatal(err)
 					}
-					g := &groupAgg{parts: parts, owned: map[int32]bool{q: true}}
-					g.filterSnapshot(&s)
+					route.FilterSnapshot(&s, func(k string) bool { return route.Shard(k, parts) == q })
 					var v map[string]any
 					json.Unmarshal([]byte(l), &v)
 					b, _ := json.Marshal(s)
@@ -549,11 +538,11 @@ func unionByOwner(t *testing.T, parts int32, outs [][]byte) ([]byte, []aggregate
 			lines = append(lines, s)
 		}
 	}
-	var out []aggregateAgent
+	var out []aggregate.LineAgent
 	for _, a := range agents {
 		out = append(out, a)
 	}
-	slices.SortFunc(out, func(a, b aggregateAgent) int { return strings.Compare(a.Agent, b.Agent) })
+	slices.SortFunc(out, func(a, b aggregate.LineAgent) int { return strings.Compare(a.Agent, b.Agent) })
 	return []byte(strings.Join(lines, "\n") + "\n"), out
 }
 
@@ -685,7 +674,7 @@ func TestAggregateGroupOtherGroups(t *testing.T) {
 		switch {
 		case groups[0] == "":
 			groups[0] = g
-		case routeHash(groupRouteKey(g), 3) != routeHash(groupRouteKey(groups[0]), 3):
+		case route.Shard(route.GroupKey(g), 3) != route.Shard(route.GroupKey(groups[0]), 3):
 			groups[1] = g
 		}
 	}
@@ -735,7 +724,7 @@ func TestAggregateGroupOtherGroups(t *testing.T) {
 	batches += int64(publishAgents(t, url, []agentSpec{{host: "b0", files: []string{filepath.Join(dir, "two_groups.pcapng")}}}))
 	batches += sent.at(t, began.Add(2*time.Hour), true)
 	waitFor("the routers to read every batch", func() bool {
-		return ins[0].hook.read.Load()+ins[1].hook.read.Load() >= batches
+		return ins[0].hook.Read()+ins[1].hook.Read() >= batches
 	})
 	i0, i1 := ins[0].idles(), ins[1].idles()
 	waitFor("the owners to catch up", func() bool { return ins[0].idles() >= i0+2 && ins[1].idles() >= i1+2 })
@@ -810,13 +799,13 @@ func TestAggregateGroupKilled(t *testing.T) {
 	sent := newSentinel(t, c.ListenAddrs(), "kwire")
 
 	a := startGroupInstance(t, url)
-	a.hook.skipPeriodic.Store(true)
+	a.hook.SkipPeriodic()
 	waitFor("the first instance to own every partition", all(a))
 	batches += sent.at(t, time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), false)
 	batches += int64(publishAgents(t, url, []agentSpec{byHost["altport-b0"], byHost["altport-b1"], byHost["altport-b2"]}))
 	batches += sent.at(t, time.Date(2026, 11, 29, 11, 20, 0, 0, time.UTC), false)
-	settle(a, a.hook.read.Load)
-	a.hook.crash.Store(true)
+	settle(a, a.hook.Read)
+	a.hook.Crash()
 	a.cancel()
 	<-a.done
 	if a.err != nil {
@@ -829,7 +818,7 @@ func TestAggregateGroupKilled(t *testing.T) {
 
 	b := startGroupInstance(t, url)
 	waitFor("the second instance to take every partition", all(b))
-	readAll := func() int64 { return a.hook.read.Load() + b.hook.read.Load() }
+	readAll := func() int64 { return a.hook.Read() + b.hook.Read() }
 	batches += int64(publishAgents(t, url, []agentSpec{byHost["g_sarama"]}))
 	batches += sent.at(t, time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC), true)
 	settle(b, readAll)

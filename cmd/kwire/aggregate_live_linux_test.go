@@ -19,7 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kwire/kwire/internal/wire"
+	"github.com/kwire/kwire/aggregate"
+	"github.com/kwire/kwire/aggregate/wire"
 )
 
 // agentProc is a kwire process of its own (this test binary as kwire,
@@ -323,7 +324,7 @@ func TestAggregateLive(t *testing.T) {
 // checkAggLine checks the aggregate line: the agents (name: the states of
 // its runs, sorted), nothing missing or dropped, but the last batches of
 // the runs of agent killed (SIGKILL: they may have been waiting).
-func checkAggLine(t *testing.T, agg *aggregateLine, states map[string]string, killed string) {
+func checkAggLine(t *testing.T, agg *aggregate.Line, states map[string]string, killed string) {
 	t.Helper()
 	if agg == nil {
 		t.Fatal("no aggregate line")

@@ -10,7 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/kwire/kwire/internal/wire"
+	"github.com/kwire/kwire/aggregate"
+	"github.com/kwire/kwire/aggregate/wire"
 )
 
 // TestAggregateQuietAgent: the agent on the coordinator's host of a
@@ -85,7 +86,7 @@ func final(b *wire.Batch) bool {
 func checkQuiet(t *testing.T, out []byte, states map[string]string, restarts, unobserved int) {
 	t.Helper()
 	expired := map[string]int{}
-	var agg aggregateLine
+	var agg aggregate.Line
 	var summary struct {
 		Groups []struct {
 			Group   string

@@ -16,8 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kwire/kwire/aggregate"
+	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/capture"
-	"github.com/kwire/kwire/internal/wire"
 )
 
 // publishFiles runs one agent per capture file (agent host bN, run 1),
@@ -105,7 +106,7 @@ var compared = map[string]bool{"generation": true, "member": true, "commit": tru
 // connections (analyze in order of first packet, including connections
 // that never carried Kafka; the aggregator in order of arrival); the
 // connection's endpoints, which stay, identify it.
-func normalize(t *testing.T, out []byte) (lines []string, agg *aggregateLine) {
+func normalize(t *testing.T, out []byte) (lines []string, agg *aggregate.Line) {
 	t.Helper()
 	type keyed struct{ ts, line string }
 	var ks []keyed
@@ -115,7 +116,7 @@ func normalize(t *testing.T, out []byte) (lines []string, agg *aggregateLine) {
 			t.Fatalf("%v: %s", err, l)
 		}
 		if v["type"] == "aggregate" {
-			agg = new(aggregateLine)
+			agg = new(aggregate.Line)
 			json.Unmarshal([]byte(l), agg)
 		}
 		if !compared[fmt.Sprint(v["type"])] {
@@ -246,6 +247,29 @@ func copyTopic(t *testing.T, brokers []string, from string, n int, to map[string
 					t.Fatal(err)
 				}
 			}
+		}
+	}
+}
+
+// withoutConnIDs drops connection ids from a line, as the aggregator's
+// fingerprints do (aggregate/handover.go): an endpoint's "id"
+// (beside "broker" and "client"), "conn_id" and "learned_on_conn".
+func withoutConnIDs(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v["broker"]; ok {
+			if _, ok := v["client"]; ok {
+				delete(v, "id")
+			}
+		}
+		delete(v, "learned_on_conn")
+		delete(v, "conn_id")
+		for _, x := range v {
+			withoutConnIDs(x)
+		}
+	case []any:
+		for _, x := range v {
+			withoutConnIDs(x)
 		}
 	}
 }

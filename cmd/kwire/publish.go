@@ -14,9 +14,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
-	"github.com/kwire/kwire/internal/wire"
 )
 
 // publishFlags are kwire live's --publish flags.

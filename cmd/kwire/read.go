@@ -68,8 +68,14 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 // writer returns the output writer the flags ask for, and whether it
 // writes text.
 func (c *commonFlags) writer(stdout io.Writer) (*jsonout.Writer, bool) {
-	text := c.text || (!c.json && isTerminal(stdout))
+	text := c.textOutput(stdout)
 	return jsonout.New(stdout, c.outputOptions(text)), text
+}
+
+// textOutput reports whether the output to stdout is text: --text, or a
+// terminal without --json.
+func (c *commonFlags) textOutput(stdout io.Writer) bool {
+	return c.text || (!c.json && isTerminal(stdout))
 }
 
 // outputOptions are the output options of the flags; text says whether

@@ -1,4 +1,4 @@
-package main
+package aggregate
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // How the owner stage takes partitions of the routed topic over and gives
-// them up: the handover records of aggregate_group_handover.go, committed
+// them up: the handover records of handover.go, committed
 // as offset commit metadata of the owner group.
 
 // fromStart starts every partition of topic assigned at its start: the
@@ -101,7 +101,7 @@ func (g *groupAgg) revoke(ctx context.Context, cl *kgo.Client, qs []int32, revok
 	if !revoked {
 		return
 	}
-	if err := g.ag.p.out.Flush(); err != nil {
+	if err := g.ag.out.Flush(); err != nil {
 		g.commitErrors.Add(1) // not written: no record says it was
 		return
 	}

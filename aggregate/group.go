@@ -1,12 +1,11 @@
-package main
+package aggregate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"regexp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,11 +13,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/decode"
-	"github.com/kwire/kwire/internal/wire"
-	"github.com/kwire/kwire/jsonout"
+	"github.com/kwire/kwire/route"
 )
 
 // kwire aggregate --group NAME: several instances split the work
@@ -26,7 +25,7 @@ import (
 // stages, each a member of a Kafka consumer group:
 //
 //   - the router (consumer group NAME.route over the agents' topic,
-//     aggregate_route.go) sends every item to the partitions of the routed
+//     router.go, route_stage.go) sends every item to the partitions of the routed
 //     topic TOPIC.NAME whose owners need it;
 //   - the owner (consumer group NAME over TOPIC.NAME) merges and
 //     correlates what its partitions hold, and writes the lines of the
@@ -38,10 +37,10 @@ const groupMerged = 1 << 20
 
 // groupAgg is one instance's owner stage.
 type groupAgg struct {
-	ag     *aggregator
+	ag     *Aggregator
 	parts  int32
 	name   string
-	hook   *groupHook
+	hook   *Hook
 	routed string
 	// work is held while a poll's records are merged, correlated and
 	// written, and by the rebalance callbacks: a partition changes hands
@@ -80,26 +79,18 @@ type itemRef struct {
 	index int
 }
 
-var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
-
-// runAggregateGroup is kwire aggregate --group.
-func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writer) error {
-	opts, topic, err := f.from.options()
-	if err != nil {
-		return fmt.Errorf("--from: %w", err)
-	}
-	routed := topic + "." + f.group
-	if !topicName.MatchString(routed) {
-		return fmt.Errorf("--group %q: the routed topic %q is not a legal Kafka topic name: use letters, digits, '.', '_' and '-'", f.group, routed)
-	}
-	parts, err := ensureRouted(ctx, opts, topic, routed)
+// runGroup is kwire aggregate --group: one instance of group opts.Group.
+func runGroup(ctx context.Context, opts *Options, stdout io.Writer) error {
+	topic, stderr := opts.Topic, cmp.Or[io.Writer](opts.Stderr, io.Discard)
+	routed := topic + "." + opts.Group
+	parts, err := ensureRouted(ctx, opts.Client, topic, routed)
 	if err != nil {
 		return err
 	}
-	g := &groupAgg{parts: parts, name: f.group, hook: f.hook, routed: routed, owned: map[int32]bool{}, ps: map[int32]*partState{}, gone: map[int32]bool{},
+	g := &groupAgg{parts: parts, name: opts.Group, hook: opts.Hook, routed: routed, owned: map[int32]bool{}, ps: map[int32]*partState{}, gone: map[int32]bool{},
 		maxSrc: map[[2]int32]int64{}, merged: map[itemRef]time.Time{}, homes: map[*decode.Anomaly]int32{}, fp: newFingerprinter()}
-	rs := &routeStage{opts: opts, topic: topic, routed: routed, group: f.group + ".route", parts: parts, hook: f.hook, stderr: stderr}
-	cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.ConsumeTopics(routed), kgo.ConsumerGroup(f.group),
+	rs := &routeStage{opts: opts.Client, topic: topic, routed: routed, group: opts.Group + ".route", parts: parts, hook: opts.Hook, stderr: stderr}
+	cl, err := kgo.NewClient(append(slices.Clone(opts.Client), kgo.ConsumeTopics(routed), kgo.ConsumerGroup(opts.Group),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Eager: every rebalance revokes every partition, and the owner
 		// correlates what it is given from scratch, in capture-time order
@@ -114,23 +105,21 @@ func runAggregateGroup(ctx context.Context, f *aggregateFlags, stdout, stderr io
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}
-	p := newPipeline(&f.common, stdout, false)
-	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
-	g.ag = &aggregator{p: p}
+	g.ag = New(opts, stdout)
 	g.fresh = func() {
-		g.ag.m = newMerger(f.maxLateness, f.quietAfter, g.item)
-		g.ag.m.maxSkew = f.maxSkew
-		p.corr = correlate.New(f.correlateOptions(), correlate.SinkFunc(g.event))
+		g.ag.m = newMerger(opts.MaxLateness, opts.QuietAfter, g.item)
+		g.ag.m.maxSkew = opts.MaxSkew
+		g.ag.corr = correlate.New(opts.Correlate, correlate.SinkFunc(g.event))
 		g.maxSrc, g.merged, g.order, g.homes = map[[2]int32]int64{}, map[itemRef]time.Time{}, nil, map[*decode.Anomaly]int32{}
 	}
 	g.fresh()
-	fmt.Fprintf(stderr, "kwire: aggregating %s as group %s (%d partitions of %s)\n", f.from.url, f.group, parts, routed)
+	fmt.Fprintf(stderr, "kwire: aggregating %s as group %s (%d partitions of %s)\n", opts.Source, opts.Group, parts, routed)
 
 	var wg sync.WaitGroup
 	var routeErr error
 	wg.Add(1)
 	go func() { defer wg.Done(); routeErr = rs.run(ctx) }()
-	runErr := g.consume(ctx, cl, f.idleExit)
+	runErr := g.consume(ctx, cl, opts.IdleExit)
 	// What this instance writes is decided by what it owns now: a
 	// rebalance while it closes (another instance leaving) is not taken.
 	g.mu.Lock()
@@ -172,9 +161,9 @@ func ownedList(m map[int32]bool) []int32 {
 }
 
 // owns reports whether this instance writes the lines of key.
-func (g *groupAgg) owns(key string) bool { return g.ownsPart(routeHash(key, g.parts)) }
+func (g *groupAgg) owns(key string) bool { return g.ownsPart(route.Shard(key, g.parts)) }
 
-func (g *groupAgg) part(key string) int32 { return routeHash(key, g.parts) }
+func (g *groupAgg) part(key string) int32 { return route.Shard(key, g.parts) }
 
 func (g *groupAgg) ownsPart(q int32) bool {
 	g.mu.Lock()
@@ -188,7 +177,7 @@ func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Du
 	ag := g.ag
 	lastNew := time.Now()
 	for ctx.Err() == nil {
-		fetches, closed := poll(ctx, cl, os.Stderr, "consuming")
+		fetches, closed := poll(ctx, cl, g.ag.stderr, "consuming")
 		if closed {
 			return nil
 		}
@@ -225,7 +214,7 @@ func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Du
 		if n == 0 {
 			g.caughtUp()
 		}
-		err := ag.p.out.Flush()
+		err := ag.out.Flush()
 		metas, offs := g.records(false)
 		g.work.Unlock()
 		if err != nil {
@@ -308,11 +297,11 @@ func (g *groupAgg) item(it *wire.Item, a *agentState) {
 		if ps := g.writer(home); ps != nil {
 			ts, fp := g.fp.anomaly(it.Anomaly)
 			if g.account(ps, g.pos(), ts, fp) {
-				g.ag.p.out.Anomaly(it.Anomaly)
+				g.ag.out.Anomaly(it.Anomaly)
 			}
 		}
 	}
-	g.ag.p.corr.Anomaly(it.Anomaly)
+	g.ag.corr.Anomaly(it.Anomaly)
 }
 
 // event passes on the events of what this instance owns, through the
@@ -332,7 +321,7 @@ func (g *groupAgg) emit(ev correlate.Event) {
 	}
 	ts, fp := g.fp.event(ev)
 	if g.account(ps, g.pos(), ts, fp) {
-		g.ag.p.event(ev)
+		g.ag.write(ev)
 	}
 }
 
@@ -364,31 +353,11 @@ func (g *groupAgg) state(q int32) *partState {
 	return g.ps[q]
 }
 
-// eventPart is the partition whose owner writes an event: an event of a
-// group belongs to the group's; a hazard of a client (producer_acks_weak)
-// to the client's, of a host (client_id_churn) to the host's.
+// eventPart is the partition whose owner writes an event (route.EventKey;
+// 0 for an event of no key).
 func (g *groupAgg) eventPart(ev correlate.Event) int32 {
-	switch ev := ev.(type) {
-	case *correlate.GenerationEvent:
-		return g.part(groupRouteKey(ev.Group))
-	case *correlate.MemberEvent:
-		return g.part(groupRouteKey(ev.Group))
-	case *correlate.CommitEvent:
-		return g.part(groupRouteKey(ev.Group))
-	case *correlate.CoordinatorEvent:
-		return g.part(groupRouteKey(ev.Group))
-	case *correlate.HazardEvent:
-		return g.part(hazardRouteKey(ev))
+	if k, ok := route.EventKey(ev); ok {
+		return g.part(k)
 	}
 	return 0
-}
-
-func hazardRouteKey(h *correlate.HazardEvent) string {
-	switch {
-	case h.Group != "":
-		return groupRouteKey(h.Group)
-	case h.Kind == correlate.HazardClientIDChurn:
-		return hostRouteKey(h.ClientHost)
-	}
-	return clientRouteKey(clientOf(h.ClientHost, h.ClientID))
 }

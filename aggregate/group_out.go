@@ -1,4 +1,4 @@
-package main
+package aggregate
 
 import (
 	"cmp"
@@ -7,23 +7,25 @@ import (
 	"io"
 	"reflect"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/route"
 )
 
 // groupLine is the aggregate line of a --group instance: the single
 // aggregator's, over the agents this instance owns, and what it owns.
 type groupLine struct {
-	*aggregateLine
-	Group groupInfo `json:"group"`
+	*Line
+	Group GroupInfo `json:"group"`
 }
 
-type groupInfo struct {
+// GroupInfo is the "group" part of a --group instance's aggregate line:
+// the consumer group Name of the instances, the routed Topic and its
+// Partitions, and those the instance Owned at the end.
+type GroupInfo struct {
 	Name       string  `json:"name"`
 	Topic      string  `json:"routed_topic"`
 	Partitions int32   `json:"partitions"`
@@ -59,7 +61,7 @@ type groupInfo struct {
 // agents it owns, and its aggregate line.
 func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 	ag := g.ag
-	m, p := ag.m, ag.p
+	m, p := ag.m, ag
 	end := m.end
 	g.final = end // the position of what closing gives
 	p.corr.Close(end)
@@ -70,7 +72,7 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 	var cs capture.Stats
 	var ds decode.Stats
 	for _, a := range m.agents {
-		if c := a.counter; c != nil && g.owns(agentRouteKey(a.agent)) {
+		if c := a.counter; c != nil && g.owns(route.AgentKey(a.agent.String())) {
 			addCounts(reflect.ValueOf(&cs).Elem(), reflect.ValueOf(&c.Capture).Elem())
 			addCounts(reflect.ValueOf(&ds).Elem(), reflect.ValueOf(&c.Decode).Elem())
 		}
@@ -82,10 +84,10 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 	line := ag.line(end, time.Now())
 	line.Agents, line.Missing, line.Dropped, line.Restarts, line.Duplicates = nil, 0, 0, 0, 0
 	for _, a := range m.agents {
-		if !g.owns(agentRouteKey(a.agent)) {
+		if !g.owns(route.AgentKey(a.agent.String())) {
 			continue
 		}
-		x := aggregateAgent{Agent: a.name, State: m.state(a, time.Now()), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
+		x := LineAgent{Agent: a.name, State: m.state(a, time.Now()), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
 		if a.counter != nil {
 			x.Publish = a.counter.Publish
 		}
@@ -97,10 +99,10 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 		line.Dropped += x.Publish.BatchesDropped
 		line.Duplicates += a.duplicates
 	}
-	slices.SortFunc(line.Agents, func(a, b aggregateAgent) int { return cmp.Compare(a.Agent, b.Agent) })
-	line.Unobserved = slices.DeleteFunc(unobs, func(u unobserved) bool { return !g.owns(groupRouteKey(u.Group)) })
+	slices.SortFunc(line.Agents, func(a, b LineAgent) int { return cmp.Compare(a.Agent, b.Agent) })
+	line.Unobserved = slices.DeleteFunc(unobs, func(u Unobserved) bool { return !g.owns(route.GroupKey(u.Group)) })
 	line.Corrupt = g.corrupt + rs.corrupt.Load()
-	gl := groupLine{aggregateLine: line, Group: groupInfo{Name: g.name, Topic: rs.routed, Partitions: g.parts,
+	gl := groupLine{Line: line, Group: GroupInfo{Name: g.name, Topic: rs.routed, Partitions: g.parts,
 		Owned: ownedList(g.owned), Groups: len(snap.Groups), Read: rs.read.Load(), Replayed: rs.replayed.Load(),
 		Produced: rs.produced.Load(), Redelivered: g.redelivered,
 		Handovers: g.handovers, UncleanHandovers: g.uncleanHandovers, Suppressed: g.suppressed, Uncertain: g.uncertain,
@@ -116,104 +118,5 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 }
 
 // filterSnapshot keeps the groups, clients and hazards this instance
-// owns. A client belongs to the owner of the first group it is bound to
-// (who sees all its traffic and that group's), else to its own key's.
-func (g *groupAgg) filterSnapshot(s *correlate.Snapshot) {
-	s.Groups = slices.DeleteFunc(s.Groups, func(x correlate.Group) bool { return !g.owns(groupRouteKey(x.Group)) })
-	home := map[string]string{}
-	for _, c := range s.Clients {
-		home[clientOf(c.ClientHost, c.ClientID)] = clientHome(c)
-	}
-	s.Clients = slices.DeleteFunc(s.Clients, func(c correlate.Client) bool { return !g.owns(clientHome(c)) })
-	s.Unattributed = slices.DeleteFunc(s.Unattributed, func(u correlate.Consumption) bool {
-		k := clientOf(u.ClientHost, u.ClientID)
-		h, ok := home[k]
-		if !ok {
-			h = clientRouteKey(k)
-		}
-		return !g.owns(h)
-	})
-	s.Hazards = slices.DeleteFunc(s.Hazards, func(h correlate.HazardEvent) bool { return !g.owns(hazardRouteKey(&h)) })
-	s.HazardCounts = map[string]int{}
-	for _, h := range s.Hazards {
-		s.HazardCounts[h.Severity]++
-	}
-}
-
-func clientHome(c correlate.Client) string {
-	var first string
-	for _, b := range c.Bindings {
-		if first == "" || b.Group < first {
-			first = b.Group
-		}
-	}
-	if first != "" {
-		return groupRouteKey(first)
-	}
-	return clientRouteKey(clientOf(c.ClientHost, c.ClientID))
-}
-
-// groupHook lets a test follow the instances of one process: what each
-// stage owns, what was read and produced, and when an owner was caught
-// up. Nil outside tests (its methods do nothing then).
-type groupHook struct {
-	mu      sync.Mutex
-	changed chan struct{} // a value after any change (capacity 1)
-	owned   map[string][]int32
-	idles   map[string]int
-	// read: agents' records routed; produced: routed records produced;
-	// consumed: routed records read.
-	read, produced, consumed atomic.Int64
-	// crash makes the owner stop as a killed instance would: no last
-	// lines, no clean handover record; skipPeriodic leaves out the
-	// unclean records of its polls (killed before they were committed).
-	crash, skipPeriodic atomic.Bool
-}
-
-func (h *groupHook) crashes() bool { return h != nil && h.crash.Load() }
-
-func (h *groupHook) skipsPeriodic() bool { return h != nil && h.skipPeriodic.Load() }
-
-func newGroupHook() *groupHook {
-	return &groupHook{changed: make(chan struct{}, 1), owned: map[string][]int32{}, idles: map[string]int{}}
-}
-
-func (h *groupHook) notify() {
-	select {
-	case h.changed <- struct{}{}:
-	default:
-	}
-}
-
-func (h *groupHook) set(stage string, owned []int32) {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	h.owned[stage] = owned
-	h.mu.Unlock()
-	h.notify()
-}
-
-func (h *groupHook) idle(name string) {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	h.idles[name]++
-	h.mu.Unlock()
-	h.notify()
-}
-
-// count adds one to the counter of h that which picks.
-func (h *groupHook) count(which func(*groupHook) *atomic.Int64) {
-	if h == nil {
-		return
-	}
-	which(h).Add(1)
-	h.notify()
-}
-
-func hookRead(h *groupHook) *atomic.Int64     { return &h.read }
-func hookProduced(h *groupHook) *atomic.Int64 { return &h.produced }
-func hookConsumed(h *groupHook) *atomic.Int64 { return &h.consumed }
+// owns (route.FilterSnapshot).
+func (g *groupAgg) filterSnapshot(s *correlate.Snapshot) { route.FilterSnapshot(s, g.owns) }

@@ -1,4 +1,4 @@
-package main
+package aggregate
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kwire/kwire/internal/wire"
+	"github.com/kwire/kwire/aggregate/wire"
 )
 
 // routeStage runs the router of one instance: a member of consumer group
@@ -33,7 +33,7 @@ type routeStage struct {
 	topic, routed string
 	group         string
 	parts         int32
-	hook          *groupHook
+	hook          *Hook
 	stderr        io.Writer
 
 	mu      sync.Mutex

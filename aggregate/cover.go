@@ -1,4 +1,4 @@
-package main
+package aggregate
 
 import (
 	"cmp"
@@ -296,8 +296,10 @@ func (cv *coverage) generation(ev *correlate.GenerationEvent, emit func(correlat
 	}
 }
 
-// unobserved is a member whose expiry is withheld at the end.
-type unobserved struct {
+// Unobserved is a member whose expiry is withheld at the end: the
+// correlator judged it expired from a silence of the coordinator's host
+// (Host) the agents did not capture, since its last request (Since).
+type Unobserved struct {
 	Group    string    `json:"group"`
 	MemberID string    `json:"member_id"`
 	Host     string    `json:"host"`
@@ -307,8 +309,8 @@ type unobserved struct {
 // patch shows the members still withheld as live in s (the correlator
 // judged them expired from a silence the aggregator did not capture),
 // without the withheld hazards, and returns them.
-func (cv *coverage) patch(s *correlate.Snapshot) []unobserved {
-	var out []unobserved
+func (cv *coverage) patch(s *correlate.Snapshot) []Unobserved {
+	var out []Unobserved
 	drop := map[*correlate.HazardEvent]bool{}
 	for _, h := range cv.dropped {
 		drop[h] = true
@@ -333,7 +335,7 @@ func (cv *coverage) patch(s *correlate.Snapshot) []unobserved {
 			}
 		}
 		if found {
-			out = append(out, unobserved{ref.group, ref.member, w.host, w.since.UTC()})
+			out = append(out, Unobserved{ref.group, ref.member, w.host, w.since.UTC()})
 		}
 	}
 	s.Hazards = slices.DeleteFunc(s.Hazards, func(h correlate.HazardEvent) bool {
@@ -346,7 +348,7 @@ func (cv *coverage) patch(s *correlate.Snapshot) []unobserved {
 		}
 		return false
 	})
-	slices.SortFunc(out, func(a, b unobserved) int {
+	slices.SortFunc(out, func(a, b Unobserved) int {
 		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.MemberID, b.MemberID))
 	})
 	return out

@@ -1,4 +1,4 @@
-package main
+package aggregate
 
 import (
 	"cmp"
@@ -7,9 +7,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
-	"github.com/kwire/kwire/internal/wire"
 )
 
 // merger puts the items of every agent's batches back into one stream in
@@ -397,4 +397,11 @@ func addCounts(dst, src reflect.Value) {
 		}
 		addCounts(dst.Elem(), src.Elem())
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -1,0 +1,248 @@
+package aggregate
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kwire/kwire/aggregate/wire"
+	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/jsonout"
+)
+
+// Options configure an aggregator (kwire aggregate's flags).
+type Options struct {
+	// Client are the options of the kgo client of the cluster holding the
+	// agents' topic (brokers, TLS, SASL).
+	Client []kgo.Opt
+	// Topic is the agents' topic.
+	Topic string
+	// Source names the agents' topic in what Run writes to Stderr (the
+	// --from URL).
+	Source string
+	// Group, when set, is the name of the consumer group whose instances
+	// split the work (--group): Run then routes to the topic Topic.Group,
+	// which must be a legal topic name.
+	Group string
+	// Text writes human-readable lines instead of NDJSON.
+	Text bool
+	// Correlate are the correlator's options; its graces should allow for
+	// MaxSkew.
+	Correlate *correlate.Options
+	// MaxLateness is how long (capture time) items wait for the other
+	// agents' before they are correlated; MaxSkew how far apart the
+	// agents' host clocks may be; QuietAfter how long (wall time) an agent
+	// may be silent before it stops holding the others back.
+	MaxLateness, MaxSkew, QuietAfter time.Duration
+	// IdleExit, when positive, stops Run once it is caught up, no agent is
+	// still sending and nothing new came for this long.
+	IdleExit time.Duration
+	// Stderr gets Run's progress and the errors of its polls (nil:
+	// discarded).
+	Stderr io.Writer
+	// Hook, when set, lets a test follow a --group instance.
+	Hook *Hook
+}
+
+// Aggregator merges the agents' batches by capture time behind a
+// watermark and correlates them, writing the correlator's events, the
+// anomalies and, at the end, the summary, stats and aggregate line: kwire
+// aggregate without --group. It runs on one goroutine.
+type Aggregator struct {
+	out  *jsonout.Writer
+	corr *correlate.Correlator
+	text bool
+	m    *merger
+	// records holds the record batches of the Fetch response being
+	// correlated: items wait in the merge without them (decodeOptions).
+	records        []byte
+	stdout, stderr io.Writer
+}
+
+// decodeOptions: a Fetch response's record batches are rebuilt (header
+// and zeros, at full size) only when it is correlated, into one buffer.
+var decodeOptions = &wire.Options{DeferRecords: true}
+
+// New returns an aggregator writing to stdout. Of opts it reads Text,
+// Correlate, MaxLateness, MaxSkew, QuietAfter and Stderr.
+func New(opts *Options, stdout io.Writer) *Aggregator {
+	ag := &Aggregator{stdout: stdout, stderr: cmp.Or[io.Writer](opts.Stderr, io.Discard), text: opts.Text}
+	ag.out = jsonout.New(stdout, &jsonout.Options{Text: opts.Text, LineFlush: true})
+	ag.m = newMerger(opts.MaxLateness, opts.QuietAfter, ag.item)
+	ag.m.maxSkew = opts.MaxSkew
+	// The correlator's events go through the coverage filter (cover.go).
+	ag.corr = correlate.New(opts.Correlate, correlate.SinkFunc(ag.event))
+	return ag
+}
+
+// Add takes one record value of the agents' topic that arrived at wall
+// time now; one that does not decode is counted corrupt. The items keep
+// pointing into value: leave it unchanged.
+func (ag *Aggregator) Add(value []byte, now time.Time) {
+	b, err := wire.Decode(value, decodeOptions)
+	if err != nil {
+		ag.m.corrupt++
+		return
+	}
+	ag.m.add(b, now)
+}
+
+// Release correlates the items the watermark has passed at wall time
+// now; caughtUp says the input had nothing new, so that what the agents
+// still sending sent is all there: their items up to the least latest
+// clock among them go too.
+func (ag *Aggregator) Release(now time.Time, caughtUp bool) {
+	mode := releaseWatermark
+	if caughtUp {
+		mode = releaseCaughtUp
+	}
+	ag.m.release(now, mode)
+}
+
+// Finish correlates everything still waiting, closes the correlator at
+// the latest capture time seen and writes the summary, the agents'
+// summed stats and the aggregate line.
+func (ag *Aggregator) Finish() error {
+	ag.m.release(time.Now(), releaseAll)
+	return ag.finish(ag.stdout)
+}
+
+// Run is kwire aggregate: it reads the agents' topic from its start until
+// ctx is done (or, with IdleExit, idle), then finishes. With Group it is
+// one instance of the group (group.go).
+func Run(ctx context.Context, opts *Options, stdout io.Writer) error {
+	if opts.Group != "" {
+		return runGroup(ctx, opts, stdout)
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(opts.Client), kgo.ConsumeTopics(opts.Topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	defer cl.Close()
+	ag := New(opts, stdout)
+	fmt.Fprintf(ag.stderr, "kwire: aggregating %s\n", opts.Source)
+	runErr := ag.consume(ctx, cl, opts.IdleExit)
+	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
+		runErr = nil
+	}
+	return errors.Join(runErr, ag.Finish())
+}
+
+// poll fetches what the topic has within a second; closed when cl was
+// closed. Errors other than the poll's own deadline go to w, as
+// "kwire: VERB TOPIC[PARTITION]: ERROR".
+func poll(ctx context.Context, cl *kgo.Client, w io.Writer, verb string) (fetches kgo.Fetches, closed bool) {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	fetches = cl.PollFetches(pctx)
+	cancel()
+	if fetches.IsClientClosed() {
+		return fetches, true
+	}
+	fetches.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(w, "kwire: %s %s[%d]: %v\n", verb, t, p, err)
+		}
+	})
+	return fetches, false
+}
+
+// consume polls the topic until ctx is done (or idle for idleExit), and
+// merges what comes. A poll that finds nothing new means the aggregator
+// is caught up: everything waiting is correlated.
+func (ag *Aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time.Duration) error {
+	lastNew := time.Now()
+	for ctx.Err() == nil {
+		fetches, closed := poll(ctx, cl, ag.stderr, "consuming")
+		if closed {
+			return nil
+		}
+		now := time.Now()
+		n := 0
+		fetches.EachRecord(func(r *kgo.Record) {
+			n++
+			ag.Add(r.Value, now)
+		})
+		ag.Release(now, n == 0)
+		if n > 0 {
+			lastNew = now
+		} else if idleExit > 0 && now.Sub(lastNew) >= idleExit && !ag.m.sending(now) {
+			return nil
+		}
+		if err := ag.out.Flush(); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	return ctx.Err()
+}
+
+// item passes one merged item on.
+func (ag *Aggregator) item(it *wire.Item, a *agentState) {
+	switch it.Kind {
+	case wire.KindExchange:
+		ag.records = it.ExpandRecords(ag.records)
+		ag.m.cover.exchange(a.agent.Host, it.Exchange)
+		ag.corr.Exchange(it.Exchange)
+	case wire.KindAnomaly:
+		ag.out.Anomaly(it.Anomaly)
+		ag.corr.Anomaly(it.Anomaly) // loss the absence-based hazards check
+	case wire.KindCounters:
+		c := it.Counters
+		if c == nil {
+			return
+		}
+		if l := c.Capture.Live; l != nil && l.KernelDrops > a.drops {
+			ag.corr.SourceLoss(it.At, int64(l.KernelDrops-a.drops))
+			a.drops = l.KernelDrops
+		}
+		a.counter = c
+	}
+}
+
+// event passes the correlator's events on, but for the expiries the
+// coverage withholds.
+func (ag *Aggregator) event(ev correlate.Event) {
+	if ag.m.cover.filter(ev, ag.write) {
+		ag.write(ev)
+	}
+}
+
+// write writes an event: but commit events in text (the final report
+// shows them).
+func (ag *Aggregator) write(ev correlate.Event) {
+	if _, ok := ev.(*correlate.CommitEvent); ok && ag.text {
+		return
+	}
+	ag.out.Event(ev)
+}
+
+// finish closes the correlator at the latest capture time seen and writes
+// the summary, the agents' summed stats and the aggregate line.
+func (ag *Aggregator) finish(stdout io.Writer) error {
+	end := ag.m.end
+	ag.corr.Close(end)
+	snap := ag.corr.Snapshot()
+	unobs := ag.m.cover.patch(snap)
+	ag.out.Summary(snap)
+	cs, ds, _ := ag.m.totals()
+	ag.out.Stats(end, cs, ds)
+	if err := ag.out.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	line := ag.line(end, time.Now())
+	line.Unobserved = unobs
+	if ag.text {
+		_, err := fmt.Fprintf(stdout, "aggregate: %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members), %d hazards withheld\n",
+			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(unobs), line.HazardsWithheld)
+		return err
+	}
+	b, _ := json.Marshal(line)
+	_, err := stdout.Write(append(b, '\n'))
+	return err
+}

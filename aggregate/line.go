@@ -1,0 +1,68 @@
+package aggregate
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/kwire/kwire/aggregate/wire"
+)
+
+// Line is the final "aggregate" NDJSON line (docs/aggregate.md).
+type Line struct {
+	V          int         `json:"v"`
+	Type       string      `json:"type"`
+	TS         time.Time   `json:"ts"`
+	Agents     []LineAgent `json:"agents"`
+	Missing    uint64      `json:"agent_records_missing"`
+	Duplicates int64       `json:"duplicate_batches"`
+	Corrupt    int64       `json:"corrupt_batches"`
+	Late       int64       `json:"late_exchanges"`
+	Dropped    uint64      `json:"publish_batches_dropped"`
+	// Restarts counts agent runs that ended without saying so, a later
+	// run of their host being heard.
+	Restarts int `json:"agent_restarts"`
+	// Withheld counts expiries concluded from a silence the coordinator's
+	// host's agents did not capture (confirmed ones included); Unobserved
+	// lists the members still withheld at the end.
+	Withheld   int64        `json:"expiries_withheld"`
+	Unobserved []Unobserved `json:"unobserved,omitempty"`
+	// HazardsWithheld counts member_expired and heartbeat_late hazards
+	// dropped because the silence they rest on was the aggregator's: the
+	// coordinator's host was not captured for all of it.
+	HazardsWithheld int64 `json:"hazards_withheld"`
+}
+
+// LineAgent is one agent run of the aggregate line: its name (host and
+// run), State (sending, quiet, stopped or restarted), the Batches received
+// and Missing, the capture times of its First and Latest items, and its
+// latest publishing counters.
+type LineAgent struct {
+	Agent   string            `json:"agent"`
+	State   string            `json:"state"`
+	Batches uint64            `json:"batches"`
+	Missing uint64            `json:"records_missing"`
+	First   time.Time         `json:"first"`
+	Latest  time.Time         `json:"latest"`
+	Publish wire.PublishStats `json:"publish"`
+}
+
+func (ag *Aggregator) line(end, now time.Time) *Line {
+	m := ag.m
+	l := &Line{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Late: m.late,
+		Withheld: m.cover.expiries, HazardsWithheld: m.cover.hazards}
+	for _, a := range m.agents {
+		x := LineAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
+		if a.restarted {
+			l.Restarts++
+		}
+		if a.counter != nil {
+			x.Publish = a.counter.Publish
+		}
+		l.Agents = append(l.Agents, x)
+		l.Missing += x.Missing
+		l.Dropped += x.Publish.BatchesDropped
+	}
+	slices.SortFunc(l.Agents, func(a, b LineAgent) int { return cmp.Compare(a.Agent, b.Agent) })
+	return l
+}

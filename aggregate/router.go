@@ -1,0 +1,141 @@
+package aggregate
+
+import (
+	"slices"
+
+	"github.com/kwire/kwire/aggregate/wire"
+	"github.com/kwire/kwire/route"
+)
+
+// The router is the first stage of kwire aggregate --group
+// (docs/aggregate.md, "Several aggregators"). Agents key their batches by
+// client (host + client id), so one client's exchanges with every broker
+// are in one partition of the agents' topic, and the router that owns the
+// partition sees them all: it binds clients to the groups their requests
+// name, as the correlator does, and sends each item to the partitions of
+// the routed topic whose owners need it (package route; a partition is a
+// shard):
+//
+//   - a client's items to its own key and to the key of every group it was
+//     ever bound to (sticky: the correlator's attribution needs the other
+//     groups' requests to call a client ambiguous); a client newly bound
+//     to a group gets its buffered earlier items sent to that group too
+//     (its Fetches may have been published by another broker's agent
+//     before its JoinGroup was);
+//   - a request naming groups without binding (LeaveGroup,
+//     DescribeGroups) also to those groups;
+//   - a client's earliest item so far also to its host's key
+//     (client_id_churn counts the client ids a host creates);
+//   - what teaches everyone (Metadata: topic names and brokers; ListGroups),
+//     every agent's counters (its clock, loss, and that it stopped), and
+//     anomalies of connections no exchange named a client of, to every
+//     partition.
+//
+// Every agent batch read is also receipted to its agent's key, whose owner
+// alone counts the agent's duplicate and missing batches.
+
+// routeRecent bounds the agent batches a router remembers to drop
+// duplicates.
+const routeRecent = 1 << 16
+
+// router is the routing state of the partitions of the agents' topic a
+// router owns: route's binding of clients to groups, over the partitions
+// of the routed topic. It runs on one goroutine.
+type router struct {
+	parts  int32 // of the routed topic
+	rt     *route.Router[wire.Agent, wire.RoutedItem]
+	recent map[wire.Receipt]bool
+	order  []wire.Receipt // recent's, oldest first
+	enc    *wire.Encoder
+	encFor wire.Agent
+	out    map[int32]*wire.Routed
+	// src and srcOff are the agents' topic record being routed.
+	src    int32
+	srcOff int64
+}
+
+func newRouter(parts int32) *router {
+	r := &router{parts: parts, recent: map[wire.Receipt]bool{}}
+	r.rt = route.New[wire.Agent](parts, func(q int32, ri wire.RoutedItem) {
+		o := r.record(q)
+		o.Items = append(o.Items, ri)
+	})
+	return r
+}
+
+// route returns what b, read at offset off of partition p of the agents'
+// topic, sends to each partition of the routed topic.
+func (r *router) route(b *wire.Batch, p int32, off int64) map[int32]*wire.Routed {
+	r.out, r.src, r.srcOff = map[int32]*wire.Routed{}, p, off
+	rc := wire.Receipt{Agent: b.Agent, Seq: b.Seq}
+	home := r.rt.Shard(route.AgentKey(b.Agent.String()))
+	r.record(home).Receipts = append(r.record(home).Receipts, rc)
+	if r.recent[rc] {
+		return r.out // a duplicate: its owner counts it, nobody merges it
+	}
+	r.remember(rc)
+	for i := range b.Items {
+		r.item(b, i)
+	}
+	return r.out
+}
+
+func (r *router) remember(rc wire.Receipt) {
+	if len(r.order) >= routeRecent {
+		delete(r.recent, r.order[0])
+		r.order = r.order[1:]
+	}
+	r.recent[rc] = true
+	r.order = append(r.order, rc)
+}
+
+// record returns the routed record being built for partition q.
+func (r *router) record(q int32) *wire.Routed {
+	o := r.out[q]
+	if o == nil {
+		o = &wire.Routed{SrcPartition: r.src, SrcOffset: r.srcOff}
+		r.out[q] = o
+	}
+	return o
+}
+
+// encode re-encodes item i of b alone.
+func (r *router) encode(b *wire.Batch, i int) []byte {
+	if r.enc == nil || r.encFor != b.Agent {
+		r.enc, r.encFor = wire.NewEncoder(b.Agent), b.Agent
+	}
+	e := r.enc
+	e.Reset(b.Seq)
+	it := &b.Items[i]
+	switch it.Kind {
+	case wire.KindExchange:
+		e.Exchange(it.At, it.Exchange)
+	case wire.KindAnomaly:
+		e.Anomaly(it.At, it.Anomaly)
+	case wire.KindCounters:
+		e.Counters(it.At, it.Counters)
+	}
+	return slices.Clone(e.Bytes())
+}
+
+// item routes item i of b: an agent's counters to every partition (its
+// home the agent's), an anomaly and an exchange as route says (an
+// anomaly's home its client's).
+func (r *router) item(b *wire.Batch, i int) {
+	it := &b.Items[i]
+	ri := wire.RoutedItem{Agent: b.Agent, Seq: b.Seq, Index: i, Home: -1}
+	switch {
+	case it.Kind == wire.KindCounters:
+		ri.Home = r.rt.Shard(route.AgentKey(b.Agent.String()))
+		ri.Batch = r.encode(b, i)
+		r.rt.All(ri)
+	case it.Kind == wire.KindAnomaly && it.Anomaly != nil:
+		k, _ := r.rt.AnomalyClient(b.Agent, it.Anomaly)
+		ri.Home = r.rt.Shard(route.ClientKey(k))
+		ri.Batch = r.encode(b, i)
+		r.rt.Anomaly(b.Agent, it.Anomaly, ri)
+	case it.Kind == wire.KindExchange && it.Exchange != nil:
+		ri.Batch = r.encode(b, i)
+		r.rt.Exchange(b.Agent, it.At, it.Exchange, ri)
+	}
+}
