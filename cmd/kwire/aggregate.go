@@ -95,11 +95,17 @@ func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writ
 			return fmt.Errorf("--group %q: the routed topic %q is not a legal Kafka topic name: use letters, digits, '.', '_' and '-'", f.group, routed)
 		}
 	}
+	if err := f.from.checkTopic(ctx, opts, topic, false); err != nil {
+		return fmt.Errorf("--from: %w", missingTopicFix(err, aggregateTopicFix))
+	}
 	return aggregate.Run(ctx, &aggregate.Options{Client: opts, Topic: topic, Source: f.from.url, Group: f.group,
 		Text: f.common.textOutput(stdout), Correlate: f.correlateOptions(),
 		MaxLateness: f.maxLateness, MaxSkew: f.maxSkew, QuietAfter: f.quietAfter, IdleExit: f.idleExit,
 		Stderr: stderr, Hook: f.hook}, stdout)
 }
+
+// aggregateTopicFix is what to do when the agents' topic does not exist.
+const aggregateTopicFix = "check the name, or create it (or start an agent first: kwire live --publish kafka://HOST:PORT/TOPIC --publish-create-topic)"
 
 // topicName is a legal Kafka topic name.
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)

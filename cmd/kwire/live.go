@@ -158,6 +158,11 @@ const errNoCapNetRaw = "live capture needs CAP_NET_RAW: run as root or setcap ca
 
 // runLive captures until ctx is done, then writes the summary.
 func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error {
+	if f.publish.kafka.url != "" {
+		if err := f.publish.check(ctx); err != nil {
+			return err
+		}
+	}
 	if f.tui {
 		if err := checkTerminal(); err != nil {
 			return err

@@ -36,7 +36,27 @@ func (f *publishFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.name, "publish-agent", "", "with --publish, the agent's `NAME` (default: the host name): the aggregator tells agents, and an agent's restarts, by it, so agents on one host need names of their own, and a restarted agent its old one")
 	fs.StringVar(&f.compress, "publish-compression", "none", "with --publish, how batches are compressed for the transport: none (the batches are compact already: "+
 		"about 2.7% of the Kafka traffic's bytes), snappy (half the bytes for about 2% more CPU), lz4 (half, about 5%) or zstd (a third, about 10%)")
-	fs.BoolVar(&f.create, "publish-create-topic", false, "with --publish, let the brokers create the topic if it does not exist (auto-creation must be enabled on them)")
+	fs.BoolVar(&f.create, "publish-create-topic", false, "with --publish, let the brokers create the topic if it does not exist (auto-creation must be enabled on them); without it, a topic that does not exist stops kwire live at start-up")
+}
+
+// check asks the cluster of f for the topic at start-up, before anything
+// is captured: a topic that does not exist (or a cluster that cannot be
+// reached) is an error naming both, instead of records that time out
+// after the capture (kgo retries an unknown topic until its delivery
+// timeout). With --publish-create-topic the brokers may create it here.
+func (f *publishFlags) check(ctx context.Context) error {
+	opts, topic, err := f.kafka.options()
+	if err != nil {
+		return fmt.Errorf("--publish: %w", err)
+	}
+	fix := "create it, or pass --publish-create-topic to let the brokers create it"
+	if f.create {
+		fix = "the brokers did not create it (auto.create.topics.enable is off on them?): create it"
+	}
+	if err := f.kafka.checkTopic(ctx, opts, topic, f.create); err != nil {
+		return fmt.Errorf("--publish: %w", missingTopicFix(err, fix))
+	}
+	return nil
 }
 
 // runAgent is the agent on any source: it runs src through p, publishing

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -103,4 +108,100 @@ func (k *kafkaFlags) password() (string, error) {
 		return p, nil
 	}
 	return "", errors.New("no SASL password: give --" + k.prefix + "password-file or set $" + k.envPass)
+}
+
+// cluster names k's cluster in messages: its seed brokers.
+func (k *kafkaFlags) cluster() string {
+	brokers, _, _ := parseKafkaURL(k.url)
+	return strings.Join(brokers, ",")
+}
+
+// errNoTopic is the cluster's answer for a topic that does not exist;
+// errNoPartitions for one it gives no partitions of (yet).
+var (
+	errNoTopic      = errors.New("does not exist")
+	errNoPartitions = errors.New("no partitions")
+)
+
+// topicCheckTimeout bounds checkTopic: a broker that answers does so in
+// milliseconds; a cluster that cannot be reached is reported while the
+// user still waits for kwire to start.
+const topicCheckTimeout = 10 * time.Second
+
+// checkTopic asks the cluster (its seed brokers named by cluster) through
+// cl for topic's metadata, letting the brokers create it when autoCreate
+// is set, and returns its partition count (0 when the brokers are still
+// creating it). It is asked at start-up because later nobody says it: a
+// producer retries an unknown topic until its records time out, a
+// consumer waits for the topic in silence. The errors name the topic and
+// the cluster; one for a missing topic wraps errNoTopic (the caller says
+// how to create it).
+func checkTopic(ctx context.Context, cl *kgo.Client, cluster, topic string, autoCreate bool) (int32, error) {
+	ctx, cancel := context.WithTimeout(ctx, topicCheckTimeout)
+	defer cancel()
+	n, err := topicPartitions(ctx, cl, topic, autoCreate)
+	var kerrErr *kerr.Error
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return 0, fmt.Errorf("topic %q %w on the Kafka cluster at %s", topic, errNoTopic, cluster)
+	case errors.Is(err, kerr.TopicAuthorizationFailed):
+		return 0, fmt.Errorf("topic %q on the Kafka cluster at %s: %w (give this user access to it)", topic, cluster, err)
+	case autoCreate && errors.Is(err, errNoPartitions), errors.As(err, &kerrErr) && kerr.IsRetriable(err):
+		// LEADER_NOT_AVAILABLE and the like: the topic is there (or
+		// being created), and the client retries these by itself.
+		return 0, nil
+	case errors.As(err, &kerrErr), errors.Is(err, errNoPartitions):
+		return 0, fmt.Errorf("topic %q on the Kafka cluster at %s: %w", topic, cluster, err)
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		return 0, fmt.Errorf("cannot reach the Kafka cluster at %s (asking for topic %q): no answer within %v", cluster, topic, topicCheckTimeout)
+	default:
+		return 0, fmt.Errorf("cannot reach the Kafka cluster at %s (asking for topic %q): %w", cluster, topic, err)
+	}
+}
+
+// checkTopic is checkTopic on k's cluster, through a client of its own
+// made with opts (k's options).
+func (k *kafkaFlags) checkTopic(ctx context.Context, opts []kgo.Opt, topic string, autoCreate bool) error {
+	cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.DisableClientMetrics())...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	_, err = checkTopic(ctx, cl, k.cluster(), topic, autoCreate)
+	return err
+}
+
+// missingTopicFix adds fix (how to create the topic) to err when the
+// topic does not exist.
+func missingTopicFix(err error, fix string) error {
+	if errors.Is(err, errNoTopic) {
+		return fmt.Errorf("%w: %s", err, fix)
+	}
+	return err
+}
+
+// topicPartitions asks the cluster how many partitions topic has,
+// letting it create the topic when autoCreate is set (Metadata v4+).
+func topicPartitions(ctx context.Context, cl *kgo.Client, topic string, autoCreate bool) (int32, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, mt)
+	req.AllowAutoTopicCreation = autoCreate
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Topics) != 1 {
+		return 0, errNoPartitions
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		return 0, err
+	}
+	if len(resp.Topics[0].Partitions) == 0 {
+		return 0, errNoPartitions
+	}
+	return int32(len(resp.Topics[0].Partitions)), nil
 }
