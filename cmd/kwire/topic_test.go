@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -102,4 +103,15 @@ func closedAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// TestLegalTopic: legalTopic agrees with the regexp it replaced.
+func TestLegalTopic(t *testing.T) {
+	re := regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+	for _, s := range []string{"", "kwire", "kwire.g", "a.b_c-D9", "..", strings.Repeat("x", 249), strings.Repeat("x", 250),
+		"a/b", "a b", "ä", "kwire\n", "a\x00", "a+b", "A:B"} {
+		if got, want := legalTopic(s), re.MatchString(s); got != want {
+			t.Errorf("legalTopic(%q) = %v, want %v", s, got, want)
+		}
+	}
 }
