@@ -13,9 +13,19 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 )
+
+// removeMemlock lifts RLIMIT_MEMLOCK, which kernels before 5.11 charge
+// BPF memory to (later ones charge the memory cgroup, and the limit does
+// not matter to them). It is what cilium/ebpf's rlimit.RemoveMemlock does
+// on old kernels, without that package: its init creates a BPF map, in
+// every kwire run, to find out which kernel it runs on. Without
+// CAP_SYS_RESOURCE it fails; as before, that is no error here: loading
+// the probes says what is wrong, if anything is.
+func removeMemlock() {
+	_ = unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}, nil)
+}
 
 // checkKernel finds out whether the probes can run here, and which hooks
 // the kernel offers. The probes use syscall tracepoints, which every
@@ -24,7 +34,7 @@ import (
 // traffic; they are reported, not used: kwire has no probes for them yet,
 // and kernels that lock BPF down refuse them (EPERM) even to root.
 func checkKernel() (string, error) {
-	_ = rlimit.RemoveMemlock() // kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK
+	removeMemlock()
 	if _, err := btf.LoadKernelSpec(); err != nil {
 		return "", fmt.Errorf("%w: the kernel has no BTF (/sys/kernel/btf/vmlinux: %v); kwire's probes need a kernel built with CONFIG_DEBUG_INFO_BTF", ErrEBPFUnavailable, err)
 	}
