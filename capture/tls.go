@@ -32,6 +32,12 @@ type TLSStats struct {
 	// the logged keys (damaged in the capture, or a wrong key log): their
 	// plaintext is a gap, the records after them are decrypted.
 	TLSDecryptFailures uint64 `json:"tls_decrypt_failures,omitempty"`
+	// TLSRecordsUnsent counts sequence numbers senders gave records the
+	// wire never carried: a record that did not open with its own
+	// number opened with one a little later (a write that failed before
+	// its first byte, at a deadline as a client closes). Nothing of the
+	// capture is lost.
+	TLSRecordsUnsent uint64 `json:"tls_records_unsent,omitempty"`
 	// TLSKeysLate counts connections (kwire live) whose secrets reached
 	// the followed key log more than tlsStallMax after their hellos: they
 	// were decrypted, but their first bytes reached the decoder after
@@ -75,7 +81,7 @@ type TLSDecrypter struct {
 	qhead      int
 	queueBytes int
 
-	conns_, decrypted, noKeys, unsupported, handshakeOnly, failures, late atomic.Uint64
+	conns_, decrypted, noKeys, unsupported, handshakeOnly, failures, unsent, late atomic.Uint64
 }
 
 const (
@@ -97,7 +103,7 @@ func (d *TLSDecrypter) Stats() TLSStats {
 	return TLSStats{
 		TLSConns: d.conns_.Load(), TLSDecrypted: d.decrypted.Load(), TLSNoKeys: d.noKeys.Load(),
 		TLSUnsupported: d.unsupported.Load(), TLSHandshakeOnly: d.handshakeOnly.Load(),
-		TLSDecryptFailures: d.failures.Load(), TLSKeysLate: d.late.Load(),
+		TLSDecryptFailures: d.failures.Load(), TLSRecordsUnsent: d.unsent.Load(), TLSKeysLate: d.late.Load(),
 	}
 }
 

@@ -155,6 +155,10 @@ func (d *tlsDir) plaintext(typ uint8, frag []byte) {
 	d.hs.feed(frag, func(typ uint8, body []byte) { d.c.handshake(d.side, typ, body) })
 }
 
+// maxUnsentRecords is how many sequence numbers a record that does not
+// open with its own is tried past it (TLSRecordsUnsent).
+const maxUnsentRecords = 4
+
 // decrypt opens a protected record and passes on what it carries.
 func (d *tlsDir) decrypt(hdr, frag []byte, t time.Time) {
 	ciph := d.ciph
@@ -166,6 +170,17 @@ func (d *tlsDir) decrypt(hdr, frag []byte, t time.Time) {
 		// The Finished was missed: try the application keys' first record.
 		if plain, typ, ok = d.ciph.open(d.out[:0], hdr, frag, 0); ok {
 			d.hsCiph, d.seq = nil, 0
+		}
+	}
+	if !ok && d.hsCiph == nil {
+		// A sender whose write failed before its first byte (at a
+		// deadline, as its client closes) numbered a record the wire
+		// never carried: the next opens with a later sequence number.
+		for k := uint64(1); k <= maxUnsentRecords && !ok; k++ {
+			if plain, typ, ok = ciph.open(d.out[:0], hdr, frag, d.seq+k); ok {
+				d.seq += k
+				d.c.d.unsent.Add(k)
+			}
 		}
 	}
 	if !ok && d.c.tls13 && d.hsCiph == nil && !d.appOK && d.presumed < maxPresumedHS && d.c.noHSKeys {

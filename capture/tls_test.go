@@ -129,6 +129,45 @@ func TestTLSHandshakeOnly(t *testing.T) {
 	}
 }
 
+// TestTLSRecordUnsent: a record its sender numbered but never put on the
+// wire (a write that failed before its first byte, as a client closes on
+// a deadline) leaves the next record one sequence number later. It opens
+// with that number: nothing on the wire is lost, no record fails, and the
+// skipped number is counted.
+func TestTLSRecordUnsent(t *testing.T) {
+	for _, tc := range tlsCases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := tlsSession(t, tc.cfg, tlsSizes)
+			// The client's record of the 300-byte message (tlsSizes[1]),
+			// whatever the suite's overhead.
+			drop := -1
+			for i, w := range tr.writes {
+				if n := len(w.data) - recHeaderLen; w.dir == ToServer && w.data[0] == recApplicationData && n == recLen(w.data) && n > 300 && n <= 340 {
+					drop = i
+				}
+			}
+			if drop < 0 {
+				t.Fatal("no client record of the 300-byte message")
+			}
+			writes := append(slices.Clone(tr.writes[:drop]), tr.writes[drop+1:]...)
+			rec := &tlsRecorder{}
+			d := DecryptTLS(rec, keysFrom(t, tr.keylog))
+			feedTranscript(d, writes)
+			n0 := tlsSizes[0]
+			want := append(slices.Clone(tr.plain[ToServer][:n0]), tr.plain[ToServer][n0+tlsSizes[1]:]...)
+			if !bytes.Equal(rec.data[ToServer], want) || !bytes.Equal(rec.data[ToClient], tr.plain[ToClient]) {
+				t.Errorf("plaintext: client %d bytes (want %d), server %d (want %d)", len(rec.data[ToServer]), len(want), len(rec.data[ToClient]), len(tr.plain[ToClient]))
+			}
+			if len(rec.gaps[0])+len(rec.gaps[1]) != 0 {
+				t.Errorf("gaps %v: nothing on the wire was lost", rec.gaps)
+			}
+			if got, want := d.Stats(), (TLSStats{TLSConns: 1, TLSDecrypted: 1, TLSRecordsUnsent: 1}); got != want {
+				t.Errorf("stats %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
 // TestTLSPlainPassesThrough: a connection that is not TLS is untouched.
 func TestTLSPlainPassesThrough(t *testing.T) {
 	rec := &tlsRecorder{}

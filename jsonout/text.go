@@ -134,6 +134,9 @@ func textStats(l *statsLine) string {
 			loss += fmt.Sprintf(", %d ended in their handshake", t.TLSHandshakeOnly)
 		}
 		loss += fmt.Sprintf("; %d records failed to decrypt", t.TLSDecryptFailures)
+		if t.TLSRecordsUnsent > 0 {
+			loss += fmt.Sprintf("; %d record numbers never sent", t.TLSRecordsUnsent)
+		}
 		if t.TLSKeysLate > 0 {
 			loss += fmt.Sprintf("; %d decrypted out of capture order: keys logged late", t.TLSKeysLate)
 		}
