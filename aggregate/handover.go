@@ -272,7 +272,7 @@ func (f *fingerprinter) sum() (time.Time, uint64) {
 		h.Write(f.buf.Bytes())
 		return time.Time{}, h.Sum64()
 	}
-	withoutConnIDs(v)
+	WithoutConnIDs(v)
 	b, _ := json.Marshal(v) // map keys sorted
 	h := fnv.New64a()
 	h.Write(b)
@@ -280,9 +280,12 @@ func (f *fingerprinter) sum() (time.Time, uint64) {
 	return ts, h.Sum64()
 }
 
-// withoutConnIDs drops connection ids from a line: an endpoint's "id"
-// (beside "broker" and "client"), "conn_id" and "learned_on_conn".
-func withoutConnIDs(v any) {
+// WithoutConnIDs drops connection ids from a decoded NDJSON line (a map
+// from encoding/json): an endpoint's "id" (beside "broker" and "client"),
+// "conn_id" and "learned_on_conn". Agents number their connections each
+// on its own, so lines about the same traffic differ only there; the
+// handover's fingerprints, and tests comparing runs, leave them out.
+func WithoutConnIDs(v any) {
 	switch v := v.(type) {
 	case map[string]any:
 		if _, ok := v["broker"]; ok {
@@ -293,11 +296,11 @@ func withoutConnIDs(v any) {
 		delete(v, "learned_on_conn")
 		delete(v, "conn_id")
 		for _, x := range v {
-			withoutConnIDs(x)
+			WithoutConnIDs(x)
 		}
 	case []any:
 		for _, x := range v {
-			withoutConnIDs(x)
+			WithoutConnIDs(x)
 		}
 	}
 }

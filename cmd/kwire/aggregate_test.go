@@ -122,7 +122,7 @@ func normalize(t *testing.T, out []byte) (lines []string, agg *aggregate.Line) {
 		if !compared[fmt.Sprint(v["type"])] {
 			continue
 		}
-		withoutConnIDs(v)
+		aggregate.WithoutConnIDs(v)
 		b, _ := json.Marshal(v)
 		ks = append(ks, keyed{fmt.Sprint(v["ts"]), string(b)})
 	}
@@ -247,29 +247,6 @@ func copyTopic(t *testing.T, brokers []string, from string, n int, to map[string
 					t.Fatal(err)
 				}
 			}
-		}
-	}
-}
-
-// withoutConnIDs drops connection ids from a line, as the aggregator's
-// fingerprints do (aggregate/handover.go): an endpoint's "id"
-// (beside "broker" and "client"), "conn_id" and "learned_on_conn".
-func withoutConnIDs(v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		if _, ok := v["broker"]; ok {
-			if _, ok := v["client"]; ok {
-				delete(v, "id")
-			}
-		}
-		delete(v, "learned_on_conn")
-		delete(v, "conn_id")
-		for _, x := range v {
-			withoutConnIDs(x)
-		}
-	case []any:
-		for _, x := range v {
-			withoutConnIDs(x)
 		}
 	}
 }
