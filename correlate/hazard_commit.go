@@ -88,7 +88,6 @@ func (c *Correlator) commitHazards(e *decode.Exchange, req *kmsg.OffsetCommitReq
 	accepted := false
 	h := c.hz()
 	recv := recvNote{parts: h.recvParts[:0]}
-	defer func() { h.recvParts = recv.parts[:0] }()
 	for _, t := range req.Topics {
 		topic := c.topicKey(t.Topic, t.TopicID)
 		for _, rp := range t.Partitions {
@@ -111,6 +110,7 @@ func (c *Correlator) commitHazards(e *decode.Exchange, req *kmsg.OffsetCommitReq
 		c.judgeReceive(g, cm, recv)
 		c.liveRequest(g, req.MemberID, cm.at, cm.at, cm.ev, false) // a commit keeps a classic session alive
 	}
+	h.recvParts = recv.parts[:0] // grown, for the next commit
 }
 
 // acceptedCommit checks one accepted partition commit, then records it.
