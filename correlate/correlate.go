@@ -261,3 +261,44 @@ func strVal(s *string) string {
 	}
 	return *s
 }
+
+// Tick is Exchange for an exchange another correlator takes (a shard of
+// route.Shards): the clock moves to its times, its connection's loss
+// bookkeeping is kept (whose clients it carries, when it was last heard,
+// a lost response), and what waits for time runs, as Exchange would run
+// it; nothing else.
+func (c *Correlator) Tick(e *decode.Exchange) {
+	if c.closed || e == nil {
+		return
+	}
+	c.stats.Exchanges++
+	c.advance(e)
+	c.lossExchange(e)
+	c.settleRecv(false)
+	if c.now.Sub(c.hz().lastTick) >= sweepEvery {
+		c.hz().lastTick = c.now
+		c.hazardTick(false)
+	}
+	if h := c.hazards; h != nil && len(h.pending) > 0 {
+		c.releasePending(false)
+	}
+	if c.now.Sub(c.lastSweep) >= sweepEvery {
+		c.lastSweep = c.now
+		c.sweep()
+	}
+}
+
+// ExchangeUncounted is Exchange for an exchange another correlator
+// counts: the counters of exchanges (fetches, commits and their
+// outcomes, commits dropped from history, replica fetches, unknown fetch
+// sessions) do not move.
+func (c *Correlator) ExchangeUncounted(e *decode.Exchange) {
+	s := c.stats
+	c.Exchange(e)
+	c.stats.Fetches, c.stats.FetchesAttributed, c.stats.FetchesAmbiguous, c.stats.FetchesUnknown =
+		s.Fetches, s.FetchesAttributed, s.FetchesAmbiguous, s.FetchesUnknown
+	c.stats.ReplicaFetches, c.stats.UnknownFetchSessions = s.ReplicaFetches, s.UnknownFetchSessions
+	c.stats.Commits, c.stats.CommitsAccepted, c.stats.CommitsRejected, c.stats.CommitsUnanswered =
+		s.Commits, s.CommitsAccepted, s.CommitsRejected, s.CommitsUnanswered
+	c.stats.Limits.CommitsDropped = s.Limits.CommitsDropped
+}

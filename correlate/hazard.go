@@ -255,6 +255,8 @@ type HazardEvent struct {
 	// held until loss on those connections would have been noticed.
 	absent *absence
 	settle time.Time
+	// downgraded: made info for lost evidence (Downgraded).
+	downgraded bool
 }
 
 // HazardCause names another hazard by its kind and time (ts).
@@ -516,6 +518,7 @@ func (c *Correlator) judgeLoss(ev *HazardEvent) {
 	ev.EvidenceComplete, ev.Loss = new(bool), &f
 	if ev.Severity != SeverityInfo {
 		ev.Severity = SeverityInfo
+		ev.downgraded = true
 		c.stats.HazardsIncomplete++
 	}
 	ev.Summary += "; evidence may be incomplete: " + f.text()

@@ -24,9 +24,20 @@ func (c *Correlator) hazardSnapshot() ([]HazardEvent, map[string]int, int64) {
 		cp.Evidence = append([]Evidence(nil), ev.Evidence...)
 		out = append(out, cp)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return lessHazard(&out[i], &out[j]) })
+	SortHazards(out)
 	return out, counts, h.dropped
 }
+
+// SortHazards sorts hazards as Snapshot lists them: most severe first,
+// then by time (stable: equal ones keep their order).
+func SortHazards(hs []HazardEvent) {
+	sort.SliceStable(hs, func(i, j int) bool { return lessHazard(&hs[i], &hs[j]) })
+}
+
+// Downgraded reports whether h was made info because the capture lost
+// data where its evidence would have been (Stats.HazardsIncomplete
+// counts them).
+func (h *HazardEvent) Downgraded() bool { return h.downgraded }
 
 func lessHazard(a, b *HazardEvent) bool {
 	if ra, rb := SeverityRank(a.Severity), SeverityRank(b.Severity); ra != rb {

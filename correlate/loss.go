@@ -154,18 +154,9 @@ func (c *Correlator) Anomaly(a *decode.Anomaly) {
 	if c.closed || a == nil || a.Conn == nil {
 		return
 	}
-	var kind uint8
-	switch a.Kind {
-	case decode.AnomalyGap:
-		kind = lossGap
-	case decode.AnomalyResync, decode.AnomalyOversize, decode.AnomalyBufferLimit:
-		kind = lossSkip
-	case decode.AnomalyUnmatchedResponse, decode.AnomalyPendingOverflow:
-		kind = lossResponse
-	case decode.AnomalyDecodeError:
-		kind = lossDecode
-	default:
-		return // not Kafka, TLS, an API kmsg does not know: not group traffic lost
+	kind, ok := lossKind(a.Kind)
+	if !ok {
+		return
 	}
 	t := a.Time.UTC()
 	if t.After(c.now) {
@@ -180,6 +171,23 @@ func (c *Correlator) Anomaly(a *decode.Anomaly) {
 		from = a.Conn.Start.UTC()
 	}
 	cl.add(lossMark{from: from, to: t, kind: kind, bytes: a.Bytes})
+}
+
+// lossKind is the loss an anomaly of kind k stands for; ok is false for
+// none (not Kafka, TLS, an API kmsg does not know: not group traffic
+// lost).
+func lossKind(k decode.AnomalyKind) (kind uint8, ok bool) {
+	switch k {
+	case decode.AnomalyGap:
+		return lossGap, true
+	case decode.AnomalyResync, decode.AnomalyOversize, decode.AnomalyBufferLimit:
+		return lossSkip, true
+	case decode.AnomalyUnmatchedResponse, decode.AnomalyPendingOverflow:
+		return lossResponse, true
+	case decode.AnomalyDecodeError:
+		return lossDecode, true
+	}
+	return 0, false
 }
 
 // SourceLoss tells the Correlator that the capture source dropped n

@@ -119,7 +119,9 @@ func (c *Correlator) touch(g *groupState, m *memberState, t time.Time, accepted 
 	}
 	if accepted && m.status == statusExpired {
 		m.status, m.goneAt, m.goneReason = statusLive, time.Time{}, ""
-		c.stats.ExpiriesRetracted++
+		if c.opts.CountsGroup == nil || c.opts.CountsGroup(g.name) {
+			c.stats.ExpiriesRetracted++
+		}
 	}
 }
 

@@ -6,6 +6,10 @@ import "time"
 // default. The caps bound memory on long live captures; when one bites, the
 // matching counter in Limits says how often.
 type Options struct {
+	// CountsGroup, when set, says whether Stats.ExpiriesRetracted counts
+	// the members of group: a shard of route.Shards counts only those of
+	// the groups it owns (nil: every group).
+	CountsGroup func(group string) bool `json:"-"`
 	// MaxGroups caps the groups tracked (default 10000). Requests for
 	// further groups are ignored and counted in Limits.GroupsDropped.
 	MaxGroups int
@@ -52,6 +56,10 @@ const (
 	defaultMaxTopicIDs       = 100000
 	defaultConsumerSessionTO = 45 * time.Second
 )
+
+// WithDefaults returns o (nil: none) with every option left zero set to
+// its default, as New uses it.
+func (o *Options) WithDefaults() Options { return o.withDefaults() }
 
 func (o *Options) withDefaults() Options {
 	var r Options

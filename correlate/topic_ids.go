@@ -41,6 +41,16 @@ func (c *Correlator) learnTopics(e *decode.Exchange) {
 	c.resolveTopics(resolved)
 }
 
+// UnresolvedTopics returns the topic ids still without a name
+// (Stats.UnresolvedTopicIDs counts them), in no order.
+func (c *Correlator) UnresolvedTopics() [][16]byte {
+	out := make([][16]byte, 0, len(c.unresolved))
+	for id := range c.unresolved {
+		out = append(out, id)
+	}
+	return out
+}
+
 // topicName returns the name learned for topic id, if any.
 func (c *Correlator) topicName(id [16]byte) (string, bool) { return c.topics.Name(id) }
 

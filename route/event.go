@@ -7,35 +7,18 @@ import (
 )
 
 // EventKey is the key whose shard writes event ev: a group's event
-// belongs to the group's (GroupKey), a hazard to HazardKey's; ok is false
-// for an event of no key.
+// belongs to the group's (GroupKey), a transaction's to TxnKey, a hazard
+// to HazardKey's; ok is false for an event of no key.
 func EventKey(ev correlate.Event) (key string, ok bool) {
-	switch ev := ev.(type) {
-	case *correlate.GenerationEvent:
-		return GroupKey(ev.Group), true
-	case *correlate.MemberEvent:
-		return GroupKey(ev.Group), true
-	case *correlate.CommitEvent:
-		return GroupKey(ev.Group), true
-	case *correlate.CoordinatorEvent:
-		return GroupKey(ev.Group), true
-	case *correlate.HazardEvent:
-		return HazardKey(ev), true
-	}
-	return "", false
+	k := eventKey(ev)
+	return k.String(), k.kind != 0
 }
 
-// HazardKey is the key whose shard writes hazard h: its group's, else its
-// host's for client_id_churn, else its client's (producer_acks_weak).
-func HazardKey(h *correlate.HazardEvent) string {
-	switch {
-	case h.Group != "":
-		return GroupKey(h.Group)
-	case h.Kind == correlate.HazardClientIDChurn:
-		return HostKey(h.ClientHost)
-	}
-	return ClientKey(ClientOf(h.ClientHost, h.ClientID))
-}
+// HazardKey is the key whose shard writes hazard h: its group's, else the
+// transactions' (TxnKey) for a transaction's hazard or a partition's
+// hanging transaction, else its host's for client_id_churn, else its
+// client's (producer_acks_weak).
+func HazardKey(h *correlate.HazardEvent) string { return hazardKey(h).String() }
 
 // FilterSnapshot keeps of s what the shards that owns says are owned by
 // key own: groups, clients, unattributed consumption and hazards (their

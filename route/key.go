@@ -2,7 +2,7 @@ package route
 
 import (
 	"hash/fnv"
-	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,9 +21,27 @@ func ClientKey(client string) string { return "c\x00" + client }
 // HostKey is the key of a client host (client_id_churn's).
 func HostKey(host string) string { return "h\x00" + host }
 
+// TxnKey is the key of every transaction and of the partitions' last
+// stable offsets: one shard follows them all, since a hanging_transaction
+// of a partition names the open transaction that holds it.
+func TxnKey() string { return "t\x00" }
+
 // AgentKey is the key of a source of items (kwire aggregate: an agent
 // run, as wire.Agent's String names it): its shard counts its batches.
 func AgentKey(agent string) string { return "a\x00" + agent }
+
+// CompareKeys orders keys as the lines of one input item are written:
+// the transactions' first (an EndTxn's outcome before what it causes in
+// a group), then by key.
+func CompareKeys(a, b string) int {
+	if ta, tb := a == TxnKey(), b == TxnKey(); ta != tb {
+		if ta {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a, b)
+}
 
 // ClientOf names the client with client id clientID on host (the client
 // address of its connection, without port): what ClientKey takes.
@@ -38,40 +56,77 @@ func Shard(key string, n int32) int32 {
 	return int32(h.Sum32() % uint32(n))
 }
 
-// requestGroups returns the groups a request names and those of them the
-// correlator binds its client to (correlate's bind callers).
-func requestGroups(req kmsg.Request) (named, binds []string) {
+// requestKeys returns the keys of what a request names: binds are those
+// its client is bound to from then on (the groups the correlator binds
+// it to, the groups of its transactions' offsets, and the transactions
+// (TxnKey) when it names a transactional id), named those it only names (LeaveGroup, DescribeGroups).
+func requestKeys(req kmsg.Request) (named, binds []string) {
+	groups := func(gs ...string) []string {
+		out := make([]string, len(gs))
+		for i, g := range gs {
+			out[i] = GroupKey(g)
+		}
+		return out
+	}
 	switch q := req.(type) {
 	case *kmsg.JoinGroupRequest:
-		return nil, []string{q.Group}
+		return nil, groups(q.Group)
 	case *kmsg.SyncGroupRequest:
-		return nil, []string{q.Group}
+		return nil, groups(q.Group)
 	case *kmsg.HeartbeatRequest:
-		return nil, []string{q.Group}
+		return nil, groups(q.Group)
 	case *kmsg.OffsetCommitRequest:
-		return nil, []string{q.Group}
+		return nil, groups(q.Group)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return nil, []string{q.Group}
+		return nil, groups(q.Group)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return nil, groups(q.GroupID)
+	case *kmsg.ShareFetchRequest:
+		if q.GroupID != nil {
+			return nil, groups(*q.GroupID)
+		}
+	case *kmsg.ShareAcknowledgeRequest:
+		if q.GroupID != nil {
+			return nil, groups(*q.GroupID)
+		}
 	case *kmsg.OffsetFetchRequest:
 		if q.Version >= 8 {
 			for _, g := range q.Groups {
-				binds = append(binds, g.Group)
+				binds = append(binds, GroupKey(g.Group))
 			}
 			return nil, binds
 		}
-		return nil, []string{q.Group}
+		return nil, groups(q.Group)
 	case *kmsg.FindCoordinatorRequest:
-		if q.CoordinatorType != 0 {
+		switch {
+		case q.CoordinatorType == 1:
+			return nil, []string{TxnKey()}
+		case q.CoordinatorType != 0:
 			return nil, nil
+		case q.Version >= 4:
+			return nil, groups(q.CoordinatorKeys...)
 		}
-		if q.Version >= 4 {
-			return nil, slices.Clone(q.CoordinatorKeys)
-		}
-		return nil, []string{q.CoordinatorKey}
+		return nil, groups(q.CoordinatorKey)
 	case *kmsg.LeaveGroupRequest:
-		return []string{q.Group}, nil
+		return groups(q.Group), nil
 	case *kmsg.DescribeGroupsRequest:
-		return slices.Clone(q.Groups), nil
+		return groups(q.Groups...), nil
+	case *kmsg.InitProducerIDRequest:
+		if q.TransactionalID != nil && *q.TransactionalID != "" {
+			return nil, []string{TxnKey()}
+		}
+	case *kmsg.ProduceRequest:
+		if q.TransactionID != nil && *q.TransactionID != "" {
+			return nil, []string{TxnKey()}
+		}
+	case *kmsg.AddPartitionsToTxnRequest:
+		return nil, []string{TxnKey()}
+	case *kmsg.AddOffsetsToTxnRequest:
+		return nil, []string{TxnKey(), GroupKey(q.Group)}
+	case *kmsg.EndTxnRequest:
+		return nil, []string{TxnKey()}
+	case *kmsg.TxnOffsetCommitRequest:
+		return nil, []string{TxnKey(), GroupKey(q.Group)}
 	}
 	return nil, nil
 }

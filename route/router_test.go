@@ -64,23 +64,26 @@ func TestRouter(t *testing.T) {
 		want []sent
 	}
 	steps := []step{
-		{name: "fetch", at: t0, x: exchange(1, "c1", kmsg.NewPtrFetchRequest()),
-			want: sorted(sent{self, "fetch"}, sent{host, "fetch"})},
+		{name: "hello", at: t0, x: exchange(1, "c1", kmsg.NewPtrApiVersionsRequest()),
+			want: sorted(sent{self, "hello"}, sent{host, "hello"})},
 		{name: "metadata", at: t0, x: exchange(1, "c1", kmsg.NewPtrMetadataRequest()), want: all("metadata")},
 		{name: "join", at: t0.Add(time.Second), x: exchange(2, "c1", join("a")),
 			// the earlier fetch first: the client is bound to a now
-			want: append([]sent{{ga, "fetch"}}, sorted(sent{self, "join"}, sent{ga, "join"})...)},
+			want: []sent{{ga, "hello"}, {ga, "join"}}},
 		{name: "leave", at: t0.Add(2 * time.Second), x: exchange(2, "c1", leave("b")),
-			want: sorted(sent{self, "leave"}, sent{ga, "leave"}, sent{gb, "leave"})},
+			want: sorted(sent{ga, "leave"}, sent{gb, "leave"})},
 		{name: "earlier", at: t0.Add(-time.Second), x: exchange(1, "c1", kmsg.NewPtrFetchRequest()),
-			want: sorted(sent{self, "earlier"}, sent{ga, "earlier"}, sent{host, "earlier"})},
+			want: sorted(sent{ga, "earlier"}, sent{host, "earlier"})},
+		{name: "unbound fetch", at: t0, x: exchange(4, "c2", kmsg.NewPtrFetchRequest()), want: all("unbound fetch")},
+		{name: "produce", at: t0.Add(3 * time.Second), x: exchange(1, "c1", kmsg.NewPtrProduceRequest()),
+			want: sorted(sent{self, "produce"}, sent{ga, "produce"})},
 		{name: "gap", a: &decode.Anomaly{Conn: conn(2)}, want: sorted(sent{self, "gap"}, sent{ga, "gap"})},
 		{name: "stray", a: &decode.Anomaly{Conn: conn(3)}, want: all("stray")},
 	}
 	var got []sent
 	var cur string
 	r := New[string](n, func(q int32, item string) {
-		if item != cur && item != "fetch" {
+		if item != cur && item != "hello" {
 			t.Errorf("%s: sent %s, which is not buffered", cur, item)
 		}
 		got = append(got, sent{q, item})

@@ -9,6 +9,7 @@ import (
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/route"
 )
 
 // handoff is a decode.Handler that runs the handler after it (correlate
@@ -46,6 +47,11 @@ type handoff struct {
 	cur        *handoffBatch
 	full, free chan *handoffBatch
 	done       chan struct{}
+	batches    int // in flight at most
+	// shards, when set, correlates in place of next (handoff_shards.go);
+	// out writes each item's lines and events.
+	shards *route.Shards
+	out    shardWriter
 }
 
 // Batching: a batch goes over when it holds handoffItems items or
@@ -69,6 +75,10 @@ type handoffBatch struct {
 	items []handoffItem
 	arena []byte
 	own   int // bytes in the items' own buffers
+	// work and from are the items as given to shards, and the index in
+	// items of each (-1: an anomaly of a deferred response's decoding).
+	work []route.Item
+	from []int
 }
 
 type handoffItem struct {
@@ -77,6 +87,9 @@ type handoffItem struct {
 	an      decode.Anomaly
 	conn    capture.Conn
 	anomaly bool
+	// deferred: its response was decoded on the run goroutine, to be
+	// recycled there (handoff_shards.go).
+	deferred bool
 	// closed: the item is a connection's end (decode.CloseHandler) at
 	// at, for reason; conn is the connection.
 	closed bool
@@ -105,12 +118,20 @@ func (h handlerFuncs) ConnClosed(c *capture.Conn, at time.Time, reason capture.C
 // recycle, if not nil, gets every exchange's messages back once next is
 // done with them (decode.Decoder.Recycle), on the caller's goroutine.
 func newHandoff(next decode.Handler, recycle func(kmsg.Request, kmsg.Response)) *handoff {
-	h := &handoff{next: next, recycle: recycle, rd: decode.NewResponseDecoder(), full: make(chan *handoffBatch, handoffBatches),
-		free: make(chan *handoffBatch, handoffBatches), done: make(chan struct{})}
-	for range handoffBatches {
+	return startHandoff(&handoff{next: next, recycle: recycle, batches: handoffBatches})
+}
+
+func startHandoff(h *handoff) *handoff {
+	h.rd, h.full, h.free, h.done = decode.NewResponseDecoder(), make(chan *handoffBatch, h.batches),
+		make(chan *handoffBatch, h.batches), make(chan struct{})
+	for range h.batches {
 		h.free <- &handoffBatch{} // made on first use (take)
 	}
-	go h.run()
+	if h.shards != nil {
+		go h.runShards()
+	} else {
+		go h.run()
+	}
 	return h
 }
 
@@ -265,7 +286,7 @@ func (h *handoff) Exchange(e *decode.Exchange) {
 
 // drain waits until next has had every batch sent.
 func (h *handoff) drain() {
-	var held [handoffBatches]*handoffBatch
+	held := make([]*handoffBatch, h.batches)
 	for i := range held {
 		held[i] = h.take() // and let go of the huge arena
 	}

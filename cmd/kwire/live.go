@@ -375,6 +375,7 @@ func (r *liveRun) sourceLoss(now time.Time) {
 			at = now
 		}
 		r.p.corr.SourceLoss(at, int64(st.KernelDrops-r.drops))
+		r.p.written()
 		r.drops = st.KernelDrops
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/decode"
 	"github.com/kwire/kwire/jsonout"
+	"github.com/kwire/kwire/route"
 )
 
 // pipeline wires decode -> correlate -> jsonout for one run.
@@ -42,7 +43,22 @@ type pipeline struct {
 	lines *jsonout.Lines
 	// deferredErrors are the decode errors of responses ho decoded.
 	deferredErrors int64
+	// shards, when set (--shards above 1, offline), correlates in place
+	// of corr, through ho.
+	shards   *route.Shards
+	corrOpts *correlate.Options
+	evs      []correlate.Event // event's, until written
 }
+
+// events implements shardWriter.
+func (p *pipeline) events(evs []correlate.Event) {
+	for _, ev := range evs {
+		p.writeEvent(ev)
+	}
+}
+
+// anomaly implements shardWriter (offline: no agent to publish to).
+func (p *pipeline) anomalyLine(a *decode.Anomaly) { p.out.Anomaly(a) }
 
 // tap is a second consumer of the pipeline's exchanges and events.
 type tap interface {
@@ -56,6 +72,7 @@ func newPipeline(cf *commonFlags, stdout io.Writer, exchanges bool) *pipeline {
 	opts := cf.limits.correlate()
 	opts.ConsumerSessionTimeout = cf.consumerSession
 	p.corr = correlate.New(opts, correlate.SinkFunc(p.event))
+	p.corrOpts = opts
 	p.dec = decode.New(p, &decode.Options{MaxFrame: cf.maxFrame, MaxBuffered: cf.maxBuf, MaxPending: cf.limits.pending,
 		DropProduceRecords: !exchanges, // only exchange lines show them
 		ReferenceKmsg:      referenceFromEnv().kmsg})
@@ -91,6 +108,7 @@ func (p *pipeline) ConnClosed(c *capture.Conn, at time.Time, reason capture.Clos
 
 func (p *pipeline) connClosed(c *capture.Conn, at time.Time, reason capture.CloseReason) {
 	p.corr.ConnClosed(c, at, reason)
+	p.written()
 }
 
 func (p *pipeline) exchange(e *decode.Exchange) {
@@ -104,6 +122,7 @@ func (p *pipeline) exchange(e *decode.Exchange) {
 		p.out.Exchange(e)
 	}
 	p.corr.Exchange(e)
+	p.written()
 }
 
 func (p *pipeline) anomaly(a *decode.Anomaly) {
@@ -112,9 +131,25 @@ func (p *pipeline) anomaly(a *decode.Anomaly) {
 	}
 	p.out.Anomaly(a)
 	p.corr.Anomaly(a) // loss the absence-based hazards check
+	p.written()
 }
 
-func (p *pipeline) event(ev correlate.Event) {
+// event takes an event the correlator gives: it is written once the
+// call that gave it returns (written).
+func (p *pipeline) event(ev correlate.Event) { p.evs = append(p.evs, ev) }
+
+// written writes the events of the correlator's last call, in the order
+// of their keys (route.SortEvents: the order of a sharded run's).
+func (p *pipeline) written() {
+	route.SortEvents(p.evs)
+	for _, ev := range p.evs {
+		p.writeEvent(ev)
+	}
+	clear(p.evs)
+	p.evs = p.evs[:0]
+}
+
+func (p *pipeline) writeEvent(ev correlate.Event) {
 	if p.tap != nil {
 		p.tap.Event(ev)
 	}
@@ -151,7 +186,12 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool, stder
 		// Correlating and writing run on the other core (handoff), and
 		// so do kwire read's exchange lines, made and written before the
 		// events that the exchange gives (as p.exchange would write them).
-		p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly, p.connClosed}, p.dec.Recycle)
+		if cf.shards > 1 {
+			p.shards = route.NewShards(cf.shards, p.corrOpts)
+			p.ho = newShardedHandoff(p.shards, p, p.dec.Recycle)
+		} else {
+			p.ho = newHandoff(handlerFuncs{p.exchange, p.anomaly, p.connClosed}, p.dec.Recycle)
+		}
 		p.ho.rd.ReferenceKmsg(ref.kmsg)
 		p.dec.SetDeferResponses(true)
 		if p.exchanges {
@@ -189,6 +229,10 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool, stder
 		fmt.Fprintf(stderr, "kwire: warning: %d record(s) give an original length below their captured length (some capture libraries write them so): read with the captured length, as tshark does (orig_len_short in stats)\n", st.OrigLenShort)
 	}
 	warnDamage(stderr, src.Damage())
+	if p.shards != nil && p.shards.CrossBinds() > 0 {
+		fmt.Fprintf(stderr, "kwire: warning: --shards %d: %d client(s) bound to consumer groups that different shards correlate: "+
+			"what those groups' lines say may differ from one correlator's (run with --shards 1)\n", p.shards.N(), p.shards.CrossBinds())
+	}
 	return runErr
 }
 
@@ -219,9 +263,17 @@ func (p *pipeline) atOrAbove(r int) int {
 // the final stats line stamped statsAt, and a flush.
 func (p *pipeline) finish(end, statsAt time.Time, cs capture.Stats, summary bool) error {
 	cs = p.captureStats(cs)
-	p.corr.Close(end)
-	if summary {
-		p.out.Summary(p.corr.Snapshot())
+	if p.shards != nil {
+		p.shards.Close(end, p.events)
+		if summary {
+			p.out.Summary(p.shards.Snapshot())
+		}
+	} else {
+		p.corr.Close(end)
+		p.written()
+		if summary {
+			p.out.Summary(p.corr.Snapshot())
+		}
 	}
 	ds := p.dec.Stats()
 	ds.DecodeErrors += p.deferredErrors

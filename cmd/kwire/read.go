@@ -49,6 +49,8 @@ type commonFlags struct {
 	consumerSession time.Duration
 	// tlsKeylog are the NSS key logs of --tls-keylog (tls.go).
 	tlsKeylog fileList
+	// shards is --shards: correlators of an offline run.
+	shards int
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -62,6 +64,8 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 		"the brokers' group.consumer.session.timeout.ms, which is not on the wire; a member silent longer is expired, "+
 		"and heartbeat_late is measured against it and the heartbeat interval the broker gives")
 	fs.Var(&c.tlsKeylog, "tls-keylog", tlsKeylogUsage)
+	fs.IntVar(&c.shards, "shards", 1, "correlators of a capture file's run, each on a goroutine, its consumer groups split between them "+
+		"(docs/sharding.md); the output is the same whatever the number. 1 correlates on one goroutine")
 	c.limits.register(fs)
 }
 

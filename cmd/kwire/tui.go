@@ -89,6 +89,7 @@ func (p *pipeline) replayTUI(files []string, cf *commonFlags, tf *tuiFlags, scre
 	return s.run(func() error {
 		err := src.Run(ctx, replay)
 		p.corr.Close(clock.t)
+		p.written()
 		replay.Finish()
 		s.finish()
 		if ended != nil {
@@ -285,6 +286,7 @@ func (r *liveRun) runTUI(ctx context.Context, cancel context.CancelFunc, run fun
 	// the output gets what SIGINT gives without the UI, the summary and
 	// the final stats, not a tail of the events.
 	r.p.corr.Close(r.clock.t)
+	r.p.written()
 	t.s.finish()
 	r.p.out, r.stderr = t.out, t.stderr
 	if t.held != nil {
