@@ -21,9 +21,11 @@ demo: build
 # The whole test suite (CI runs exactly this, as root): unit and
 # real-capture tests, root-only live/eBPF tests (they skip with a reason
 # when unprivileged), the committed eBPF object checked against its source,
-# and each fuzz target for ~20 s.
+# the sharded correlator's differential test under the race detector, and
+# each fuzz target for ~20 s.
 test: vet test-deps
 	$(GO) test -count=1 -timeout 14m ./...
+	$(GO) test -race -short -count=1 -run 'TestShardsSame|TestRouter|TestKeyParts' ./cmd/kwire ./route
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory bpf-check; \
 	  else echo "bpf-check skipped: installing clang/bpftool needs root (run make bpf-check as root)"; fi
 	$(MAKE) --no-print-directory fuzz-short

@@ -56,9 +56,13 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("analyze", analyzeHelp, stderr)
 	cf.register(fs)
 	failOn := fs.String("fail-on", "", "exit with status 3 when any hazard of this `SEVERITY` or worse is found: warn or critical (for CI pipelines that capture their tests)")
+	cf.registerShards(fs)
 	var tf tuiFlags
 	tf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := cf.checkShards("analyze", stderr, tf.on); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

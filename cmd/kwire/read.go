@@ -9,6 +9,7 @@ import (
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/jsonout"
+	"github.com/kwire/kwire/route"
 )
 
 const readHelp = `Usage: kwire read [flags] FILE...
@@ -64,9 +65,26 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 		"the brokers' group.consumer.session.timeout.ms, which is not on the wire; a member silent longer is expired, "+
 		"and heartbeat_late is measured against it and the heartbeat interval the broker gives")
 	fs.Var(&c.tlsKeylog, "tls-keylog", tlsKeylogUsage)
-	fs.IntVar(&c.shards, "shards", 1, "correlators of a capture file's run, each on a goroutine, its consumer groups split between them "+
-		"(docs/sharding.md); the output is the same whatever the number. 1 correlates on one goroutine")
 	c.limits.register(fs)
+}
+
+// registerShards adds --shards (kwire read and analyze).
+func (c *commonFlags) registerShards(fs *flag.FlagSet) {
+	fs.IntVar(&c.shards, "shards", 1, "`N` correlators, each on a goroutine of its own, the consumer groups split between them "+
+		"(1 to 64; docs/sharding.md): the output is the same for any N, but where a client is bound to groups of two shards (then said on stderr)")
+}
+
+// checkShards reports a --shards out of range (or given with --tui).
+func (c *commonFlags) checkShards(cmd string, stderr io.Writer, tui bool) error {
+	switch {
+	case c.shards < 1 || c.shards > route.MaxShards:
+		fmt.Fprintf(stderr, "kwire %s: --shards %d: want 1 to %d\n", cmd, c.shards, route.MaxShards)
+		return errUsage
+	case tui && c.shards > 1:
+		fmt.Fprintf(stderr, "kwire %s: --shards: the terminal UI correlates on one goroutine; leave --shards out with --tui\n", cmd)
+		return errUsage
+	}
+	return nil
 }
 
 // writer returns the output writer the flags ask for, and whether it
@@ -122,7 +140,11 @@ func cmdRead(args []string, stdout, stderr io.Writer) error {
 	var cf commonFlags
 	fs := newFlagSet("read", readHelp, stderr)
 	cf.register(fs)
+	cf.registerShards(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := cf.checkShards("read", stderr, false); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
