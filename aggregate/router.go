@@ -16,10 +16,14 @@ import (
 // the routed topic whose owners need it (package route; a partition is a
 // shard):
 //
-//   - a client's items to its own key and to the key of every group it was
-//     ever bound to (sticky: the correlator's attribution needs the other
-//     groups' requests to call a client ambiguous); a client newly bound
-//     to a group gets its buffered earlier items sent to that group too
+//   - a client's items to the key of every group it was ever bound to
+//     (sticky: the correlator's attribution needs the other groups'
+//     requests to call a client ambiguous), to the transactions' once it
+//     names a transactional id or fetches a transactional partition, and
+//     to its own key until it is bound to a group (then its Produce
+//     requests only), what it consumes meanwhile to every partition; a
+//     client newly bound to a group gets its buffered earlier items sent
+//     to that group too
 //     (its Fetches may have been published by another broker's agent
 //     before its JoinGroup was);
 //   - a request naming groups without binding (LeaveGroup,
