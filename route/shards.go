@@ -218,7 +218,10 @@ func (s *Shards) Batch(items []Item, write func(i int, evs []correlate.Event), d
 	clear(j.to)
 	s.cur = j
 	if s.n == 1 {
-		s.exchanges += int64(len(items)) // unused: Stats is the correlator's
+		for i := range j.to {
+			j.to[i] = 1 // all of it to the one correlator, which counts it
+		}
+		clear(j.counts)
 		s.start(j)
 		s.Flush()
 		return
