@@ -25,15 +25,17 @@ demo: build
 # each fuzz target for ~20 s.
 test: vet test-deps
 	$(GO) test -count=1 -timeout 14m ./...
-	$(GO) test -race -short -count=1 -run 'TestShards|TestRouter|TestKeyParts' ./cmd/kwire ./route
+	CGO_ENABLED=1 $(GO) test -race -short -count=1 -run 'TestShards|TestRouter|TestKeyParts' ./cmd/kwire ./route
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory bpf-check; \
 	  else echo "bpf-check skipped: installing clang/bpftool needs root (run make bpf-check as root)"; fi
 	$(MAKE) --no-print-directory fuzz-short
 
-# What the tests need beyond Go (Debian packages): tmux for the terminal
-# UI's end-to-end test, kcat (librdkafka on OpenSSL) for the eBPF TLS
-# probes' OpenSSL test; each skips without its tool.
+# What the tests need beyond Go (Debian packages): gcc for the race
+# detector (it needs cgo; the binary itself does not), tmux for the
+# terminal UI's end-to-end test, kcat (librdkafka on OpenSSL) for the eBPF
+# TLS probes' OpenSSL test; each of the last two skips without its tool.
 test-deps:
+	command -v gcc >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
 	command -v tmux >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux; } \
 	  || echo "test-deps: tmux could not be installed; the terminal UI end-to-end test will skip"
 	command -v kcat >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y kcat; } \
