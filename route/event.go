@@ -40,6 +40,9 @@ func FilterSnapshot(s *correlate.Snapshot, owns func(key string) bool) {
 		}
 		return !owns(h)
 	})
+	if len(s.Unattributed) == 0 {
+		s.Unattributed = nil // as the correlator's Snapshot has none: null
+	}
 	s.Hazards = slices.DeleteFunc(s.Hazards, func(h correlate.HazardEvent) bool { return !owns(HazardKey(&h)) })
 	s.HazardCounts = map[string]int{}
 	for _, h := range s.Hazards {
