@@ -25,7 +25,7 @@ demo: build
 # each fuzz target for ~20 s.
 test: vet test-deps
 	$(GO) test -count=1 -timeout 14m ./...
-	CGO_ENABLED=1 $(GO) test -race -short -count=1 -run 'TestShards|TestRouter|TestKeyParts' ./cmd/kwire ./route
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run 'TestShards|TestRouter|TestKeyParts' ./cmd/kwire ./route
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory bpf-check; \
 	  else echo "bpf-check skipped: installing clang/bpftool needs root (run make bpf-check as root)"; fi
 	$(MAKE) --no-print-directory fuzz-short
