@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,14 +66,30 @@ var bulkScenario = Scenario{
 	Stream:   streamBulk,
 }
 
-func init() { Register(bulkScenario) }
+const bulkGroupsDoc = "bulk with three consumer groups instead of one: bulk-lz4-group, bulk-zstd-group and bulk-snappy-group, " +
+	"2 kgo members each, each reading its own codec's topic (what --shards can split between correlators; docs/sharding.md)"
+
+func init() {
+	Register(bulkScenario)
+	g := bulkScenario
+	g.Name, g.Doc = "bulkgroups", bulkGroupsDoc
+	g.Stream = func(ctx context.Context, c *Cluster, dir string, size int64) (*Truth, error) {
+		return streamBulkAs(ctx, c, dir, size, "bulkgroups", bulkGroupsDoc, true)
+	}
+	Register(g)
+}
 
 // streamBulk runs bulk's traffic until the capture holds size bytes.
 func streamBulk(ctx context.Context, c *Cluster, dir string, size int64) (*Truth, error) {
+	return streamBulkAs(ctx, c, dir, size, "bulk", bulkDoc, false)
+}
+
+// streamBulkAs is streamBulk writing name.pcapng, with one group per topic
+// when perTopic (bulkgroups), else one group reading all three.
+func streamBulkAs(ctx context.Context, c *Cluster, dir string, size int64, name, doc string, perTopic bool) (*Truth, error) {
 	if size <= 0 {
 		size = DefaultBulkSize
 	}
-	name := "bulk"
 	sw, err := c.newStreamWriter(filepath.Join(dir, name+".pcapng"))
 	if err != nil {
 		return nil, err
@@ -83,12 +102,21 @@ func streamBulk(ctx context.Context, c *Cluster, dir string, size int64) (*Truth
 	var consumed atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, 2*len(bulkTopics))
-	for i := range 2 {
-		cl, err := c.Kgo(groupOpts(fmt.Sprintf("bulk-member-%d", i+1), "bulk-group", bulkTopics...)...)
-		if err != nil {
-			return nil, err
+	groups := map[string][]string{"bulk-group": bulkTopics}
+	if perTopic {
+		groups = map[string][]string{}
+		for _, t := range bulkTopics {
+			groups[t+"-group"] = []string{t}
 		}
-		wg.Go(func() { bulkConsume(trafficCtx, cl, &consumed) })
+	}
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
+		for i := range 2 {
+			cl, err := c.Kgo(groupOpts(fmt.Sprintf("%s-member-%d", strings.TrimSuffix(g, "-group"), i+1), g, groups[g]...)...)
+			if err != nil {
+				return nil, err
+			}
+			wg.Go(func() { bulkConsume(trafficCtx, cl, &consumed) })
+		}
 	}
 	codecs := []kgo.CompressionCodec{kgo.Lz4Compression(), kgo.ZstdCompression(), kgo.SnappyCompression()}
 	var producers []*kgo.Client
@@ -129,8 +157,10 @@ func streamBulk(ctx context.Context, c *Cluster, dir string, size int64) (*Truth
 	}
 	// Stopping the members left the group; the final commits are in
 	// the capture, and this OffsetFetch is too.
-	if err := c.RecordCommitted(ctx, "bulk-group"); err != nil {
-		return nil, err
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
+		if err := c.RecordCommitted(ctx, g); err != nil {
+			return nil, err
+		}
 	}
 	c.Close()
 	if err := sw.write(c.takePackets()); err != nil {
@@ -140,7 +170,7 @@ func streamBulk(ctx context.Context, c *Cluster, dir string, size int64) (*Truth
 		return nil, err
 	}
 
-	t := c.baseTruth(name, bulkDoc)
+	t := c.baseTruth(name, doc)
 	t.Captures = []CaptureFile{{File: name + ".pcapng", Link: c.opts.Link.String(), MSS: c.opts.MSS, Nodes: []int32{0, 1, 2}, Packets: sw.packets}}
 	t.Notes = append(t.Notes,
 		fmt.Sprintf("bulk: %d bytes, %d packets in %.1fs; consumers read %d records", sw.n.Load(), sw.packets, time.Since(start).Seconds(), consumed.Load()),
