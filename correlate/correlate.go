@@ -93,6 +93,12 @@ func (c *Correlator) Exchange(e *decode.Exchange) {
 		c.dispatch(e)
 	}
 	c.hazardExchange(e)
+	c.waited()
+}
+
+// waited runs, after an exchange, what waits for time: hazards held
+// until loss would have been seen, and the look for silent members.
+func (c *Correlator) waited() {
 	if h := c.hazards; h != nil && len(h.pending) > 0 {
 		c.releasePending(false)
 	}
@@ -274,18 +280,8 @@ func (c *Correlator) Tick(e *decode.Exchange) {
 	c.stats.Exchanges++
 	c.advance(e)
 	c.lossExchange(e)
-	c.settleRecv(false)
-	if c.now.Sub(c.hz().lastTick) >= sweepEvery {
-		c.hz().lastTick = c.now
-		c.hazardTick(false)
-	}
-	if h := c.hazards; h != nil && len(h.pending) > 0 {
-		c.releasePending(false)
-	}
-	if c.now.Sub(c.lastSweep) >= sweepEvery {
-		c.lastSweep = c.now
-		c.sweep()
-	}
+	c.hazardTimers()
+	c.waited()
 }
 
 // ExchangeUncounted is Exchange for an exchange another correlator

@@ -621,6 +621,13 @@ func (c *Correlator) hazardExchange(e *decode.Exchange) {
 			c.heartbeatHazards(e, req)
 		}
 	}
+	c.hazardTimers()
+}
+
+// hazardTimers judges the commits waiting for their records (settleRecv),
+// and once a second of capture time what else waited for time
+// (hazardTick).
+func (c *Correlator) hazardTimers() {
 	c.settleRecv(false)
 	if c.now.Sub(c.hz().lastTick) >= sweepEvery {
 		c.hz().lastTick = c.now
