@@ -42,7 +42,9 @@ func fnv1a(h uint32, s string) uint32 {
 	return h
 }
 
-// compare is CompareKeys of the keys' strings.
+// compare orders keys as the lines of one input item are written: the
+// transactions' first (an EndTxn's outcome before what it causes in a
+// group), then by the keys' strings.
 func (k key) compare(o key) int {
 	if tk, to := k.kind == 't', o.kind == 't'; tk != to {
 		if tk {
@@ -93,7 +95,7 @@ func hazardKey(h *correlate.HazardEvent) key {
 }
 
 // SortEvents puts the events one input item gave in the order a run
-// writes them, whatever the number of shards: by key (CompareKeys), the
+// writes them, whatever the number of shards: by key (key.compare), the
 // events of one key in the order given.
 func SortEvents(evs []correlate.Event) {
 	if len(evs) < 2 {

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kwire/kwire/correlate"
@@ -34,8 +35,12 @@ func TestKeyParts(t *testing.T) {
 		}
 		for _, b := range evs {
 			sb, _ := EventKey(b)
-			if got, want := sign(ka.compare(eventKey(b))), sign(CompareKeys(sa, sb)); got != want {
-				t.Errorf("compare %q %q: %d, CompareKeys %d", sa, sb, got, want)
+			want := sign(strings.Compare(sa, sb))
+			if ta, tb := sa == TxnKey(), sb == TxnKey(); ta != tb { // the transactions' first
+				want = map[bool]int{true: -1, false: 1}[ta]
+			}
+			if got := sign(ka.compare(eventKey(b))); got != want {
+				t.Errorf("compare %q %q: %d, want %d", sa, sb, got, want)
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package route
 
 import (
 	"hash/fnv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -30,19 +29,6 @@ func TxnKey() string { return "t\x00" }
 // run, as wire.Agent's String names it): its shard counts its batches.
 func AgentKey(agent string) string { return "a\x00" + agent }
 
-// CompareKeys orders keys as the lines of one input item are written:
-// the transactions' first (an EndTxn's outcome before what it causes in
-// a group), then by key.
-func CompareKeys(a, b string) int {
-	if ta, tb := a == TxnKey(), b == TxnKey(); ta != tb {
-		if ta {
-			return -1
-		}
-		return 1
-	}
-	return strings.Compare(a, b)
-}
-
 // ClientOf names the client with client id clientID on host (the client
 // address of its connection, without port): what ClientKey takes.
 func ClientOf(host, clientID string) string { return host + "\x00" + clientID }
@@ -58,8 +44,9 @@ func Shard(key string, n int32) int32 {
 
 // requestKeys returns the keys of what a request names: binds are those
 // its client is bound to from then on (the groups the correlator binds
-// it to, the groups of its transactions' offsets, and the transactions
-// (TxnKey) when it names a transactional id), named those it only names (LeaveGroup, DescribeGroups).
+// it to, the groups of its transactions' offsets, and the transactions,
+// TxnKey, when it names a transactional id), named those it only names
+// (LeaveGroup, DescribeGroups).
 func requestKeys(req kmsg.Request) (named, binds []string) {
 	groups := func(gs ...string) []string {
 		out := make([]string, len(gs))

@@ -284,12 +284,10 @@ func (r *Router[S, T]) bind(cl *client[T], key string) {
 		r.cross++
 	}
 	if isGroup && cl.group == "" {
-		if cl.group == "" {
-			delete(cl.shards, cl.own) // unless an earlier key is there
-			for k := range cl.keys {
-				if k != key && r.Shard(k) == cl.own {
-					cl.shards[cl.own] = true
-				}
+		delete(cl.shards, cl.own) // unless an earlier key is there
+		for k := range cl.keys {
+			if k != key && r.Shard(k) == cl.own {
+				cl.shards[cl.own] = true
 			}
 		}
 		cl.group = g

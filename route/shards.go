@@ -25,7 +25,7 @@ import (
 //
 // The output is the serial correlator's: each item's events, gathered
 // from the shards, are written in one order whatever n is (the keys'
-// order, CompareKeys; events of one key as their correlator gave them),
+// order, SortEvents; events of one key as their correlator gave them),
 // and Snapshot and Stats are put together from the shards' owned parts.
 // With n = 1 the one correlator runs on the caller's goroutine.
 //
@@ -47,8 +47,8 @@ type Shards struct {
 	dropped    int64
 	severity   map[string]int
 	incomplete int64
-	gather     []keyed // writeItem's, reused
-	evs        []correlate.Event
+	evs        []correlate.Event // an item's, being written
+	pos        []int             // finish's, per shard
 }
 
 // MaxInFlight is how many batches Shards hands to its correlators before
@@ -80,11 +80,10 @@ type job struct {
 	placed []Placement
 }
 
-// keyed is an event a shard kept: of item i, with key.
+// keyed is an event a shard kept, of item i.
 type keyed struct {
-	i   int32
-	key key
-	ev  correlate.Event
+	i  int32
+	ev correlate.Event
 }
 
 type shard struct {
@@ -149,7 +148,7 @@ func (sh *shard) event(ev correlate.Event) {
 	if sh.n > 1 && sh.owner(k) != sh.q {
 		return
 	}
-	sh.out = append(sh.out, keyed{sh.i, k, ev})
+	sh.out = append(sh.out, keyed{sh.i, ev})
 }
 
 func (sh *shard) run() {
@@ -226,14 +225,10 @@ func (s *Shards) Batch(items []Item, write func(i int, evs []correlate.Event), d
 		s.Flush()
 		return
 	}
-	for i := range items {
-		it := &items[i]
-		switch {
-		case it.Exchange != nil:
+	for i := range items { // anomalies are not routed: every shard takes them whole
+		if x := items[i].Exchange; x != nil {
 			s.exchanges++
-			j.counts[i] = int8(s.rt.Exchange(struct{}{}, it.Exchange.ReqTime, it.Exchange, int32(i)))
-		case it.Anomaly != nil:
-			s.rt.Anomaly(struct{}{}, it.Anomaly, int32(i))
+			j.counts[i] = int8(s.rt.Exchange(struct{}{}, x.ReqTime, x, int32(i)))
 		}
 	}
 	j.placed = append(j.placed[:0], s.rt.Placed()...)
@@ -260,13 +255,17 @@ func (s *Shards) finish() {
 	j := s.jobs[0]
 	s.jobs = s.jobs[1:]
 	j.wg.Wait()
-	pos := make([]int, s.n)
+	pos := s.pos[:0]
+	for range s.n {
+		pos = append(pos, 0)
+	}
+	s.pos = pos
 	for i := range j.items {
-		s.gather = s.gather[:0]
+		s.evs = s.evs[:0]
 		for q := range s.n {
 			r := j.res[q]
 			for pos[q] < len(r) && r[pos[q]].i == int32(i) {
-				s.gather = append(s.gather, r[pos[q]])
+				s.evs = append(s.evs, r[pos[q]].ev)
 				pos[q]++
 			}
 		}
@@ -284,20 +283,12 @@ func (s *Shards) finish() {
 	}
 }
 
-// writeItem writes the events gathered for item i of j, in the keys'
-// order.
+// writeItem writes the events gathered (s.evs) for item i of j, in the
+// keys' order: a key's events all come from its one shard, in order.
 func (s *Shards) writeItem(j *job, i int) {
-	g := s.gather
-	for k := 1; k < len(g); k++ {
-		if g[k].key != g[0].key {
-			slices.SortStableFunc(g, func(a, b keyed) int { return a.key.compare(b.key) })
-			break
-		}
-	}
-	s.evs = s.evs[:0]
-	for _, e := range g {
-		s.evs = append(s.evs, e.ev)
-		if h, ok := e.ev.(*correlate.HazardEvent); ok {
+	SortEvents(s.evs)
+	for _, ev := range s.evs {
+		if h, ok := ev.(*correlate.HazardEvent); ok {
 			s.hazard(h)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // MaxStableParts bounds the transactional partitions a Router remembers;
-// beyond, every consumer Fetch goes to StableKey's shard.
+// beyond, every consumer Fetch goes to TxnKey's shard.
 const MaxStableParts = 1 << 16
 
 // stableParts are the partitions the correlator follows the last stable
