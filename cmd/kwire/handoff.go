@@ -158,13 +158,7 @@ func (h *handoff) run() {
 					h.next.Anomaly(an)
 				}
 			}
-			if h.write != nil {
-				h.line = h.format(h.line[:0], &it.ex, it.produce)
-				h.write(h.line)
-				if cap(h.line) > handoffKeep {
-					h.line = nil // one huge line (a Metadata of many topics) is not kept
-				}
-			}
+			h.exchangeLine(it)
 			h.next.Exchange(&it.ex)
 			if deferred {
 				h.rd.Recycle(it.ex.Resp)
@@ -172,6 +166,19 @@ func (h *handoff) run() {
 			}
 		}
 		h.free <- b
+	}
+}
+
+// exchangeLine makes and writes the exchange line of it, when lines
+// asked for them.
+func (h *handoff) exchangeLine(it *handoffItem) {
+	if h.write == nil {
+		return
+	}
+	h.line = h.format(h.line[:0], &it.ex, it.produce)
+	h.write(h.line)
+	if cap(h.line) > handoffKeep {
+		h.line = nil // one huge line (a Metadata of many topics) is not kept
 	}
 }
 

@@ -81,13 +81,8 @@ func (h *handoff) writeItem(b *handoffBatch, i int, evs []correlate.Event) {
 	switch {
 	case w.Anomaly != nil:
 		h.out.anomalyLine(w.Anomaly)
-	case w.Exchange != nil && h.write != nil:
-		it := &b.items[b.from[i]]
-		h.line = h.format(h.line[:0], &it.ex, it.produce)
-		h.write(h.line)
-		if cap(h.line) > handoffKeep {
-			h.line = nil
-		}
+	case w.Exchange != nil:
+		h.exchangeLine(&b.items[b.from[i]])
 	}
 	if len(evs) > 0 {
 		h.out.events(evs)

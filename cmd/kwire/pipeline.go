@@ -57,7 +57,7 @@ func (p *pipeline) events(evs []correlate.Event) {
 	}
 }
 
-// anomaly implements shardWriter (offline: no agent to publish to).
+// anomalyLine implements shardWriter (offline: no agent to publish to).
 func (p *pipeline) anomalyLine(a *decode.Anomaly) { p.out.Anomaly(a) }
 
 // tap is a second consumer of the pipeline's exchanges and events.
