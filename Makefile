@@ -10,8 +10,17 @@ export CGO_ENABLED := 0
 
 all: build
 
+# What kwire version prints: VERSION is the nearest release tag (git
+# describe; "devel" without one), then the commit and its date, stamped
+# here because GOFLAGS may say -buildvcs=false.
+VERSION ?= $(shell git describe --tags --dirty 2>/dev/null)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+VPKG    := github.com/kwire/kwire/internal/version
+LDFLAGS := $(if $(VERSION),-X $(VPKG).version=$(VERSION)) $(if $(COMMIT),-X $(VPKG).commit=$(COMMIT) -X $(VPKG).date=$(DATE))
+
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/kwire
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kwire
 
 # The main job on a shipped sample capture: a 3-member kgo consumer group
 # against a 3-broker cluster, rebuilt from the wire.

@@ -79,7 +79,7 @@ func New(opts *Options) *Exporter {
 	x.coordinators = counter("coordinator_changes_total", "Coordinators learned or changed, by group.", "group")
 	x.hazards = counter("hazards_total", "Hazards detected, by group, kind and severity.", "group", "kind", "severity")
 	x.state = newStateCollector(&x.opts)
-	x.reg.MustRegister(x.requests, x.errors, x.latency, x.rebalances, x.memberEvents, x.commits, x.coordinators, x.hazards, x.state,
+	x.reg.MustRegister(x.requests, x.errors, x.latency, x.rebalances, x.memberEvents, x.commits, x.coordinators, x.hazards, x.state, newBuildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return x
 }

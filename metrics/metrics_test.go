@@ -15,6 +15,7 @@ import (
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/internal/version"
 )
 
 // capturePath is a committed capture of real clients: kgo producing to
@@ -141,6 +142,8 @@ func TestExporter(t *testing.T) {
 	if m[`kwire_request_latency_seconds_count{api="JoinGroup"}`] == 0 {
 		t.Error("no JoinGroup latency observed")
 	}
+	in := version.Get()
+	check(fmt.Sprintf("kwire_build_info{goversion=%q,revision=%q,version=%q}", in.Go, in.Commit, in.Version), 1)
 }
 
 // TestNoPartitionLabels checks that partitions are summed per topic.

@@ -23,3 +23,18 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestVersion: `kwire version` and `kwire --version` print the version
+// block to stdout and exit 0 (they printed the usage and exited 2); the
+// test binary is built inside the git work tree, so the commit is known
+// unless the build was told not to stamp it.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version", "-version"} {
+		var out, errb bytes.Buffer
+		code := run([]string{arg}, &out, &errb)
+		if code != 0 || errb.Len() != 0 || !strings.HasPrefix(out.String(), "kwire ") ||
+			!strings.Contains(out.String(), "\n  go:       go1.") || !strings.Contains(out.String(), "\n  commit:   ") {
+			t.Errorf("kwire %s: exit %d, stdout %q, stderr %q", arg, code, out.String(), errb.String())
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/kwire/kwire/internal/version"
 )
 
 const usage = `kwire: a wire-level Kafka protocol analyzer
@@ -24,6 +26,8 @@ Usage:
                                   analyse what kwire live agents on every
                                   broker host publish (live --publish), as
                                   one capture
+  kwire version                   print kwire's version, commit, build date
+                                  and Go version (also: kwire --version)
   kwire help [COMMAND]            show help for a command
 
 Files captured per broker host are merged by packet time, so a consumer's
@@ -57,6 +61,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdLive(args[1:], stdout, stderr)
 	case "aggregate":
 		err = cmdAggregate(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprint(stdout, version.Get().Long())
+		return 0
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			if cmd, ok := map[string]func([]string, io.Writer, io.Writer) error{"read": cmdRead, "analyze": cmdAnalyze, "live": cmdLive, "aggregate": cmdAggregate}[args[1]]; ok {
