@@ -17,7 +17,7 @@ func (w *Writer) Event(ev correlate.Event) {
 		w.line(textEvent(ev))
 		return
 	}
-	if c, ok := ev.(*correlate.CommitEvent); ok {
+	if c, ok := ev.(*correlate.CommitEvent); ok && !w.opts.Reference {
 		w.scratch = append(commitLine(w.scratch[:0], c, &w.commits), '\n')
 		w.write(w.scratch)
 		return

@@ -28,9 +28,9 @@ type Options struct {
 	// LineFlush flushes after every line (live use: a consumer like jq sees
 	// each event at once). Offline output is buffered.
 	LineFlush bool
-	// Reference writes exchange lines only the reference way (a Summary
-	// through encoding/json), never exchange_fast.go's: to check that the
-	// two give the same bytes.
+	// Reference writes exchange and commit lines only the reference way
+	// (through encoding/json), never exchange_fast.go's or fast.go's: to
+	// check that the two give the same bytes.
 	Reference bool
 }
 

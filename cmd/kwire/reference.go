@@ -7,10 +7,11 @@ import (
 
 // referenceEnv names the fast paths to leave off, for the tests that
 // hold each to its reference (the dependency it stands beside): a comma
-// list of lines (exchange lines: jsonout's Summary and encoding/json),
-// read (pcapng files: pcapgo alone), tcp (gopacket's reassembly alone,
-// without the in-order fast path), kmsg (every Kafka body read by kmsg
-// alone, without decode's fast paths), or all. It is not a flag: nobody but those tests has a reason to set it.
+// list of lines (exchange and commit lines: jsonout's Summary and
+// encoding/json), read (pcapng files: pcapgo alone), tcp (gopacket's
+// reassembly alone, without the in-order fast path), kmsg (every Kafka
+// body read by kmsg alone, without decode's fast paths), or all. It is
+// not a flag: nobody but those tests has a reason to set it.
 const referenceEnv = "KWIRE_REFERENCE"
 
 // reference says which fast paths are off.
