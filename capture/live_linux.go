@@ -131,10 +131,23 @@ func (l *Live) attachFilter() {
 		l.userPort = !l.anyPort
 		text = fmt.Sprintf("none (%v): every packet is copied to user space and filtered there", err)
 	} else {
-		text += ", IPv4 and IPv6; loopback: outgoing copies only"
+		text += ", IPv4 and IPv6" + loopbackNote(l.opts.Interface)
 	}
 	l.filter = text
 	l.attached = time.Now()
+}
+
+// loopbackNote says what the filter does on loopback devices, for the
+// interface captured on: nothing for a device that is not one (a veth or
+// an Ethernet card sees each packet once).
+func loopbackNote(iface string) string {
+	if iface == "" || iface == "any" {
+		return "; loopback devices: outgoing copies only"
+	}
+	if ifi, err := net.InterfaceByName(iface); err == nil && ifi.Flags&net.FlagLoopback != 0 {
+		return "; loopback: outgoing copies only"
+	}
+	return ""
 }
 
 // Filter describes the kernel filter in use, or why there is none.

@@ -319,3 +319,36 @@ func TestOpenLiveErrors(t *testing.T) {
 		t.Errorf("without CAP_NET_RAW: %v, want ErrPermission wrapping EPERM", err)
 	}
 }
+
+// TestLoopbackNote: the filter's loopback note is said for loopback
+// devices and "any", never for another device (it was printed for a veth).
+func TestLoopbackNote(t *testing.T) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lo, other string
+	for _, ifi := range ifs {
+		if ifi.Flags&net.FlagLoopback != 0 {
+			lo = ifi.Name
+		} else if other == "" {
+			other = ifi.Name
+		}
+	}
+	for _, tc := range []struct {
+		iface, want string
+	}{
+		{"", "; loopback devices: outgoing copies only"},
+		{"any", "; loopback devices: outgoing copies only"},
+		{lo, "; loopback: outgoing copies only"},
+		{other, ""},
+		{"no-such-device0", ""},
+	} {
+		if tc.iface == "" && tc.want != "; loopback devices: outgoing copies only" {
+			continue // no such device on this host
+		}
+		if got := loopbackNote(tc.iface); got != tc.want {
+			t.Errorf("loopbackNote(%q) = %q, want %q", tc.iface, got, tc.want)
+		}
+	}
+}
