@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,32 @@ func TestVersion(t *testing.T) {
 		if code != 0 || errb.Len() != 0 || !strings.HasPrefix(out.String(), "kwire ") ||
 			!strings.Contains(out.String(), "\n  go:       go1.") || !strings.Contains(out.String(), "\n  commit:   ") {
 			t.Errorf("kwire %s: exit %d, stdout %q, stderr %q", arg, code, out.String(), errb.String())
+		}
+	}
+}
+
+// TestSameDefaults: a flag that several commands share has one default
+// (--max-reorder-mb was 125 MiB in read, analyze and aggregate, 128 in
+// live).
+func TestSameDefaults(t *testing.T) {
+	re := regexp.MustCompile(`(?m)^  -(max-[a-z-]+) .*\n(?:    .*\n)*?    .*\(default ([^)]*)\)$`)
+	seen := map[string]map[string]string{} // flag -> default -> command
+	for _, cmd := range []string{"read", "analyze", "live", "aggregate"} {
+		var out, errb bytes.Buffer
+		run([]string{cmd, "-h"}, &out, &errb)
+		for _, m := range re.FindAllStringSubmatch(out.String(), -1) {
+			if seen[m[1]] == nil {
+				seen[m[1]] = map[string]string{}
+			}
+			seen[m[1]][m[2]] = cmd
+		}
+	}
+	if len(seen["max-reorder-mb"]) == 0 {
+		t.Fatal("no --max-reorder-mb default found in any command's help")
+	}
+	for flag, defaults := range seen {
+		if len(defaults) > 1 {
+			t.Errorf("--%s has different defaults across commands: %v", flag, defaults)
 		}
 	}
 }

@@ -91,7 +91,7 @@ func (f *liveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.statsEvery, "stats-every", 10*time.Second, "write a stats line this often")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 5*time.Minute, "forget a connection after this long without a packet")
 	fs.IntVar(&f.maxConns, "max-conns", 100000, "most connections tracked at once; packets of more are dropped and counted")
-	fs.IntVar(&f.maxBufferMB, "max-reorder-mb", 128, "most out-of-order bytes held for reassembly, in `MiB`; beyond it the missing bytes become counted gaps")
+	fs.IntVar(&f.maxBufferMB, "max-reorder-mb", 125, "most out-of-order bytes held for reassembly, in `MiB`, a quarter of it per connection; beyond it the missing bytes become counted gaps (buffer_limit_gaps); the same default as read and analyze")
 	fs.IntVar(&f.maxMemoryMB, "max-memory-mb", 0, "soft limit on kwire's memory, in `MiB`: the garbage collector works harder near it, and memory freed after a burst goes back to the system (0: --max-buffer + --max-reorder-mb + 256 MiB; -1: no limit; GOMEMLIMIT, when set, wins)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long, as on SIGINT (0: run until interrupted)")
 	fs.BoolVar(&f.exchanges, "exchanges", false, "also write a line per exchange, as kwire read does")
