@@ -211,8 +211,18 @@ func TestLiveHint(t *testing.T) {
 	if code := live.stop(t); code != 0 {
 		t.Fatalf("exit status %d: %s", code, live.stderr.String())
 	}
-	if lines := nonStats(live.stdout.String()); len(lines) != 1 || !strings.Contains(lines[0], `"type":"summary"`) {
-		t.Errorf("want only a summary besides stats, got %q", lines)
+	lines := nonStats(live.stdout.String())
+	if len(lines) != 1 || !strings.Contains(lines[0], `"type":"summary"`) {
+		t.Fatalf("want only a summary besides stats, got %q", lines)
+	}
+	// Nothing was captured: the summary is stamped with the time the run
+	// ended, like the stats line, not 0001-01-01.
+	var sum struct{ TS, Time time.Time }
+	if err := json.Unmarshal([]byte(lines[0]), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if since := time.Since(sum.TS); sum.TS.IsZero() || since < 0 || since > time.Minute || sum.Time.Truncate(time.Microsecond) != sum.TS.Truncate(time.Microsecond) {
+		t.Errorf("summary of an empty run: ts %v, time %v; want both the run's end", sum.TS, sum.Time)
 	}
 }
 

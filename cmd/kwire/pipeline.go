@@ -263,17 +263,26 @@ func (p *pipeline) atOrAbove(r int) int {
 // the final stats line stamped statsAt, and a flush.
 func (p *pipeline) finish(end, statsAt time.Time, cs capture.Stats, summary bool) error {
 	cs = p.captureStats(cs)
+	var snap *correlate.Snapshot
 	if p.shards != nil {
 		p.shards.Close(end, p.events)
 		if summary {
-			p.out.Summary(p.shards.Snapshot())
+			snap = p.shards.Snapshot()
 		}
 	} else {
 		p.corr.Close(end)
 		p.written()
 		if summary {
-			p.out.Summary(p.corr.Snapshot())
+			snap = p.corr.Snapshot()
 		}
+	}
+	if snap != nil {
+		if snap.Time.IsZero() {
+			// Nothing was captured (an empty kwire live run): the
+			// summary is stamped like the stats line, not 0001-01-01.
+			snap.Time = statsAt
+		}
+		p.out.Summary(snap)
 	}
 	ds := p.dec.Stats()
 	ds.DecodeErrors += p.deferredErrors
