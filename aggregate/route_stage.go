@@ -41,10 +41,22 @@ type routeStage struct {
 	marks   map[int32]int64   // committed offsets: below, replay only
 
 	read, replayed, produced, corrupt atomic.Int64
+	// active is the wall time (Unix ns) of the router's latest poll that
+	// read records, idle whether its latest poll read none (lastActive).
+	active atomic.Int64
+	idle   atomic.Bool
+}
+
+// lastActive returns when the router last read records of the agents'
+// topic, and whether its latest poll (done, what it routed acknowledged)
+// read none: caught up.
+func (rs *routeStage) lastActive() (time.Time, bool) {
+	return time.Unix(0, rs.active.Load()), rs.idle.Load()
 }
 
 func (rs *routeStage) run(ctx context.Context) error {
 	rs.routers, rs.marks = map[int32]*router{}, map[int32]int64{}
+	rs.active.Store(time.Now().UnixNano())
 	cl, err := kgo.NewClient(append(slices.Clone(rs.opts), kgo.ConsumeTopics(rs.topic), kgo.ConsumerGroup(rs.group),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.AdjustFetchOffsetsFn(rs.adjust),
@@ -76,6 +88,10 @@ func (rs *routeStage) run(ctx context.Context) error {
 		if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(rs.stderr, "kwire: routing: commit: %v\n", err)
 		}
+		if fetches.NumRecords() > 0 {
+			rs.active.Store(time.Now().UnixNano())
+		}
+		rs.idle.Store(fetches.NumRecords() == 0)
 		cl.AllowRebalance()
 	}
 	return ctx.Err()
