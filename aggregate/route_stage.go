@@ -35,6 +35,7 @@ type routeStage struct {
 	parts         int32
 	hook          *Hook
 	stderr        io.Writer
+	verify        *verifier // the agents' records, before they are routed
 
 	mu      sync.Mutex
 	routers map[int32]*router // one per partition of the agents' topic owned
@@ -105,6 +106,9 @@ func (rs *routeStage) record(ctx context.Context, cl *kgo.Client, r *kgo.Record,
 		rs.routers[r.Partition] = rt
 	}
 	replay := r.Offset < rs.marks[r.Partition]
+	if !rs.verify.ok(r.Value, replay) {
+		return
+	}
 	b, err := wire.Decode(r.Value, nil)
 	if err != nil {
 		if !replay {
