@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kwire/kwire/aggregate"
+	"github.com/kwire/kwire/aggregate/wire"
 )
 
 // TestAggregateGroupExitIdle: two kwire aggregate --group --exit-idle
@@ -22,7 +26,22 @@ import (
 // when one of them leaves first) equal the single aggregator's over the
 // same topic. (Before, the router stage ran until interrupted: an
 // instance whose owner stage was idle never returned.)
-func TestAggregateGroupExitIdle(t *testing.T) {
+func TestAggregateGroupExitIdle(t *testing.T) { groupExitIdle(t, false) }
+
+// TestAggregateGroupForgedAgents is TestAggregateGroupExitIdle with
+// signed agents and forgers (no key, another agent's key, an agent no
+// key names): the routers drop every forged batch before routing it, and
+// count them, together, as the single aggregator does; the instances'
+// lines together are still the single aggregator's.
+func TestAggregateGroupForgedAgents(t *testing.T) { groupExitIdle(t, true) }
+
+// testKeyOf is a test key line of agent host.
+func testKeyOf(host string) string {
+	sum := sha256.Sum256([]byte("kwire test key " + host))
+	return host + " " + hex.EncodeToString(sum[:])
+}
+
+func groupExitIdle(t *testing.T, signed bool) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "kwire"))
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +53,21 @@ func TestAggregateGroupExitIdle(t *testing.T) {
 	// The sentinel is heard before the instances start: an agent still
 	// sending, it keeps them from exiting before the agents publish, and
 	// holds the merge back while they publish one after another.
+	agents := groupAgents(t)
+	var keyArgs []string
+	if signed {
+		lines := []string{testKeyOf("sentinel")}
+		for i := range agents {
+			line := testKeyOf(agents[i].host)
+			lines = append(lines, line)
+			agents[i].keyFile = writeKeyFile(t, agents[i].host+".key", line)
+		}
+		keyArgs = []string{"--agent-key-file", writeKeyFile(t, "agents.keys", lines...)}
+	}
 	sent := newSentinel(t, c.ListenAddrs(), "kwire")
+	if signed {
+		sent.sign = wire.NewSigner(*parsedKey(t, testKeyOf("sentinel")))
+	}
 	sent.at(t, time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), false)
 
 	type instance struct {
@@ -68,7 +101,7 @@ func TestAggregateGroupExitIdle(t *testing.T) {
 		var f aggregateFlags
 		fs := flag.NewFlagSet("aggregate", flag.ContinueOnError)
 		f.register(fs)
-		if err := fs.Parse([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m", "--exit-idle", idle.String()}); err != nil {
+		if err := fs.Parse(append([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m", "--exit-idle", idle.String()}, keyArgs...)); err != nil {
 			t.Fatal(err)
 		}
 		in := &instance{hook: aggregate.NewHook(), done: make(chan struct{})}
@@ -87,7 +120,16 @@ func TestAggregateGroupExitIdle(t *testing.T) {
 		return len(ins[0].hook.Owned("own")) > 0 && len(ins[1].hook.Owned("own")) > 0
 	})
 
-	publishAgents(t, url, groupAgents(t))
+	forged := 0
+	if signed {
+		member := []string{filepath.Join(testdataDir(), "h_member_expired.pcapng")}
+		forged = publishAgents(t, url, []agentSpec{
+			{host: "g_xbroker-b1", run: 2, files: member},
+			{host: "h_commit_gap", run: 1, files: member, forgeWith: parsedKey(t, testKeyOf("altport-b0"))},
+			{host: "nobody", run: 1, files: member, forgeWith: parsedKey(t, testKeyOf("nobody"))},
+		})
+	}
+	publishAgents(t, url, agents)
 	sent.at(t, time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC), true)
 	stopped := time.Now()
 	for i, in := range ins {
@@ -114,22 +156,30 @@ func TestAggregateGroupExitIdle(t *testing.T) {
 		}
 		outs = append(outs, out)
 	}
-	single := runKwire(t, "aggregate", "--json", "--from", url, "--exit-idle", "1s")
+	single := runKwire(t, append([]string{"aggregate", "--json", "--from", url, "--exit-idle", "1s"}, keyArgs...)...)
 	want, wantAgg := normalize(t, mergeSummaries(t, single))
-	union, agents := unionByOwner(t, 3, outs)
+	union, lineAgents := unionByOwner(t, 3, outs)
 	got, _ := normalize(t, mergeSummaries(t, union))
 	compareLines(t, want, got)
 	if extra, missing := multisetDiff(want, got); len(extra)+len(missing) > 0 {
 		t.Errorf("union has %d lines the single aggregator has not:\n%s\nand lacks %d:\n%s", len(extra), strings.Join(extra, "\n"), len(missing), strings.Join(missing, "\n"))
 	}
-	if len(agents) != len(wantAgg.Agents) {
-		t.Errorf("agents: union %d, single %d", len(agents), len(wantAgg.Agents))
+	if len(lineAgents) != len(wantAgg.Agents) {
+		t.Errorf("agents: union %d, single %d", len(lineAgents), len(wantAgg.Agents))
 	}
-	for i := range min(len(agents), len(wantAgg.Agents)) {
-		g, w := agents[i], wantAgg.Agents[i]
+	for i := range min(len(lineAgents), len(wantAgg.Agents)) {
+		g, w := lineAgents[i], wantAgg.Agents[i]
 		if g.Agent != w.Agent || g.Batches != w.Batches || g.Missing != w.Missing || g.State != w.State {
 			t.Errorf("agent %d: union %+v, single %+v", i, g, w)
 		}
 	}
-	t.Logf("%d lines compared", len(want))
+	var unverified int64
+	for _, out := range outs {
+		_, agg := normalize(t, out)
+		unverified += agg.Unverified
+	}
+	if unverified != int64(forged) || wantAgg.Unverified != int64(forged) {
+		t.Errorf("unverified batches: %d by the instances, %d by the single aggregator; %d forged", unverified, wantAgg.Unverified, forged)
+	}
+	t.Logf("%d lines compared, %d forged batches dropped", len(want), unverified)
 }
