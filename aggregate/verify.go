@@ -73,7 +73,7 @@ func verifyFix(err error) string {
 	return "not a batch"
 }
 
-// Unverified is the count of batches dropped so far.
+// count is the number of batches dropped so far; safe from any goroutine.
 func (v *verifier) count() int64 {
 	if v == nil {
 		return 0
