@@ -49,6 +49,10 @@ type Options struct {
 	Stderr io.Writer
 	// Hook, when set, lets a test follow a --group instance.
 	Hook *Hook
+	// Keys, when set, are the agents' keys (--agent-key-file): a record
+	// of the agents' topic not signed with a key of the agent it names
+	// is dropped and counted (verify.go). Without, nothing is verified.
+	Keys []wire.Key
 }
 
 // Aggregator merges the agents' batches by capture time behind a
@@ -64,6 +68,7 @@ type Aggregator struct {
 	// correlated: items wait in the merge without them (decodeOptions).
 	records        []byte
 	stdout, stderr io.Writer
+	verify         *verifier
 }
 
 // decodeOptions: a Fetch response's record batches are rebuilt (header
@@ -75,6 +80,7 @@ var decodeOptions = &wire.Options{DeferRecords: true}
 func New(opts *Options, stdout io.Writer) *Aggregator {
 	ag := &Aggregator{stdout: stdout, stderr: cmp.Or[io.Writer](opts.Stderr, io.Discard), text: opts.Text}
 	ag.out = jsonout.New(stdout, &jsonout.Options{Text: opts.Text, LineFlush: true})
+	ag.verify = newVerifier(opts.Keys, ag.stderr)
 	ag.m = newMerger(opts.MaxLateness, opts.QuietAfter, ag.item)
 	ag.m.maxSkew = opts.MaxSkew
 	// The correlator's events go through the coverage filter (cover.go).
@@ -83,9 +89,13 @@ func New(opts *Options, stdout io.Writer) *Aggregator {
 }
 
 // Add takes one record value of the agents' topic that arrived at wall
-// time now; one that does not decode is counted corrupt. The items keep
-// pointing into value: leave it unchanged.
+// time now; one that does not decode is counted corrupt, one that fails
+// verification (Options.Keys) unverified. The items keep pointing into
+// value: leave it unchanged.
 func (ag *Aggregator) Add(value []byte, now time.Time) {
+	if !ag.verify.ok(value, false) {
+		return
+	}
 	b, err := wire.Decode(value, decodeOptions)
 	if err != nil {
 		ag.m.corrupt++
@@ -238,8 +248,8 @@ func (ag *Aggregator) finish(stdout io.Writer) error {
 	line := ag.line(end, time.Now())
 	line.Unobserved = unobs
 	if ag.text {
-		_, err := fmt.Fprintf(stdout, "aggregate: %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members), %d hazards withheld\n",
-			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(unobs), line.HazardsWithheld)
+		_, err := fmt.Fprintf(stdout, "aggregate: %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d unverified, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members), %d hazards withheld\n",
+			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Unverified, line.Late, line.Dropped, line.Withheld, len(unobs), line.HazardsWithheld)
 		return err
 	}
 	b, _ := json.Marshal(line)

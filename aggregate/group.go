@@ -89,7 +89,8 @@ func runGroup(ctx context.Context, opts *Options, stdout io.Writer) error {
 	}
 	g := &groupAgg{parts: parts, name: opts.Group, hook: opts.Hook, routed: routed, owned: map[int32]bool{}, ps: map[int32]*partState{}, gone: map[int32]bool{},
 		maxSrc: map[[2]int32]int64{}, merged: map[itemRef]time.Time{}, homes: map[*decode.Anomaly]int32{}, fp: newFingerprinter()}
-	rs := &routeStage{opts: opts.Client, topic: topic, routed: routed, group: opts.Group + ".route", parts: parts, hook: opts.Hook, stderr: stderr}
+	rs := &routeStage{opts: opts.Client, topic: topic, routed: routed, group: opts.Group + ".route", parts: parts, hook: opts.Hook, stderr: stderr,
+		verify: newVerifier(opts.Keys, stderr)}
 	cl, err := kgo.NewClient(append(slices.Clone(opts.Client), kgo.ConsumeTopics(routed), kgo.ConsumerGroup(opts.Group),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Eager: every rebalance revokes every partition, and the owner
@@ -118,8 +119,13 @@ func runGroup(ctx context.Context, opts *Options, stdout io.Writer) error {
 	var wg sync.WaitGroup
 	var routeErr error
 	wg.Add(1)
-	go func() { defer wg.Done(); routeErr = rs.run(ctx) }()
-	runErr := g.consume(ctx, cl, opts.IdleExit)
+	// The router stops with the owner (idle, an error, or ctx done): it
+	// would otherwise poll until ctx is done, and the instance wait for it.
+	rctx, stopRoute := context.WithCancel(ctx)
+	defer stopRoute()
+	go func() { defer wg.Done(); routeErr = rs.run(rctx) }()
+	runErr := g.consume(ctx, cl, opts.IdleExit, rs)
+	stopRoute()
 	// What this instance writes is decided by what it owns now: a
 	// rebalance while it closes (another instance leaving) is not taken.
 	g.mu.Lock()
@@ -172,8 +178,8 @@ func (g *groupAgg) ownsPart(q int32) bool {
 }
 
 // consume polls the routed topic until ctx is done (or idle for
-// idleExit), as aggregator.consume does the agents' topic.
-func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Duration) error {
+// idleExit: see idle), as aggregator.consume does the agents' topic.
+func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Duration, rs *routeStage) error {
 	ag := g.ag
 	lastNew := time.Now()
 	for ctx.Err() == nil {
@@ -227,11 +233,25 @@ func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Du
 		}
 		if n > 0 {
 			lastNew = now
-		} else if idleExit > 0 && now.Sub(lastNew) >= idleExit {
+		} else if idleExit > 0 && g.idle(now, lastNew, idleExit, rs) {
 			return nil
 		}
 	}
 	return ctx.Err()
+}
+
+// idle says whether an instance whose owner found nothing new since
+// lastNew may stop (--exit-idle): as the single aggregator, once no agent
+// is still sending (every agent's counters reach every owner) and nothing
+// new came for idleExit; and once its router too is caught up (its last
+// poll read nothing of the agents' topic, and what it routed before was
+// acknowledged), for idleExit: what the agents published is then routed,
+// and read by the owners. Each instance decides alone: one that stops
+// first hands its partitions over (clean), and the others take them over
+// and stop once idle again.
+func (g *groupAgg) idle(now, lastNew time.Time, idleExit time.Duration, rs *routeStage) bool {
+	routed, caughtUp := rs.lastActive()
+	return caughtUp && now.Sub(lastNew) >= idleExit && now.Sub(routed) >= idleExit && !g.ag.m.sending(now)
 }
 
 // add merges routed record rt of partition q: each item once, each

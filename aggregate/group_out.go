@@ -102,14 +102,15 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 	slices.SortFunc(line.Agents, func(a, b LineAgent) int { return cmp.Compare(a.Agent, b.Agent) })
 	line.Unobserved = slices.DeleteFunc(unobs, func(u Unobserved) bool { return !g.owns(route.GroupKey(u.Group)) })
 	line.Corrupt = g.corrupt + rs.corrupt.Load()
+	line.Unverified = rs.verify.count()
 	gl := groupLine{Line: line, Group: GroupInfo{Name: g.name, Topic: rs.routed, Partitions: g.parts,
 		Owned: ownedList(g.owned), Groups: len(snap.Groups), Read: rs.read.Load(), Replayed: rs.replayed.Load(),
 		Produced: rs.produced.Load(), Redelivered: g.redelivered,
 		Handovers: g.handovers, UncleanHandovers: g.uncleanHandovers, Suppressed: g.suppressed, Uncertain: g.uncertain,
 		MaybeDuplicate: g.maybeDup, CommitErrors: g.commitErrors.Load()}}
 	if p.text {
-		_, err := fmt.Fprintf(stdout, "aggregate: group %s, partitions %v of %s (%d groups): %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members)\n",
-			g.name, gl.Group.Owned, rs.routed, gl.Group.Groups, len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Late, line.Dropped, line.Withheld, len(line.Unobserved))
+		_, err := fmt.Fprintf(stdout, "aggregate: group %s, partitions %v of %s (%d groups): %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d unverified, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members)\n",
+			g.name, gl.Group.Owned, rs.routed, gl.Group.Groups, len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Unverified, line.Late, line.Dropped, line.Withheld, len(line.Unobserved))
 		return err
 	}
 	b, _ := json.Marshal(gl)

@@ -19,6 +19,9 @@ type Line struct {
 	Corrupt    int64       `json:"corrupt_batches"`
 	Late       int64       `json:"late_exchanges"`
 	Dropped    uint64      `json:"publish_batches_dropped"`
+	// Unverified counts batches dropped because they were not signed
+	// with a key of the agent they name (Options.Keys).
+	Unverified int64 `json:"unverified_batches"`
 	// Restarts counts agent runs that ended without saying so, a later
 	// run of their host being heard.
 	Restarts int `json:"agent_restarts"`
@@ -49,7 +52,7 @@ type LineAgent struct {
 
 func (ag *Aggregator) line(end, now time.Time) *Line {
 	m := ag.m
-	l := &Line{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Late: m.late,
+	l := &Line{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Unverified: ag.verify.count(), Late: m.late,
 		Withheld: m.cover.expiries, HazardsWithheld: m.cover.hazards}
 	for _, a := range m.agents {
 		x := LineAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}

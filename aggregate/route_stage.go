@@ -35,16 +35,29 @@ type routeStage struct {
 	parts         int32
 	hook          *Hook
 	stderr        io.Writer
+	verify        *verifier // the agents' records, before they are routed
 
 	mu      sync.Mutex
 	routers map[int32]*router // one per partition of the agents' topic owned
 	marks   map[int32]int64   // committed offsets: below, replay only
 
 	read, replayed, produced, corrupt atomic.Int64
+	// active is the wall time (Unix ns) of the router's latest poll that
+	// read records, idle whether its latest poll read none (lastActive).
+	active atomic.Int64
+	idle   atomic.Bool
+}
+
+// lastActive returns when the router last read records of the agents'
+// topic, and whether its latest poll (done, what it routed acknowledged)
+// read none: caught up.
+func (rs *routeStage) lastActive() (time.Time, bool) {
+	return time.Unix(0, rs.active.Load()), rs.idle.Load()
 }
 
 func (rs *routeStage) run(ctx context.Context) error {
 	rs.routers, rs.marks = map[int32]*router{}, map[int32]int64{}
+	rs.active.Store(time.Now().UnixNano())
 	cl, err := kgo.NewClient(append(slices.Clone(rs.opts), kgo.ConsumeTopics(rs.topic), kgo.ConsumerGroup(rs.group),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.AdjustFetchOffsetsFn(rs.adjust),
@@ -76,6 +89,10 @@ func (rs *routeStage) run(ctx context.Context) error {
 		if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(rs.stderr, "kwire: routing: commit: %v\n", err)
 		}
+		if fetches.NumRecords() > 0 {
+			rs.active.Store(time.Now().UnixNano())
+		}
+		rs.idle.Store(fetches.NumRecords() == 0)
 		cl.AllowRebalance()
 	}
 	return ctx.Err()
@@ -89,6 +106,9 @@ func (rs *routeStage) record(ctx context.Context, cl *kgo.Client, r *kgo.Record,
 		rs.routers[r.Partition] = rt
 	}
 	replay := r.Offset < rs.marks[r.Partition]
+	if !rs.verify.ok(r.Value, replay) {
+		return
+	}
 	b, err := wire.Decode(r.Value, nil)
 	if err != nil {
 		if !replay {

@@ -27,15 +27,23 @@ type Options struct {
 	DeferRecords bool
 }
 
-// Decode reads one batch. Its items, their connections and messages are
+// Decode reads one batch, of version 2 or 3 (signed: Decode does not
+// check the tag; Keyring.Verify does). Its items, their connections and messages are
 // new, and may point into value: keep value unchanged while they are used.
 // Connections are new per batch; their ID is the agent's.
 func Decode(value []byte, opts *Options) (*Batch, error) {
 	if len(value) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrCorrupt)
 	}
-	if value[0] != Version {
-		return nil, fmt.Errorf("%w %d (this kwire reads %d)", ErrVersion, value[0], Version)
+	switch value[0] {
+	case Version:
+	case VersionSigned: // its tag is Keyring.Verify's: not checked here
+		if len(value) < 1+TagSize {
+			return nil, fmt.Errorf("%w: signed batch shorter than its tag", ErrCorrupt)
+		}
+		value = value[:len(value)-TagSize]
+	default:
+		return nil, fmt.Errorf("%w %d (this kwire reads %d and %d)", ErrVersion, value[0], Version, VersionSigned)
 	}
 	d := batchDecoder{r: reader{b: value[1:]}, budget: DefaultMaxExpand}
 	if opts != nil && opts.MaxExpand > 0 {

@@ -107,12 +107,34 @@
 // decode already and again here: APIs the correlator does not read are
 // withheld whole.
 //
+// # Signed batches, version 3
+//
+// An agent given a key (kwire live --publish-key-file) publishes version
+// 3: the version 2 batch with version byte 3 and a 32-byte tag after its
+// last item,
+//
+//	signed = 3 host:string run:uvarint seq:uvarint item* tag:[32]byte
+//	tag    = HMAC-SHA256(key, "kwire agent batch\n" || the bytes before tag)
+//
+// (sign.go). The tag covers the version byte, host, run, sequence number
+// and items; the host selects the key it is verified with (Keyring: a key
+// per agent name, or a shared key "*" that any agent may use), so that a
+// batch is verified on its own and only the holder of an agent's key
+// publishes as that agent. Decode reads version 3 as version 2 without
+// checking the tag: Keyring.Verify does, before.
+//
+// Compatibility: an aggregator with keys reads only version 3 batches that
+// verify, and drops version 2 ones (counted unverified); without keys it
+// reads both (and warns at start-up). Agents can thus be given keys
+// before the aggregator, then the aggregator its keyring.
+//
 // Version 1 (kmsg-encoded Produce, Fetch and OffsetCommit bodies, 61-byte
 // batch headers, absolute times, strings and addresses as text) is no
 // longer read: agents and aggregators
 // are upgraded together.
 //
-// A newer format gets a new version byte; Decode rejects versions it does
+// A newer format gets a new version byte (routed records of kwire
+// aggregate --group use 0x81, route.go); Decode rejects versions it does
 // not know (ErrVersion), so that an old aggregator says so instead of
 // misreading.
 package wire

@@ -30,6 +30,11 @@ than the watermark (late_exchanges) and the batches agents dropped
 Examples:
   kwire aggregate --from kafka://k1:9092,k2:9092/kwire --json
   kwire aggregate --from kafka://k1:9093/kwire --tls --sasl-mechanism SCRAM-SHA-512 --user kwire --password-file pw
+  kwire aggregate --from kafka://k1:9092/kwire --agent-key-file agents.keys --json
+
+Without --agent-key-file (or $KWIRE_AGENT_KEYS), anyone who can write to
+the topic can pose as any agent: see docs/aggregate.md, "Running agents
+and aggregator safely" (keys, ACLs, the metrics bind).
 
 Flags:
 `
@@ -44,6 +49,7 @@ type aggregateFlags struct {
 	maxLateness time.Duration
 	maxSkew     time.Duration
 	quietAfter  time.Duration
+	keyFile     string
 	hook        *aggregate.Hook // tests of --group only
 }
 
@@ -56,6 +62,8 @@ func (f *aggregateFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.idleExit, "exit-idle", 0, "stop once caught up, with no agent still sending (each stopped, restarted or quiet), and nothing new came for this long (0: never; for batch use)")
 	fs.DurationVar(&f.maxLateness, "max-lateness", 5*time.Second, "how long (capture time) items wait for the other agents' before they are correlated; later ones are still used and counted")
 	fs.DurationVar(&f.maxSkew, "max-skew", 50*time.Millisecond, "how far apart the agents' host clocks may be: cross-host orderings and graces the correlator relies on allow for it (docs/aggregate.md)")
+	fs.StringVar(&f.keyFile, "agent-key-file", "", "verify every agent batch with the agents' keys in `FILE` (lines NAME HEXKEY, one per agent, or * for a key any agent may use; else from $"+agentKeysEnv+"): "+
+		"batches not signed by the agent they name are dropped and counted (docs/aggregate.md)")
 	fs.DurationVar(&f.quietAfter, "quiet-after", 30*time.Second, "an agent silent this long (wall clock) stops holding the others back; it is shown as quiet")
 }
 
@@ -94,13 +102,22 @@ func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writ
 			return fmt.Errorf("--group %q: the routed topic %q is not a legal Kafka topic name: use letters, digits, '.', '_' and '-'", f.group, routed)
 		}
 	}
+	keys, source, err := readKeys("agent-key-file", f.keyFile, agentKeysEnv)
+	if err != nil {
+		return err
+	}
 	if err := f.from.checkTopic(ctx, opts, topic, false); err != nil {
 		return fmt.Errorf("--from: %w", missingTopicFix(err, aggregateTopicFix))
+	}
+	if keys == nil {
+		fmt.Fprint(stderr, noKeyWarning("aggregating", "agent-key-file", agentKeysEnv, topic))
+	} else {
+		fmt.Fprintf(stderr, "kwire: verifying agents' batches with the keys of %s (%s)\n", keyNames(keys), source)
 	}
 	return aggregate.Run(ctx, &aggregate.Options{Client: opts, Topic: topic, Source: f.from.url, Group: f.group,
 		Text: f.common.textOutput(stdout), Correlate: f.correlateOptions(),
 		MaxLateness: f.maxLateness, MaxSkew: f.maxSkew, QuietAfter: f.quietAfter, IdleExit: f.idleExit,
-		Stderr: stderr, Hook: f.hook}, stdout)
+		Stderr: stderr, Hook: f.hook, Keys: keys}, stdout)
 }
 
 // aggregateTopicFix is what to do when the agents' topic does not exist.

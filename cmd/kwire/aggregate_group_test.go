@@ -575,9 +575,10 @@ func multisetDiff(want, got []string) (extra, missing []string) {
 // whatever the instances consumed meanwhile (an agent not yet heard from
 // holds nothing back: docs/aggregate.md, "Catching up").
 type sentinel struct {
-	cl  *kgo.Client
-	enc *wire.Encoder
-	seq uint64
+	cl   *kgo.Client
+	enc  *wire.Encoder
+	seq  uint64
+	sign *wire.Signer // nil: unsigned
 }
 
 func newSentinel(t *testing.T, brokers []string, topic string) *sentinel {
@@ -598,6 +599,9 @@ func (s *sentinel) at(t *testing.T, at time.Time, final bool) int64 {
 	s.enc.Reset(s.seq)
 	s.enc.Counters(at, &wire.Counters{Final: final})
 	r := &kgo.Record{Key: []byte("sentinel"), Value: slices.Clone(s.enc.Bytes())}
+	if s.sign != nil {
+		r.Value = s.sign.Sign(r.Value)
+	}
 	if err := s.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

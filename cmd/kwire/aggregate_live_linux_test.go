@@ -155,8 +155,28 @@ func (r *aggLive) startAgent(i int) {
 	r.runs[i]++
 	f := filepath.Join(r.dir, fmt.Sprintf("b%d.%d.pcapng", i, r.runs[i]))
 	r.files = append(r.files, f)
+	// Agents sign their batches (TestAggregateLive's aggregator verifies
+	// them; the other tests' read them without keys, as an aggregator
+	// not given the keyring yet does).
+	key := filepath.Join(r.dir, fmt.Sprintf("b%d.key", i))
+	if err := os.WriteFile(key, []byte(liveKeys[i]+"\n"), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
 	r.agents[i] = startAgent(r.t, "-i", "lo", "--port", r.ports[i], "--publish", r.url, "--publish-agent", fmt.Sprintf("b%d", i),
-		"-w", f, "--json", "--stats-every", "1s")
+		"--publish-key-file", key, "-w", f, "--json", "--stats-every", "1s")
+}
+
+// liveKeys are the keys of the live agents b0, b1 and b2.
+var liveKeys = [...]string{testKeyB0, testKeyB1, testKeyB2}
+
+// keyring writes the agents' keyring and returns its path.
+func (r *aggLive) keyring() string {
+	r.t.Helper()
+	p := filepath.Join(r.dir, "agents.keys")
+	if err := os.WriteFile(p, []byte(strings.Join(liveKeys[:], "\n")+"\n"), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	return p
 }
 
 // stopAgents stops every agent with SIGTERM (in parallel: each waits for
@@ -291,11 +311,12 @@ func TestAggregateLive(t *testing.T) {
 	t.Logf("clients and agents done after %v", time.Since(start).Round(time.Millisecond))
 
 	want := r.analyze()
-	got, agg := normalize(t, runKwire(t, "aggregate", "--json", "--from", r.url, "--exit-idle", "1s"))
+	keys := r.keyring()
+	got, agg := normalize(t, runKwire(t, "aggregate", "--json", "--from", r.url, "--exit-idle", "1s", "--agent-key-file", keys))
 	compareLines(t, summaryUntimed(t, want), summaryUntimed(t, got))
 	checkAggLine(t, agg, map[string]string{"b0": "stopped", "b1": "stopped", "b2": "stopped"}, "")
-	if agg.Late != 0 || agg.Withheld != 0 || agg.Duplicates != 0 {
-		t.Errorf("aggregate line: %+v; want no late exchange, withheld expiry or duplicate", agg)
+	if agg.Late != 0 || agg.Withheld != 0 || agg.Duplicates != 0 || agg.Unverified != 0 {
+		t.Errorf("aggregate line: %+v; want no late exchange, withheld expiry, duplicate or unverified batch", agg)
 	}
 	for _, x := range []struct {
 		g     *group
@@ -313,7 +334,7 @@ func TestAggregateLive(t *testing.T) {
 		batches += int(a.Batches)
 	}
 	copyTopic(t, r.tr.ListenAddrs(), "kwire", batches, map[string]func(*wire.Batch) int{"kwire-dup": func(*wire.Batch) int { return 2 }})
-	dup, dagg := normalize(t, runKwire(t, "aggregate", "--json", "--from", strings.TrimSuffix(r.url, "kwire")+"kwire-dup", "--exit-idle", "1s"))
+	dup, dagg := normalize(t, runKwire(t, "aggregate", "--json", "--from", strings.TrimSuffix(r.url, "kwire")+"kwire-dup", "--exit-idle", "1s", "--agent-key-file", keys))
 	compareLines(t, summaryUntimed(t, want), summaryUntimed(t, dup))
 	if dagg == nil || dagg.Duplicates != int64(batches) || dagg.Missing != 0 {
 		t.Errorf("every batch twice: aggregate line %+v, want %d duplicate batches and none missing", dagg, batches)

@@ -42,6 +42,11 @@ type agentSpec struct {
 	files      []string
 	skew       time.Duration
 	since, cut time.Time
+	// keyFile signs its batches as kwire live --publish-key-file does
+	// (the key must be the host's); forgeWith, a forger's, with that key
+	// whatever its agent (nil: unsigned).
+	keyFile   string
+	forgeWith *wire.Key
 }
 
 // publishAgents runs each agent (run 1) through the agent's own code, fed
@@ -61,7 +66,15 @@ func publishAgents(t *testing.T, url string, specs []agentSpec) (batches int) {
 		if !a.cut.IsZero() || !a.since.IsZero() {
 			src = cutSource{files, a.since, a.cut}
 		}
-		pf := &publishFlags{kafka: kafkaFlags{url: url}, bufferMB: 64}
+		pf := &publishFlags{kafka: kafkaFlags{url: url}, bufferMB: 64, keyFile: a.keyFile, name: a.host}
+		if a.keyFile != "" {
+			if pf.key, pf.agentName, err = pf.agentKey(); err != nil || pf.agentName != a.host {
+				t.Fatalf("agent %s: key of %q: %v", a.host, pf.agentName, err)
+			}
+		}
+		if a.forgeWith != nil {
+			pf.key = a.forgeWith
+		}
 		pub, err := newPublisher(pf, wire.Agent{Host: a.host, Run: max(a.run, 1)}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -26,6 +26,11 @@ type publishFlags struct {
 	create   bool
 	name     string
 	compress string
+	keyFile  string
+	// key signs the batches (agentKey; nil: unsigned), agentName is the
+	// agent's name: both set by check.
+	key       *wire.Key
+	agentName string
 }
 
 func (f *publishFlags) register(fs *flag.FlagSet) {
@@ -36,6 +41,8 @@ func (f *publishFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.name, "publish-agent", "", "with --publish, the agent's `NAME` (default: the host name): the aggregator tells agents, and an agent's restarts, by it, so agents on one host need names of their own, and a restarted agent its old one")
 	fs.StringVar(&f.compress, "publish-compression", "none", "with --publish, how batches are compressed for the transport: none (the batches are compact already: "+
 		"about 2.7% of the Kafka traffic's bytes), snappy (half the bytes for about 2% more CPU), lz4 (half, about 5%) or zstd (a third, about 10%)")
+	fs.StringVar(&f.keyFile, "publish-key-file", "", "with --publish, sign the batches with the agent's key in `FILE` (a line NAME HEXKEY; else from $"+publishKeyEnv+"): "+
+		"the agent's name is then the key's, and an aggregator with the agents' keys drops what is not signed by the agent it names (docs/aggregate.md)")
 	fs.BoolVar(&f.create, "publish-create-topic", false, "with --publish, let the brokers create the topic if it does not exist (auto-creation must be enabled on them); without it, a topic that does not exist stops kwire live at start-up")
 }
 
@@ -52,6 +59,9 @@ func (f *publishFlags) check(ctx context.Context) error {
 	fix := "create it, or pass --publish-create-topic to let the brokers create it"
 	if f.create {
 		fix = "the brokers did not create it (auto.create.topics.enable is off on them?): create it"
+	}
+	if f.key, f.agentName, err = f.agentKey(); err != nil {
+		return err
 	}
 	if err := f.kafka.checkTopic(ctx, opts, topic, f.create); err != nil {
 		return fmt.Errorf("--publish: %w", missingTopicFix(err, fix))
@@ -101,6 +111,7 @@ type publisher struct {
 	stats func() (capture.Stats, decode.Stats)
 	open  map[string]*openBatch
 	free  []*wire.Encoder // encoders of batches sent, for the next ones
+	sign  *wire.Signer    // nil: batches go unsigned
 	// spare are buffers of delivered batches (a record's value is the
 	// transport's until its produce callback), for the next batches:
 	// a 64 KiB allocation per batch, the buffers' garbage, is the
@@ -178,8 +189,12 @@ func newPublisher(f *publishFlags, agent wire.Agent, stats func() (capture.Stats
 	if err != nil {
 		return nil, fmt.Errorf("--publish: %w", err)
 	}
-	return &publisher{cl: cl, topic: topic, agent: agent, stats: stats, open: make(map[string]*openBatch),
-		connKey: make(map[uint64]connKey), limit: limit, maxAge: publishBatchAge, spare: make(chan []byte, publishSpare)}, nil
+	p := &publisher{cl: cl, topic: topic, agent: agent, stats: stats, open: make(map[string]*openBatch),
+		connKey: make(map[uint64]connKey), limit: limit, maxAge: publishBatchAge, spare: make(chan []byte, publishSpare)}
+	if f.key != nil {
+		p.sign = wire.NewSigner(*f.key)
+	}
+	return p, nil
 }
 
 func (p *publisher) now() time.Time {
@@ -319,6 +334,9 @@ func (p *publisher) flush(key string, b *openBatch) {
 	}
 	items := uint64(b.enc.Items())
 	size := int64(b.enc.Len())
+	if p.sign != nil {
+		size += wire.TagSize
+	}
 	if p.inflight.Load()+size > p.limit {
 		p.n.dropped.Add(1)
 		p.n.droppedItems.Add(items)
@@ -333,6 +351,9 @@ func (p *publisher) flush(key string, b *openBatch) {
 		next = make([]byte, 0, publishBufBytes)
 	}
 	rec := &kgo.Record{Key: []byte(key), Value: b.enc.TakeFor(next)}
+	if p.sign != nil {
+		rec.Value = p.sign.Sign(rec.Value)
+	}
 	p.free = append(p.free, b.enc)
 	p.cl.TryProduce(context.Background(), rec, func(rec *kgo.Record, err error) {
 		p.inflight.Add(-size)
@@ -387,9 +408,14 @@ func maxTime(a, b time.Time) time.Time {
 // startPublish connects kwire live's agent (--publish) and says so in
 // status.
 func (r *liveRun) startPublish(f *liveFlags, status *string) error {
-	pub, err := newPublisher(&f.publish, newAgent(f.publish.name), func() (capture.Stats, decode.Stats) { return r.src.Stats(), r.p.dec.Stats() })
+	pub, err := newPublisher(&f.publish, newAgent(f.publish.agentName), func() (capture.Stats, decode.Stats) { return r.src.Stats(), r.p.dec.Stats() })
 	if err != nil {
 		return err
+	}
+	if f.publish.key == nil {
+		fmt.Fprint(r.stderr, noKeyWarning("publishing", "publish-key-file", publishKeyEnv, pub.topic))
+	} else {
+		*status += ", batches signed"
 	}
 	pub.clock, r.p.agent, r.pub = &r.clock, pub, pub
 	*status += fmt.Sprintf(", publishing to %s as agent %s", f.publish.kafka.url, pub.agent)
