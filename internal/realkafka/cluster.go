@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/kwire/kwire/internal/gen"
 )
@@ -80,6 +81,10 @@ type Cluster struct {
 	id    string
 	rec   *gen.Recorder
 	nodes []*node
+
+	// Formatted and Ready are how long Start took to format the nodes and
+	// then to get from starting the JVMs to WaitReady's success.
+	Formatted, Ready time.Duration
 
 	mu      sync.Mutex
 	stopped bool
@@ -189,15 +194,22 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
+	t0 := time.Now()
 	if err := c.format(ctx); err != nil {
 		return err
 	}
+	t1 := time.Now()
+	c.Formatted = t1.Sub(t0)
 	for _, n := range c.nodes {
 		if err := n.start(); err != nil {
 			return err
 		}
 	}
-	return c.WaitReady(ctx)
+	if err := c.WaitReady(ctx); err != nil {
+		return err
+	}
+	c.Ready = time.Since(t1)
+	return nil
 }
 
 // freePorts returns n distinct ports free now. The JVMs bind them a little
@@ -312,6 +324,9 @@ func (c *Cluster) node(id int32) *node {
 	}
 	return c.nodes[id-1]
 }
+
+// PID is node id's JVM process id, 0 when it is not running.
+func (c *Cluster) PID(id int32) int { return c.node(id).pid() }
 
 // Kill SIGKILLs node id's JVM and waits for it to be gone; its relays stop
 // accepting (clients get connection refused) and its open connections end

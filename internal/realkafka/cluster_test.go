@@ -100,6 +100,7 @@ func TestClusterCaptures(t *testing.T) {
 
 	produce(0, half)
 	consumed.wait(ctx, t, half)
+	logRSS(t, c)
 	coord := coordinator(ctx, t, admin, group)
 	t.Logf("%v: %d records consumed; SIGKILL node %d, the group's coordinator", time.Since(start).Round(time.Second), half, coord)
 	if err := c.Kill(coord); err != nil {
@@ -121,6 +122,9 @@ func TestClusterCaptures(t *testing.T) {
 	admin.Close()
 	prod.Close()
 
+	// Stopped first, so that the capture and the counts below are of the
+	// same traffic: the brokers' own fetches never pause.
+	c.Stop()
 	capture := filepath.Join(c.Dir(), "cluster.pcapng") // kept with the logs when the test fails
 	n, err := c.WritePcapng(capture)
 	if err != nil {
@@ -152,12 +156,7 @@ func TestClusterCaptures(t *testing.T) {
 	}
 	t.Logf("kwire: group %s generations %v, %d replica fetches, %d consumer fetches (%d unattributed), hazards %v",
 		group, kgens, sum.Stats.ReplicaFetches, sum.Stats.Fetches, sum.Stats.FetchesUnknown, g.HazardCounts)
-	if os.Getenv("REALKAFKA_KEEP") != "" {
-		keep := filepath.Join(os.Getenv("REALKAFKA_KEEP"), "cluster.pcapng")
-		if b, err := os.ReadFile(capture); err == nil && os.WriteFile(keep, b, 0o644) == nil {
-			t.Logf("capture kept in %s", keep)
-		}
-	}
+	keepFiles(t, capture, filepath.Join(c.Dir(), "analyze.ndjson"))
 }
 
 // consumedCounter counts records the consumers polled.
@@ -410,4 +409,41 @@ func analyze(t *testing.T, kwire, capture string, ports []int) *summary {
 	}
 	t.Fatalf("kwire analyze wrote no summary line")
 	return nil
+}
+
+// logRSS logs each running JVM's resident memory (VmRSS).
+func logRSS(t *testing.T, c *Cluster) {
+	t.Helper()
+	var parts []string
+	for _, id := range c.Nodes() {
+		pid := c.PID(id)
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if pid == 0 || err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "VmRSS:") {
+				parts = append(parts, fmt.Sprintf("node %d %s", id, strings.Join(strings.Fields(l)[1:], " ")))
+			}
+		}
+	}
+	t.Logf("JVM resident memory: %s", strings.Join(parts, ", "))
+}
+
+// keepFiles copies files into $REALKAFKA_KEEP, when set, to study a
+// capture of a test that passed.
+func keepFiles(t *testing.T, files ...string) {
+	dir := os.Getenv("REALKAFKA_KEEP")
+	if dir == "" {
+		return
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+		}
+		if err != nil {
+			t.Logf("REALKAFKA_KEEP: %v", err)
+		}
+	}
 }

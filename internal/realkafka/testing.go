@@ -57,8 +57,9 @@ func StartT(t testing.TB, opts *Options) *Cluster {
 		keep()
 		t.FailNow()
 	}
-	t.Logf("realkafka: %d-node %s cluster (Kafka %s) ready in %v; client listeners %v",
-		len(c.nodes), c.opts.Layout, c.opts.Version, time.Since(start).Round(time.Millisecond), c.Addrs())
+	t.Logf("realkafka: %d-node %s cluster (Kafka %s) ready in %v (format %v, JVMs to ready %v); client listeners %v",
+		len(c.nodes), c.opts.Layout, c.opts.Version, time.Since(start).Round(time.Millisecond),
+		c.Formatted.Round(time.Millisecond), c.Ready.Round(time.Millisecond), c.Addrs())
 	t.Cleanup(func() {
 		c.Stop()
 		keep()
