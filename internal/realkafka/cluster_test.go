@@ -108,7 +108,14 @@ func TestClusterCaptures(t *testing.T) {
 	}
 	produce(half, half)
 	consumed.wait(ctx, t, 2*half)
-	t.Logf("%v: %d records consumed", time.Since(start).Round(time.Second), 2*half)
+	t.Logf("%v: %d records consumed; restart node %d", time.Since(start).Round(time.Second), 2*half, coord)
+	if err := c.Restart(coord); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v: node %d back", time.Since(start).Round(time.Second), coord)
 	stopConsumers()
 	wg.Wait()
 	for _, cl := range consumers {
