@@ -23,7 +23,7 @@ demo: build
 # when unprivileged), the committed eBPF object checked against its source,
 # the sharded correlator's differential test under the race detector, and
 # each fuzz target for ~20 s.
-test: vet test-deps
+test: vet test-deps realkafka-deps
 	$(GO) test -count=1 -timeout 14m ./...
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run 'TestShards|TestRouter|TestKeyParts' ./cmd/kwire ./route
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory bpf-check; \
@@ -229,3 +229,8 @@ realkafka-deps:
 	    -DincludeScope=runtime -DoutputDirectory=$$lib.tmp && \
 	  rm -rf $$lib && mv $$lib.tmp $$lib && touch $$lib/.complete || exit 1; \
 	done
+
+# The real-Kafka tests alone (three JVMs at a time; about 3 minutes here).
+.PHONY: test-realkafka
+test-realkafka: realkafka-deps
+	CI=true $(GO) test -count=1 -v -timeout 15m ./internal/realkafka
