@@ -62,6 +62,8 @@ type Options struct {
 	Ports []int
 	// HeapMB is each JVM's -Xmx; default 512.
 	HeapMB int
+	// JVMArgs are more flags for every broker JVM, after the defaults.
+	JVMArgs []string
 	// Config overrides or adds broker settings on every node, e.g.
 	// "group.initial.rebalance.delay.ms": "0" (the default is Kafka's own,
 	// 3000, as in production).
