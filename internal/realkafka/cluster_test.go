@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -158,6 +159,7 @@ func TestClusterCaptures(t *testing.T) {
 		}
 	}
 	gmu.Unlock()
+	checkBrokerGenerations(t, c, g)
 	if sum.Stats.ReplicaFetches == 0 {
 		t.Errorf("kwire counted no replica fetches; followers replicate %s and __consumer_offsets over the shared listener", topic)
 	}
@@ -339,7 +341,11 @@ type summary struct {
 type summaryGroup struct {
 	Group       string `json:"group"`
 	Generations []struct {
-		Generation int32 `json:"generation"`
+		Generation int32  `json:"generation"`
+		Leader     string `json:"leader"`
+		Members    []struct {
+			MemberID string `json:"member_id"`
+		} `json:"members"`
 	} `json:"generations"`
 	Partitions []struct {
 		Topic     string `json:"topic"`
@@ -453,4 +459,78 @@ func keepFiles(t *testing.T, files ...string) {
 			t.Logf("REALKAFKA_KEEP: %v", err)
 		}
 	}
+}
+
+// brokerGeneration is one generation of a classic group as its coordinator
+// logged it.
+type brokerGeneration struct {
+	Members int
+	Leader  string
+}
+
+var (
+	stabilizedRE = regexp.MustCompile(`Stabilized group (\S+) generation (\d+) .*?with (\d+) members`)
+	assignmentRE = regexp.MustCompile(`Assignment received from leader (\S+) for group (\S+) for generation (\d+)`)
+)
+
+// brokerGenerations reads group's generations from every node's
+// server.log (the group coordinator's INFO lines, Kafka 3.9 and 4.4 alike).
+func brokerGenerations(t *testing.T, c *Cluster, group string) map[int32]*brokerGeneration {
+	t.Helper()
+	out := map[int32]*brokerGeneration{}
+	get := func(gen string) *brokerGeneration {
+		var n int32
+		fmt.Sscan(gen, &n)
+		if out[n] == nil {
+			out[n] = &brokerGeneration{}
+		}
+		return out[n]
+	}
+	for _, id := range c.Nodes() {
+		b, err := os.ReadFile(c.LogFile(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range stabilizedRE.FindAllStringSubmatch(string(b), -1) {
+			if m[1] == group {
+				fmt.Sscan(m[3], &get(m[2]).Members)
+			}
+		}
+		for _, m := range assignmentRE.FindAllStringSubmatch(string(b), -1) {
+			if m[2] == group {
+				get(m[3]).Leader = m[1]
+			}
+		}
+	}
+	return out
+}
+
+// checkBrokerGenerations compares kwire's generations of g with those the
+// coordinators logged: same numbers, member counts and leaders.
+func checkBrokerGenerations(t *testing.T, c *Cluster, g *summaryGroup) {
+	t.Helper()
+	want := brokerGenerations(t, c, g.Group)
+	if len(want) == 0 {
+		t.Fatalf("no generation of %s in the brokers' logs", g.Group)
+	}
+	got := map[int32]*brokerGeneration{}
+	for _, ge := range g.Generations {
+		got[ge.Generation] = &brokerGeneration{Members: len(ge.Members), Leader: ge.Leader}
+	}
+	for gen, w := range want {
+		gg := got[gen]
+		if gg == nil {
+			t.Errorf("generation %d (%d members, leader %s) in the broker's log, not in kwire's", gen, w.Members, w.Leader)
+			continue
+		}
+		if *gg != *w {
+			t.Errorf("generation %d: kwire %+v, broker %+v", gen, *gg, *w)
+		}
+	}
+	for gen := range got {
+		if want[gen] == nil {
+			t.Errorf("generation %d in kwire's story, not in the brokers' logs", gen)
+		}
+	}
+	t.Logf("generations of %s as the coordinators logged them: %d", g.Group, len(want))
 }

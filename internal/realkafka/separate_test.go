@@ -93,6 +93,7 @@ func TestSeparateKafka3(t *testing.T) {
 	if d := diffOffsets(want, g.committed(topic)); d != "" {
 		t.Errorf("committed offsets: kwire vs OffsetFetch at the end (-want +got):\n%s", d)
 	}
+	checkBrokerGenerations(t, c, g)
 	if got, want := sum.Stats.ReplicaFetches, int64(fetches[ListenerBroker]+fetches[ListenerController]); got != want {
 		t.Errorf("kwire counted %d replica fetches; the BROKER and CONTROLLER listeners relayed %d Fetch requests", got, want)
 	}
