@@ -32,7 +32,7 @@ demo: build
 # when unprivileged), the committed eBPF object checked against its source,
 # the sharded correlator's differential test under the race detector, and
 # each fuzz target for ~20 s.
-test: vet test-deps
+test: vet test-deps realkafka-deps
 	$(GO) test -count=1 -timeout 14m ./...
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run 'TestShards|TestRouter|TestKeyParts' ./cmd/kwire ./route
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory bpf-check; \
@@ -217,3 +217,29 @@ bench-ebpf:
 
 clean:
 	rm -rf bin bench.txt
+
+# Issue 37: real Apache Kafka for internal/realkafka's clusters. The jars
+# java/kafka/pom.xml (4.4.0) and java/kafka-3/pom.xml (3.9.2, KRaft) pin,
+# with their runtime dependencies, copied from Maven Central (downloads stay
+# in ~/.m2) into $(KWIRE_KAFKA_CACHE)/kafka-<version>/lib, outside the repo;
+# skipped when that is newer than its pom. Needs mvn and a JDK 17+.
+KWIRE_KAFKA_CACHE ?= $(HOME)/.cache/kwire
+REALKAFKA_POMS    := 4.4.0:java/kafka 3.9.2:java/kafka-3
+.PHONY: realkafka-deps
+
+realkafka-deps:
+	@command -v java >/dev/null || { echo "realkafka-deps: no java: apt-get install openjdk-17-jdk-headless"; exit 1; }
+	@for vp in $(REALKAFKA_POMS); do \
+	  v=$${vp%%:*}; pom=$${vp#*:}/pom.xml; lib=$(KWIRE_KAFKA_CACHE)/kafka-$$v/lib; \
+	  if [ $$lib/.complete -nt $$pom ]; then echo "realkafka-deps: Kafka $$v in $$lib"; continue; fi; \
+	  command -v mvn >/dev/null || { echo "realkafka-deps: no mvn: apt-get install maven"; exit 1; }; \
+	  echo "realkafka-deps: resolving Kafka $$v ($$pom) into $$lib"; \
+	  rm -rf $$lib.tmp && mvn -q -B -Dstyle.color=never -f $$pom dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$$lib.tmp && \
+	  rm -rf $$lib && mv $$lib.tmp $$lib && touch $$lib/.complete || exit 1; \
+	done
+
+# The real-Kafka tests alone (three JVMs at a time; about 3 minutes here).
+.PHONY: test-realkafka
+test-realkafka: realkafka-deps
+	CI=true $(GO) test -count=1 -v -timeout 15m ./internal/realkafka

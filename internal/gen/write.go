@@ -175,6 +175,14 @@ func (c *Cluster) files(name string) []CaptureFile {
 }
 
 func (c *Cluster) writeFile(path string, packets []*Packet, keep []bool, nodes []int32) (int, error) {
+	return writePcapng(path, packets, c.opts.Link, c.opts.MSS, func(i int, p *Packet) bool {
+		return keep[i] && slices.Contains(nodes, p.Conn.Node)
+	})
+}
+
+// writePcapng writes the packets include says yes to, in order, to a new
+// pcapng file at path.
+func writePcapng(path string, packets []*Packet, link Link, mss int, include func(i int, p *Packet) bool) (int, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, fmt.Errorf("create capture: %w", err)
@@ -182,7 +190,7 @@ func (c *Cluster) writeFile(path string, packets []*Packet, keep []bool, nodes [
 	defer f.Close()
 	intf := pcapgo.DefaultNgInterface
 	intf.Name = "lo"
-	intf.LinkType = c.opts.Link.LinkType()
+	intf.LinkType = link.LinkType()
 	intf.SnapLength = 262144
 	opts := pcapgo.DefaultNgWriterOptions
 	opts.SectionInfo.Application = "kwire-gen"
@@ -193,10 +201,10 @@ func (c *Cluster) writeFile(path string, packets []*Packet, keep []bool, nodes [
 	buf := gopacket.NewSerializeBuffer()
 	n := 0
 	for i, p := range packets {
-		if !keep[i] || !slices.Contains(nodes, p.Conn.Node) {
+		if !include(i, p) {
 			continue
 		}
-		if err := serialize(buf, c.opts.Link, p, c.opts.MSS); err != nil {
+		if err := serialize(buf, link, p, mss); err != nil {
 			return 0, fmt.Errorf("serialize packet %d: %w", i, err)
 		}
 		data := buf.Bytes()

@@ -1,0 +1,381 @@
+package realkafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kwire/kwire/internal/gen"
+)
+
+// Layout is how a node's listeners are laid out.
+type Layout uint8
+
+const (
+	// Shared: one listener (PLAINTEXT) for clients and inter-broker
+	// traffic (replica fetches, transaction markers, share-coordinator
+	// calls), as many clusters run; the controller quorum on its own
+	// listener (KRaft requires it).
+	Shared Layout = iota
+	// Separate: clients on CLIENT, inter-broker traffic on BROKER, the
+	// quorum on CONTROLLER.
+	Separate
+)
+
+func (l Layout) String() string {
+	if l == Separate {
+		return "separate"
+	}
+	return "shared"
+}
+
+// Listener names, as in the nodes' server.properties.
+const (
+	ListenerPlaintext  = "PLAINTEXT"
+	ListenerClient     = "CLIENT"
+	ListenerBroker     = "BROKER"
+	ListenerController = "CONTROLLER"
+)
+
+// Options configures a Cluster. The zero value (or nil) means three nodes,
+// Shared, Kafka 4.4.0, free ports, a 3 s initial rebalance delay.
+type Options struct {
+	Nodes   int    // combined broker+controller nodes, one JVM each; default 3
+	Layout  Layout // default Shared
+	Version string // Version4 (default) or Version3
+	// Lib is the directory of jars; default LibDir(Version).
+	Lib string
+	// Dir holds the nodes' directories; default a new temporary one, which
+	// Stop does not remove (StartT removes it when the test passed).
+	Dir string
+	// Ports, if set, are the client listener's (advertised) ports, by node;
+	// every other port is a free one.
+	Ports []int
+	// HeapMB is each JVM's -Xmx; default 512.
+	HeapMB int
+	// JVMArgs are more flags for every broker JVM, after the defaults.
+	JVMArgs []string
+	// Config overrides or adds broker settings on every node, e.g.
+	// "group.initial.rebalance.delay.ms": "0" (the default is Kafka's own,
+	// 3000, as in production).
+	Config map[string]string
+	// Recorder records the traffic; default a new gen.Recorder.
+	Recorder *gen.Recorder
+	// Stdout, if set, also gets every JVM's output (it always goes to the
+	// node's server.log).
+	Stdout func(node int32, line string)
+}
+
+// Cluster is a running real Kafka cluster behind recording relays.
+type Cluster struct {
+	opts  Options
+	java  string
+	logJ  string
+	id    string
+	rec   *gen.Recorder
+	nodes []*node
+
+	// Formatted and Ready are how long Start took to format the nodes and
+	// then to get from starting the JVMs to WaitReady's success.
+	Formatted, Ready time.Duration
+
+	mu      sync.Mutex
+	stopped bool
+}
+
+// Start formats and starts the cluster and waits until it is ready (see
+// WaitReady). On error everything started is stopped again.
+func Start(ctx context.Context, opts *Options) (*Cluster, error) {
+	c, err := newCluster(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.start(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func newCluster(opts *Options) (*Cluster, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Version == "" {
+		o.Version = Version4
+	}
+	if o.Lib == "" {
+		o.Lib = LibDir(o.Version)
+	}
+	if o.HeapMB == 0 {
+		o.HeapMB = 512
+	}
+	if len(o.Ports) > 0 && len(o.Ports) != o.Nodes {
+		return nil, fmt.Errorf("realkafka: %d ports for %d nodes: give one client port per node", len(o.Ports), o.Nodes)
+	}
+	java, err := javaBin()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLib(o.Lib, o.Version); err != nil {
+		return nil, err
+	}
+	logJ, err := logConfig(o.Version)
+	if err != nil {
+		return nil, err
+	}
+	if o.Dir == "" {
+		if o.Dir, err = os.MkdirTemp("", "realkafka-"); err != nil {
+			return nil, fmt.Errorf("realkafka: %w", err)
+		}
+	}
+	if o.Recorder == nil {
+		o.Recorder = gen.NewRecorder(gen.RecorderOptions{})
+	}
+	c := &Cluster{opts: o, java: java, logJ: logJ, id: newClusterID(), rec: o.Recorder}
+	return c, nil
+}
+
+// newClusterID makes a cluster id as Kafka's Uuid.randomUuid prints one:
+// 16 random bytes, base64url without padding.
+func newClusterID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // version 4, as java.util.UUID.randomUUID
+	b[8] = b[8]&0x3f | 0x80
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// listenerNames returns the listeners of a node in layout l, the client
+// one first.
+func listenerNames(l Layout) []string {
+	if l == Separate {
+		return []string{ListenerClient, ListenerBroker, ListenerController}
+	}
+	return []string{ListenerPlaintext, ListenerController}
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	names := listenerNames(c.opts.Layout)
+	backends, err := freePorts(c.opts.Nodes * len(names))
+	if err != nil {
+		return err
+	}
+	for i := range c.opts.Nodes {
+		n := &node{c: c, id: int32(i + 1)}
+		n.dir = fmt.Sprintf("%s/node%d", c.opts.Dir, n.id)
+		for j, name := range names {
+			addr := "127.0.0.1:0"
+			if j == 0 && len(c.opts.Ports) > 0 {
+				addr = "127.0.0.1:" + strconv.Itoa(c.opts.Ports[i])
+			}
+			r := &relay{rec: c.rec, node: n.id, name: name, addr: addr,
+				backend: "127.0.0.1:" + strconv.Itoa(backends[i*len(names)+j])}
+			if err := r.listen(); err != nil {
+				return err
+			}
+			n.relays = append(n.relays, r)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		if err := n.writeConfig(); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	if err := c.format(ctx); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	c.Formatted = t1.Sub(t0)
+	for _, n := range c.nodes {
+		if err := n.start(); err != nil {
+			return err
+		}
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		return err
+	}
+	c.Ready = time.Since(t1)
+	return nil
+}
+
+// freePorts returns n distinct ports free now. The JVMs bind them a little
+// later; on a machine with many listeners starting at once another process
+// could take one first, and the node then fails to start, saying so.
+func freePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("realkafka: pick a free port: %w", err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// format runs Kafka's StorageTool on every node at once, with the same
+// cluster id and the same jars the brokers run: a directory formatted by a
+// newer tool is not forward-compatible (KIP-1170).
+func (c *Cluster) format(ctx context.Context) error {
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = n.format(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ID is the cluster id the nodes were formatted with.
+func (c *Cluster) ID() string { return c.id }
+
+// Dir is the directory holding node<id>/ (server.properties, data/,
+// server.log) for every node.
+func (c *Cluster) Dir() string { return c.opts.Dir }
+
+// LogFile is node id's server.log.
+func (c *Cluster) LogFile(id int32) string { return c.node(id).logPath() }
+
+// Recorder is the recorder of every relayed connection.
+func (c *Cluster) Recorder() *gen.Recorder { return c.rec }
+
+// Nodes returns the node ids, 1 to Options.Nodes.
+func (c *Cluster) Nodes() []int32 {
+	var ids []int32
+	for _, n := range c.nodes {
+		ids = append(ids, n.id)
+	}
+	return ids
+}
+
+// Addrs returns the client listener's (advertised, relayed) addresses, by
+// node: the bootstrap servers.
+func (c *Cluster) Addrs() []string {
+	var out []string
+	for _, n := range c.nodes {
+		out = append(out, n.relays[0].addr)
+	}
+	return out
+}
+
+// Listeners returns every relayed address of the cluster with its node
+// and listener name, e.g. "127.0.0.1:40001" -> {1, "PLAINTEXT"}.
+func (c *Cluster) Listeners() map[string]Listener {
+	out := map[string]Listener{}
+	for _, n := range c.nodes {
+		for _, r := range n.relays {
+			out[r.addr] = Listener{Node: n.id, Name: r.name}
+		}
+	}
+	return out
+}
+
+// Listener names one relayed listener.
+type Listener struct {
+	Node int32
+	Name string
+}
+
+// Ports returns the relayed ports of the listeners named (all when none),
+// sorted: what kwire's --port wants.
+func (c *Cluster) Ports(names ...string) []int {
+	var out []int
+	for _, n := range c.nodes {
+		for _, r := range n.relays {
+			if len(names) == 0 || slices.Contains(names, r.name) {
+				_, p, _ := net.SplitHostPort(r.addr)
+				port, _ := strconv.Atoi(p)
+				out = append(out, port)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *Cluster) node(id int32) *node {
+	if id < 1 || int(id) > len(c.nodes) {
+		panic(fmt.Sprintf("realkafka: no node %d (nodes are 1 to %d)", id, len(c.nodes)))
+	}
+	return c.nodes[id-1]
+}
+
+// PID is node id's JVM process id, 0 when it is not running.
+func (c *Cluster) PID(id int32) int { return c.node(id).pid() }
+
+// Kill SIGKILLs node id's JVM and waits for it to be gone; its relays stop
+// accepting (clients get connection refused) and its open connections end
+// as the kernel ended them (FIN, or RST where bytes were unread).
+func (c *Cluster) Kill(id int32) error { return c.node(id).kill() }
+
+// Restart starts node id's JVM again on the same directory and ports after
+// Kill. It does not wait for the node to rejoin: call WaitReady.
+func (c *Cluster) Restart(id int32) error {
+	n := c.node(id)
+	if n.running() {
+		return fmt.Errorf("realkafka: restart node %d: still running (Kill it first)", id)
+	}
+	for _, r := range n.relays {
+		if err := r.listen(); err != nil {
+			return err
+		}
+	}
+	return n.start()
+}
+
+// Stop SIGKILLs every node, then closes the relays: a test or generator
+// writes its capture first, and a controlled shutdown of a whole cluster
+// takes 5 s or more (the last controllers wait for a quorum that is gone).
+// It keeps Dir. Safe to call more than once.
+func (c *Cluster) Stop() {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return
+	}
+	c.stopped = true
+	c.mu.Unlock()
+	for _, n := range c.nodes {
+		n.signal(syscall.SIGKILL)
+	}
+	for _, n := range c.nodes {
+		_ = n.kill()
+		for _, r := range n.relays {
+			r.stop(true)
+		}
+	}
+}
+
+// WritePcapng writes the traffic recorded so far to path (every relayed
+// connection: clients, inter-broker and controller listeners) and returns
+// how many packets it wrote.
+func (c *Cluster) WritePcapng(path string) (int, error) {
+	return c.rec.WritePcapng(path, gen.LinkEthernet, nil)
+}
