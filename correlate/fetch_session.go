@@ -21,6 +21,22 @@ type sessionKey struct {
 type fetchSession struct {
 	offsets map[tp]int64
 	used    time.Time
+	// closed is when a request closed the session (epoch -1 or a new
+	// full fetch naming it); zero while it is open. A request sent
+	// before then still belongs to it: a client closing its consumer
+	// cancels its in-flight incremental Fetch and sends the close on
+	// another connection, and the cancelled request, never answered,
+	// reaches the correlator only when its own connection ends, after the
+	// close (seen with kgo against real Kafka).
+	closed time.Time
+}
+
+// at returns s if it was open at time t, else nil.
+func (s *fetchSession) at(t time.Time) *fetchSession {
+	if s == nil || (!s.closed.IsZero() && !t.Before(s.closed)) {
+		return nil
+	}
+	return s
 }
 
 // fetchSession applies a Fetch to its session and returns the fetch offset
@@ -36,15 +52,15 @@ func (c *Correlator) fetchSession(e *decode.Exchange, req *kmsg.FetchRequest, re
 	broker := c.names.of(e.Conn).conn.Broker
 	key := sessionKey{broker, req.SessionID}
 	if req.SessionEpoch <= 0 {
-		if req.SessionID != 0 {
-			delete(c.sessions, key)
+		if s := c.sessions[key]; s != nil && req.SessionID != 0 && s.closed.IsZero() {
+			s.closed = e.ReqTime.UTC() // kept for requests sent before (fetchSession.closed)
 		}
 		if req.SessionEpoch == 0 && resp != nil && resp.ErrorCode == 0 && resp.SessionID != 0 {
 			c.openSession(sessionKey{broker, resp.SessionID}, asked, e.ReqTime.UTC())
 		}
 		return asked
 	}
-	s := c.sessions[key]
+	s := c.sessions[key].at(e.ReqTime.UTC())
 	if s == nil {
 		c.stats.UnknownFetchSessions++
 		s = c.openSession(key, nil, e.ReqTime.UTC())
@@ -99,7 +115,9 @@ func (c *Correlator) evictSessions() {
 		if len(c.sessions) <= c.opts.MaxFetchSessions*9/10 {
 			break
 		}
+		if c.sessions[k].closed.IsZero() {
+			c.stats.Limits.SessionsEvicted++ // a closed one is no loss
+		}
 		delete(c.sessions, k)
-		c.stats.Limits.SessionsEvicted++
 	}
 }

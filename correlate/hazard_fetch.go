@@ -366,7 +366,7 @@ func (c *Correlator) sessionOffset(e *decode.Exchange, req *kmsg.FetchRequest, p
 	if e.Conn == nil || req.SessionEpoch <= 0 {
 		return 0, false
 	}
-	s := c.sessions[sessionKey{c.names.of(e.Conn).conn.Broker, req.SessionID}]
+	s := c.sessions[sessionKey{c.names.of(e.Conn).conn.Broker, req.SessionID}].at(e.ReqTime.UTC())
 	if s == nil {
 		return 0, false
 	}
