@@ -208,3 +208,15 @@ bench-ebpf:
 
 clean:
 	rm -rf bin bench.txt
+
+# The Java client driver (java/driver, issue 37): Apache Kafka 4.4.0's
+# clients from Maven Central (cached in ~/.m2), driven by internal/gen.
+# Rebuilt only when a source is newer than the jar.
+JAVA_DRIVER_SRC := java/driver/pom.xml $(shell find java/driver/src -type f 2>/dev/null)
+java/driver/target/kwire-driver.jar: $(JAVA_DRIVER_SRC)
+	@command -v mvn >/dev/null || { echo "java-driver: mvn not found: install Maven and a JDK 17 (Debian: apt-get install maven openjdk-17-jdk-headless)"; exit 1; }
+	cd java/driver && mvn -q -B package
+	@touch $@
+
+.PHONY: java-driver
+java-driver: java/driver/target/kwire-driver.jar

@@ -14,6 +14,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -36,6 +39,8 @@ import org.apache.kafka.tools.consumer.group.ConsumerGroupCommand;
  * <ul>
  *   <li>create_topics: topics [{name, partitions}] (replication 1 unless
  *       replication set);</li>
+ *   <li>alter_group_config: group, configs {name: value} (e.g. a share
+ *       group's share.auto.offset.reset);</li>
  *   <li>reset_offsets: group, topic, to (earliest|latest|an offset): what
  *       {@code kafka-consumer-groups --reset-offsets --execute} does (the
  *       group must be empty: DescribeGroups, ListOffsets,
@@ -86,6 +91,14 @@ final class AdminMode {
     private static JsonNode run(Task t, Admin admin, String name, JsonNode op) throws Exception {
         return switch (name) {
             case "create_topics" -> createTopics(admin, op);
+            case "alter_group_config" -> {
+                ConfigResource r = new ConfigResource(ConfigResource.Type.GROUP, Main.str(op, "group", ""));
+                List<AlterConfigOp> ops = new ArrayList<>();
+                op.path("configs").fields().forEachRemaining(e -> ops.add(new AlterConfigOp(
+                        new ConfigEntry(e.getKey(), e.getValue().asText()), AlterConfigOp.OpType.SET)));
+                admin.incrementalAlterConfigs(Map.of(r, ops)).all().get();
+                yield op.path("configs");
+            }
             case "reset_offsets" -> resetOffsets(admin, op);
             case "kafka_consumer_groups" -> tool(t, op);
             case "delete_offsets" -> {

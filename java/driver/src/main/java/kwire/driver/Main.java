@@ -37,6 +37,7 @@ public final class Main {
     private static volatile boolean finished;
     /** shuttingDown is set by the shutdown hook (SIGTERM): System.exit would block. */
     private static volatile boolean shuttingDown;
+    private static volatile int exitCode;
 
     private Main() {}
 
@@ -71,6 +72,9 @@ public final class Main {
             } catch (InterruptedException ignored) {
                 Thread.currentThread().interrupt();
             }
+            stdout.flush();
+            // Asked to stop and stopped: exit 0 (not 143), as the Go children do.
+            Runtime.getRuntime().halt(main.isAlive() ? 1 : exitCode);
         }, "kwire-stop"));
         int code = 0;
         try {
@@ -85,6 +89,7 @@ public final class Main {
             task.cancelDeadline();
         }
         stdout.flush();
+        exitCode = code;
         finished = true;
         if (!shuttingDown) {
             System.exit(code); // a shutdown in progress (SIGTERM) exits by itself
