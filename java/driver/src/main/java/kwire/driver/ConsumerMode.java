@@ -221,31 +221,36 @@ final class ConsumerMode {
         void drain(KafkaConsumer<?, ?> c) {
             ConsumerRecord<?, ?> r;
             while ((r = done.poll()) != null) {
-                inflight--;
-                var o = Member.next(r);
-                try {
-                    c.commitSync(o);
-                    m.commit("worker", o, null);
-                } catch (WakeupException e) {
-                    throw e;
-                } catch (Exception e) {
-                    m.commit("worker", o, e);
-                }
+                commitOne(c, r);
             }
         }
 
-        /** finish waits (briefly) for records in flight and commits them. */
+        private void commitOne(KafkaConsumer<?, ?> c, ConsumerRecord<?, ?> r) {
+            inflight--;
+            var o = Member.next(r);
+            try {
+                c.commitSync(o);
+                m.commit("worker", o, null);
+            } catch (WakeupException e) {
+                throw e;
+            } catch (Exception e) {
+                m.commit("worker", o, e);
+            }
+        }
+
+        /** finish waits (up to 5 s) for the records in flight and commits them as they finish. */
         void finish(KafkaConsumer<?, ?> c) throws InterruptedException {
             long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
             while (inflight > 0 && System.nanoTime() < end) {
                 ConsumerRecord<?, ?> r = done.poll(100, TimeUnit.MILLISECONDS);
-                if (r != null) {
-                    done.add(r);
-                    try {
-                        drain(c);
-                    } catch (WakeupException e) {
-                        // stopping: commit what is done on the next round
-                    }
+                if (r == null) {
+                    continue;
+                }
+                try {
+                    commitOne(c, r);
+                    drain(c);
+                } catch (WakeupException e) {
+                    // the stop's wakeup, once: go on committing
                 }
             }
         }
