@@ -71,7 +71,7 @@ final class AdminMode {
                 n.put("op", name);
                 String group = Main.str(op, "group", null);
                 if (group != null) {
-                    n.put("group", group);
+                    n.put("target_group", group); // not "group": no member's report
                 }
                 try {
                     n.set("result", run(t, admin, name, op));

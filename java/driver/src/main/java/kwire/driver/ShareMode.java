@@ -118,7 +118,7 @@ final class ShareMode {
 
     static ObjectNode report(Task t, String kind, String group, String clientId) {
         ObjectNode n = t.out.report(kind);
-        n.put("group", group);
+        n.put("share_group", group); // not "group": the groups truth is of consumer groups
         n.put("client_id", clientId);
         return n;
     }

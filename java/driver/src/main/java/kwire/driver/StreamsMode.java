@@ -29,7 +29,9 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
  * <p>Reports: {@code streams_state} for every state change, {@code streams_tasks}
  * (per stream thread: consumer client id and active tasks with their
  * partitions) whenever the application becomes RUNNING, {@code streams_error}
- * for an uncaught exception, {@code consumed} (records processed, at close).
+ * for an uncaught exception, {@code streams_processed} (records processed, at
+ * close). Reports name the application in application_id, not group: the
+ * groups truth (internal/gen) holds consumer groups.
  * Ready: the first RUNNING.
  */
 final class StreamsMode {
@@ -82,9 +84,8 @@ final class StreamsMode {
             }
             ks.close(Duration.ofSeconds(10));
         } finally {
-            ObjectNode n = report(t, "consumed", app, clientId);
+            ObjectNode n = report(t, "streams_processed", app, clientId);
             n.put("topic", Main.str(a, "input", ""));
-            n.put("partition", -1);
             n.put("records", processed.get());
             t.out.send(n);
         }
@@ -92,7 +93,7 @@ final class StreamsMode {
 
     static ObjectNode report(Task t, String kind, String group, String clientId) {
         ObjectNode n = t.out.report(kind);
-        n.put("group", group);
+        n.put("application_id", group); // not "group": the groups truth is of consumer groups
         n.put("client_id", clientId);
         return n;
     }
