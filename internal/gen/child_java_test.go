@@ -29,10 +29,12 @@ type jrep struct {
 	Acks          json.RawMessage             `json:"acks"`
 	Errors        int64                       `json:"errors"`
 	DeliveryCount int                         `json:"delivery_count"`
-	Ack           string                      `json:"ack"`
-	TxnResult     string                      `json:"-"`
-	To            string                      `json:"to"`
-	Threads       []struct {
+	// MaxDeliveryCount is a share_acks report's highest delivery count.
+	MaxDeliveryCount int    `json:"max_delivery_count"`
+	Ack              string `json:"ack"`
+	TxnResult        string `json:"-"`
+	To               string `json:"to"`
+	Threads          []struct {
 		Active map[string]map[string][]int32 `json:"active"`
 	} `json:"threads"`
 }
@@ -242,7 +244,7 @@ func TestJavaDriver(t *testing.T) {
 	defer cancel()
 
 	topics := map[string]int{"j-acks": 1, "j-range": 4, "j-coop": 4, "j-848": 4, "j-slow": 2, "j-worker": 1,
-		"j-share": 1, "j-share2": 1, "j-txn": 1, "j-ctp-in": 2, "j-ctp-out": 2, "j-st-in": 2, "j-st-out": 2}
+		"j-share": 1, "j-share2": 1, "j-share3": 1, "j-txn": 1, "j-ctp-in": 2, "j-ctp-out": 2, "j-st-in": 2, "j-st-out": 2}
 	var specs []map[string]any
 	for _, n := range slices.Sorted(maps.Keys(topics)) {
 		specs = append(specs, map[string]any{"name": n, "partitions": topics[n]})
@@ -252,6 +254,7 @@ func TestJavaDriver(t *testing.T) {
 		{"op": "create_topics", "topics": specs},
 		{"op": "alter_group_config", "group": "j-share", "configs": map[string]string{"share.auto.offset.reset": "earliest"}},
 		{"op": "alter_group_config", "group": "j-share2", "configs": map[string]string{"share.auto.offset.reset": "earliest"}},
+		{"op": "alter_group_config", "group": "j-share3", "configs": map[string]string{"share.auto.offset.reset": "earliest"}},
 	}})
 	ready(ctx, t, ch, r)
 	t.Logf("java driver: JVM start to ready (Admin created) in %v", time.Since(start).Round(time.Millisecond))
@@ -570,7 +573,8 @@ func javaWorker(ctx context.Context, t *testing.T, h *javaHarness) {
 
 // javaShare: a share consumer accepts every record but a poison one,
 // which it releases until the broker's delivery count limit (3 on the
-// test broker) archives it; another one rejects everything.
+// test broker) archives it; a member SIGKILLed holding records loses them
+// to another member (delivered again); another member rejects everything.
 func javaShare(ctx context.Context, t *testing.T, h *javaHarness) {
 	produceTo(ctx, t, h.brokers, "j-share", 1, append(values(9), "poison")...)
 	ch, r := h.start(ctx, t, JavaShare, map[string]any{"group": "j-share", "topics": []string{"j-share"},
@@ -595,6 +599,37 @@ func javaShare(ctx context.Context, t *testing.T, h *javaHarness) {
 			t.Errorf("share commit %+v failed", c)
 		}
 	}
+	// A member dies (SIGKILL) holding acquired records: when their
+	// acquisition lock runs out (5 s on the test broker) another member
+	// gets them again, delivery count 2.
+	produceTo(ctx, t, h.brokers, "j-share3", 1, values(5)...)
+	chA, rA := h.start(ctx, t, JavaShare, map[string]any{"group": "j-share3", "topics": []string{"j-share3"},
+		"client_id": "j-share3-a", "hold_ms": 120000})
+	rA.wait(ctx, t, "records held", func(all []jrep) bool {
+		return slices.ContainsFunc(all, func(j jrep) bool { return j.Kind == "share_hold" })
+	})
+	held := rA.kind("share_hold")[0].Records
+	if err := chA.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-chA.Done()
+	chB, rB := h.start(ctx, t, JavaShare, map[string]any{"group": "j-share3", "topics": []string{"j-share3"},
+		"client_id": "j-share3-b"})
+	ready(ctx, t, chB, rB)
+	rB.wait(ctx, t, "the held records accepted by the other member", func(all []jrep) bool {
+		var n, redelivered int64
+		for _, j := range all {
+			if j.Kind == "share_acks" {
+				n += j.Records
+				if j.MaxDeliveryCount >= 2 {
+					redelivered++
+				}
+			}
+		}
+		return n == 5 && redelivered > 0
+	})
+	t.Logf("share: %d records held by a SIGKILLed member, delivered again to another", held)
+
 	produceTo(ctx, t, h.brokers, "j-share2", 1, values(3)...)
 	ch2, r2 := h.start(ctx, t, JavaShare, map[string]any{"group": "j-share2", "topics": []string{"j-share2"},
 		"client_id": "j-share2-0", "ack": "reject"})
@@ -612,9 +647,9 @@ func javaShare(ctx context.Context, t *testing.T, h *javaHarness) {
 	})
 }
 
-// javaTxn: commits and an abort; a hanging transaction (open when the
-// driver is SIGKILLed); a zombie fenced by a successor with the same
-// transactional.id.
+// javaTxn: commits and an abort; a zombie fenced by a successor with
+// the same transactional.id; a hanging transaction, which the broker
+// still describes Ongoing after its producer was SIGKILLed.
 func javaTxn(ctx context.Context, t *testing.T, h *javaHarness) {
 	results := func(r *javaReports) []string {
 		var out []string
@@ -643,6 +678,22 @@ func javaTxn(ctx context.Context, t *testing.T, h *javaHarness) {
 		t.Fatal(err)
 	}
 	<-ch.Done()
+	desc := h.admin(ctx, t, false, map[string]any{"op": "describe_transactions", "transactional_ids": []string{"j-hang"}})
+	var txns map[string]struct {
+		State      string
+		Partitions map[string][]int32
+	}
+	if err := json.Unmarshal(desc[0].Result, &txns); err != nil {
+		t.Fatal(err)
+	}
+	type txn struct {
+		State      string
+		Partitions map[string][]int32
+	}
+	if diff := cmpJSON(txn{"Ongoing", map[string][]int32{"j-txn": {0}}}, txn(txns["j-hang"])); diff != "" {
+		t.Errorf("j-hang after its producer was SIGKILLed (-want +got):\n%s", diff)
+	}
+	t.Logf("hanging transaction: %s", desc[0].Result)
 }
 
 // javaCTP: consume-transform-produce commits its input offsets inside

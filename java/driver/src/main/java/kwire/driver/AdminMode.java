@@ -52,6 +52,8 @@ import org.apache.kafka.tools.consumer.group.ConsumerGroupCommand;
  *   <li>delete_records: topic, partition, before (DeleteRecords);</li>
  *   <li>describe_groups / describe_share_groups / describe_streams_groups:
  *       groups;</li>
+ *   <li>describe_transactions: transactional_ids (state, producer id and
+ *       epoch, timeout, partitions);</li>
  *   <li>list_offsets: topic (earliest and latest of every partition);</li>
  *   <li>group_offsets: group (listConsumerGroupOffsets: the committed offsets).</li>
  * </ul>
@@ -117,6 +119,22 @@ final class AdminMode {
             case "describe_groups" -> describeGroups(admin, groups(op));
             case "describe_share_groups" -> describeShareGroups(admin, groups(op));
             case "describe_streams_groups" -> describeStreamsGroups(admin, groups(op));
+            case "describe_transactions" -> {
+                List<String> ids = new ArrayList<>();
+                op.path("transactional_ids").forEach(x -> ids.add(x.asText()));
+                ObjectNode r = Out.JSON.createObjectNode();
+                for (var e : new TreeMap<>(admin.describeTransactions(ids).all().get()).entrySet()) {
+                    var d = e.getValue();
+                    ObjectNode o = r.putObject(e.getKey());
+                    o.put("state", d.state().toString());
+                    o.put("producer_id", d.producerId());
+                    o.put("producer_epoch", d.producerEpoch());
+                    o.put("timeout_ms", d.transactionTimeoutMs());
+                    o.put("coordinator", d.coordinatorId());
+                    o.set("partitions", Out.assignment(d.topicPartitions()));
+                }
+                yield r;
+            }
             case "list_offsets" -> {
                 String topic = Main.str(op, "topic", "");
                 ObjectNode r = Out.JSON.createObjectNode();
