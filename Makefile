@@ -215,7 +215,7 @@ clean:
 JAVA_DRIVER_SRC := java/driver/pom.xml $(shell find java/driver/src -type f 2>/dev/null)
 java/driver/target/kwire-driver.jar: $(JAVA_DRIVER_SRC)
 	@command -v mvn >/dev/null || { echo "java-driver: mvn not found: install Maven and a JDK 17 (Debian: apt-get install maven openjdk-17-jdk-headless)"; exit 1; }
-	cd java/driver && mvn -q -B package
+	cd java/driver && mvn -q -B -Dstyle.color=never package
 	@touch $@
 
 .PHONY: java-driver
