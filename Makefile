@@ -32,7 +32,7 @@ demo: build
 # when unprivileged), the committed eBPF object checked against its source,
 # the sharded correlator's differential test under the race detector, and
 # each fuzz target for ~20 s.
-test: vet test-deps realkafka-deps
+test: vet test-deps realkafka-deps java-driver
 	$(GO) test -count=1 -timeout 14m ./...
 	CGO_ENABLED=1 $(GO) test -race -count=1 -run 'TestShards|TestRouter|TestKeyParts' ./cmd/kwire ./route
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory bpf-check; \
@@ -40,7 +40,9 @@ test: vet test-deps realkafka-deps
 	$(MAKE) --no-print-directory fuzz-short
 
 # What the tests need beyond Go (Debian packages): gcc for the race
-# detector (it needs cgo; the binary itself does not), tmux for the
+# detector (it needs cgo; the binary itself does not), a JDK 17 and Maven
+# for the real Apache Kafka brokers and the Java client driver (issue 37;
+# their jars come from Maven Central, cached in ~/.m2), tmux for the
 # terminal UI's end-to-end test, kcat (librdkafka on OpenSSL) for the eBPF
 # TLS probes' OpenSSL test; each of the last two skips without its tool.
 test-deps:
@@ -49,6 +51,7 @@ test-deps:
 	  || echo "test-deps: tmux could not be installed; the terminal UI end-to-end test will skip"
 	command -v kcat >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y kcat; } \
 	  || echo "test-deps: kcat could not be installed; the eBPF TLS test with OpenSSL will skip"
+	{ command -v java >/dev/null && command -v mvn >/dev/null; } || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless maven; }
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -243,3 +246,15 @@ realkafka-deps:
 .PHONY: test-realkafka
 test-realkafka: realkafka-deps
 	CI=true $(GO) test -count=1 -v -timeout 15m ./internal/realkafka
+
+# The Java client driver (java/driver, issue 37): Apache Kafka 4.4.0's
+# clients from Maven Central (cached in ~/.m2), driven by internal/gen.
+# Rebuilt only when a source is newer than the jar.
+JAVA_DRIVER_SRC := java/driver/pom.xml $(shell find java/driver/src -type f 2>/dev/null)
+java/driver/target/kwire-driver.jar: $(JAVA_DRIVER_SRC)
+	@command -v mvn >/dev/null || { echo "java-driver: mvn not found: install Maven and a JDK 17 (Debian: apt-get install maven openjdk-17-jdk-headless)"; exit 1; }
+	cd java/driver && mvn -q -B -Dstyle.color=never package
+	@touch $@
+
+.PHONY: java-driver
+java-driver: java/driver/target/kwire-driver.jar

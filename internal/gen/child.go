@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -163,25 +164,33 @@ func (c *Cluster) StartChild(ctx context.Context, name string, args any) (*Child
 		return nil, fmt.Errorf("start child %s: %w", name, err)
 	}
 	ch := &Child{Name: name, c: c, cmd: cmd, out: dir, ready: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			switch line := sc.Bytes(); {
-			case string(line) == "ready":
-				ch.once.Do(func() { close(ch.ready) })
-			case len(line) > 0 && line[0] == '{':
-				c.groups.addLine(line) // a group report (ChildEnv.report)
-			}
-		}
-		ch.err = cmd.Wait()
-		ch.collect()
-		close(ch.done)
-	}()
+	go ch.serve(stdout, c.groups.addLine, ch.collect)
 	c.mu.Lock()
 	c.children = append(c.children, ch)
 	c.mu.Unlock()
 	return ch, nil
+}
+
+// serve reads a started child's stdout until it exits: "ready" closes
+// Ready, JSON lines (group reports) go to line; then it waits for the
+// process, runs finish (if any) and closes Done. Java children
+// (child_java.go) speak the same protocol.
+func (ch *Child) serve(stdout io.Reader, line func([]byte), finish func()) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		switch b := sc.Bytes(); {
+		case string(b) == "ready":
+			ch.once.Do(func() { close(ch.ready) })
+		case len(b) > 0 && b[0] == '{':
+			line(b) // a group report (ChildEnv.report)
+		}
+	}
+	ch.err = ch.cmd.Wait()
+	if finish != nil {
+		finish()
+	}
+	close(ch.done)
 }
 
 // collect merges the child's counts into the truth, or notes their loss.

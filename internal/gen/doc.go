@@ -19,5 +19,7 @@
 // and writes <dir>/<name>.pcapng (and per-broker files) and
 // <dir>/<name>.truth.json. Clients can run in a child process ([Cluster.StartChild])
 // so that a scenario can SIGKILL or SIGSTOP a group member, and a tapped
-// connection can be closed from the broker side ([Conn.Close]).
+// connection can be closed from the broker side ([Conn.Close]). The Apache
+// Kafka Java clients run the same way from java/driver ([FindJavaDriver],
+// [Cluster.StartJava], [JavaDriver.Start]; built by make java-driver).
 package gen

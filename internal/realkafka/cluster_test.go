@@ -163,6 +163,9 @@ func TestClusterCaptures(t *testing.T) {
 	if sum.Stats.ReplicaFetches == 0 {
 		t.Errorf("kwire counted no replica fetches; followers replicate %s and __consumer_offsets over the shared listener", topic)
 	}
+	if n := sum.Stats.UnknownFetchSessions; n != 0 {
+		t.Errorf("kwire counted %d unknown fetch sessions; every session opens in the capture", n)
+	}
 	t.Logf("kwire: group %s generations %v, %d replica fetches, %d consumer fetches (%d unattributed), hazards %v",
 		group, kgens, sum.Stats.ReplicaFetches, sum.Stats.Fetches, sum.Stats.FetchesUnknown, g.HazardCounts)
 	keepFiles(t, capture, filepath.Join(c.Dir(), "analyze.ndjson"))
@@ -335,6 +338,9 @@ type summary struct {
 		Fetches        int64 `json:"fetches"`
 		FetchesUnknown int64 `json:"fetches_unattributed"`
 		ReplicaFetches int64 `json:"replica_fetches"`
+		// UnknownFetchSessions: incremental Fetches of a session kwire
+		// never saw open; every session here opens in the capture.
+		UnknownFetchSessions int64 `json:"unknown_fetch_sessions"`
 	} `json:"stats"`
 }
 
