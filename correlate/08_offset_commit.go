@@ -112,6 +112,9 @@ func (c *Correlator) commit(g *groupState, e *decode.Exchange, member string, ge
 	if ps := c.part(g, p); ps != nil {
 		ps.addCommit(r, c.opts.MaxCommitHistory, &c.stats.Limits)
 	}
+	if code == 0 {
+		c.anchor(g) // the broker took it: a real group (a rejected one only names it)
+	}
 	ev := &CommitEvent{
 		Group: g.name, MemberID: member, Generation: gen, Topic: p.topic, Partition: p.partition,
 		Offset: offset, Metadata: md, ErrorCode: code, Outcome: outcome,

@@ -10,7 +10,10 @@ type Options struct {
 	// the members of group: a shard of route.Shards counts only those of
 	// the groups it owns (nil: every group).
 	CountsGroup func(group string) bool `json:"-"`
-	// MaxGroups caps the groups tracked (default 10000). Requests for
+	// MaxGroups caps the groups tracked (default 10000). A full table
+	// forgets groups that requests only named (no member, generation or
+	// committed offset seen), least recently used first
+	// (Limits.GroupsEvicted); with none of those left, requests for
 	// further groups are ignored and counted in Limits.GroupsDropped.
 	MaxGroups int
 	// MaxMembersPerGroup caps the members remembered per group, live or
@@ -88,7 +91,13 @@ func setDefault[T int | time.Duration](v *T, def T) {
 // Limits count how often the caps of Options bit: each counter counts the
 // requests (or items) refused or the entries forgotten.
 type Limits struct {
-	GroupsDropped      int64 `json:"groups_dropped"`
+	GroupsDropped int64 `json:"groups_dropped"`
+	// GroupsEvicted counts groups forgotten to make room in a full table
+	// (MaxGroups): groups that requests only named (FindCoordinator,
+	// DescribeGroups, ListGroups, OffsetFetch, rejected commits), never
+	// one with a member, a generation or a committed offset. Omitted
+	// while zero.
+	GroupsEvicted      int64 `json:"groups_evicted,omitempty"`
 	MembersDropped     int64 `json:"members_dropped"`
 	PartitionsDropped  int64 `json:"partitions_dropped"`
 	ClientsEvicted     int64 `json:"clients_evicted"`

@@ -341,6 +341,7 @@ func (c *Correlator) applyTxnOffsets(t *txnState, at time.Time) {
 				ps.setCommitted(o.offset, at.UTC(), o.member, o.gen, "commit")
 			}
 		}
+		c.anchor(g)
 	}
 }
 

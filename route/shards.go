@@ -379,6 +379,7 @@ func (s *Shards) Stats() correlate.Stats {
 // differs, see docs/sharding.md.)
 func addLimits(into *correlate.Limits, l correlate.Limits) {
 	into.GroupsDropped += l.GroupsDropped
+	into.GroupsEvicted += l.GroupsEvicted
 	into.MembersDropped += l.MembersDropped
 	into.PartitionsDropped += l.PartitionsDropped
 	into.ClientsEvicted += l.ClientsEvicted

@@ -13,7 +13,7 @@ import (
 //	--max-conns       capture stats conns_over_cap, packets_over_cap
 //	--max-reorder-mb  capture stats buffer_limit_gaps
 //	--max-pending     decode stats pending_overflow (and a pending_overflow anomaly)
-//	--max-groups      summary stats.limits.groups_dropped
+//	--max-groups      summary stats.limits.groups_evicted, groups_dropped
 //	--max-members     summary stats.limits.members_dropped
 //	--max-partitions  summary stats.limits.partitions_dropped
 //	--max-clients     summary stats.limits.clients_evicted
@@ -38,7 +38,8 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 			"beyond it the missing bytes become counted gaps (buffer_limit_gaps). A damaged file's sequence numbers fill it")
 	}
 	fs.IntVar(&l.pending, "max-pending", 1024, "most requests awaiting a response on one connection; beyond it the oldest is reported missing (pending_overflow)")
-	fs.IntVar(&l.groups, "max-groups", 10000, "most consumer groups tracked; requests for more are counted and ignored (groups_dropped)")
+	fs.IntVar(&l.groups, "max-groups", 10000, "most consumer groups tracked. A full table forgets groups that requests only named (no member, generation or commit seen), "+
+		"least recently used first (groups_evicted); past that, requests for more groups are counted and ignored (groups_dropped)")
 	fs.IntVar(&l.members, "max-members", 2000, "most members remembered per group, departed ones forgotten first (members_dropped)")
 	fs.IntVar(&l.partitions, "max-partitions", 100000, "most topic partitions tracked per group (partitions_dropped)")
 	fs.IntVar(&l.clients, "max-clients", 100000, "most clients (host and client id) remembered, least recently seen forgotten first (clients_evicted)")

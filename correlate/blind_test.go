@@ -1,0 +1,188 @@
+package correlate
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
+)
+
+// mention sends, from a hostile client, one kind of request that names
+// groups without making any of them real: the broker answers, but no
+// member joins, no generation forms, no commit is taken.
+type mention func(h *harness, at time.Duration, names []string)
+
+// mentions are the requests a client can name any group in.
+var mentions = []struct {
+	name string
+	send mention
+}{
+	{"find_coordinator", func(h *harness, at time.Duration, names []string) {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorKeys = 4, names
+		resp := kmsg.NewPtrFindCoordinatorResponse()
+		for _, n := range names {
+			co := kmsg.NewFindCoordinatorResponseCoordinator()
+			co.Key, co.NodeID, co.Host, co.Port = n, 1, "10.0.0.9", 9092
+			resp.Coordinators = append(resp.Coordinators, co)
+		}
+		h.ex(at, hostileConn(h), "hostile", req, resp)
+	}},
+	{"describe_groups", func(h *harness, at time.Duration, names []string) {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Version, req.Groups = 5, names
+		resp := kmsg.NewPtrDescribeGroupsResponse()
+		for _, n := range names {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.State = n, "Dead" // Kafka's answer for a group it does not have
+			resp.Groups = append(resp.Groups, g)
+		}
+		h.ex(at, hostileConn(h), "hostile", req, resp)
+	}},
+	{"list_groups", func(h *harness, at time.Duration, names []string) {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version = 4
+		resp := kmsg.NewPtrListGroupsResponse()
+		for _, n := range names {
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group, g.ProtocolType, g.GroupState = n, "consumer", "Empty"
+			resp.Groups = append(resp.Groups, g)
+		}
+		h.ex(at, hostileConn(h), "hostile", req, resp)
+	}},
+	{"offset_fetch", func(h *harness, at time.Duration, names []string) {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 8
+		resp := kmsg.NewPtrOffsetFetchResponse()
+		for _, n := range names {
+			rg := kmsg.NewOffsetFetchRequestGroup()
+			rg.Group = n
+			req.Groups = append(req.Groups, rg)
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = n // no offsets: the broker has none for it
+			resp.Groups = append(resp.Groups, g)
+		}
+		h.ex(at, hostileConn(h), "hostile", req, resp)
+	}},
+	{"rejected_commit", func(h *harness, at time.Duration, names []string) {
+		for i, n := range names {
+			req := commitReq(n, "nobody", 7, "junk", map[int32]int64{0: 1, 1: 2})
+			h.ex(at+time.Duration(i)*time.Microsecond, hostileConn(h), "hostile", req, commitResp(req, kerr.UnknownMemberID.Code))
+		}
+	}},
+}
+
+func hostileConn(h *harness) *capture.Conn { return h.conn("10.0.0.66:6666", "10.0.0.9:9092") }
+
+func junkNames(from, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("junk-%05d", from+i)
+	}
+	return out
+}
+
+// realGroup forms group g at at: two members join generation 1 and
+// commit.
+func realGroup(h *harness, at time.Duration, g string) {
+	stableGroup(h, at, g, 1, map[string]tps{g + "-a": {"t": {0}}, g + "-b": {"t": {1}}})
+	req := commitReq(g, g+"-a", 1, "t", map[int32]int64{0: 42})
+	h.ex(at+50*ms, h.conn("10.0.0.1:5000", "10.0.0.9:9092"), "c-"+g+"-a", req, commitResp(req, 0))
+}
+
+// TestMentionsDoNotBlind: a hostile client names more groups than the
+// table holds (MaxGroups 20), once before and once after a real group
+// forms. The group there before it and the one forming after it are
+// both followed to the end: members, generation, committed offset and
+// events. Names merely mentioned make room for each other and for real
+// groups, least recently mentioned first (groups_evicted); the table and
+// the hostile client's bindings stay within the cap.
+func TestMentionsDoNotBlind(t *testing.T) {
+	for _, m := range mentions {
+		t.Run(m.name, func(t *testing.T) {
+			h := newHarness(t, &Options{MaxGroups: 20})
+			realGroup(h, 0, "early")
+			m.send(h, time.Second, junkNames(0, 30))
+			realGroup(h, 2*time.Second, "late")
+			m.send(h, 3*time.Second, junkNames(30, 30))
+			if n := len(h.c.groups); n > 20 {
+				t.Errorf("%d groups tracked; want at most 20", n)
+			}
+			if cs := h.c.clients[clientKey{"10.0.0.66", "hostile"}]; cs != nil && len(cs.bindings) > 20 {
+				t.Errorf("the hostile client keeps %d bindings; want at most 20", len(cs.bindings))
+			}
+			s := h.c.Snapshot()
+			for _, name := range []string{"early", "late"} {
+				g := findGroup(s, name)
+				if g == nil {
+					t.Errorf("group %q not in the snapshot (limits %+v)", name, s.Stats.Limits)
+					continue
+				}
+				p := findPartition(s, name, "t", 0)
+				if live := liveMembers(g); g.Generation != 1 || live != 2 || p == nil || p.Committed == nil || *p.Committed != 42 {
+					t.Errorf("group %q: generation %d, %d live members, partition t/0 %+v; want 1, 2, committed 42", name, g.Generation, live, p)
+				}
+				if n := countGenerations(h, name); n != 1 {
+					t.Errorf("group %q: %d generation events; want 1", name, n)
+				}
+			}
+			if l := s.Stats.Limits; l.GroupsDropped != 0 || l.GroupsEvicted == 0 {
+				t.Errorf("limits %+v; want groups evicted, none dropped", l)
+			}
+		})
+	}
+}
+
+// TestMentionsEvictNoRealGroup: a table full of real groups (MaxGroups
+// 5) loses none of them to names mentioned: those are dropped, and
+// counted.
+func TestMentionsEvictNoRealGroup(t *testing.T) {
+	for _, m := range mentions {
+		t.Run(m.name, func(t *testing.T) {
+			h := newHarness(t, &Options{MaxGroups: 5})
+			var real []string
+			for i := range 5 {
+				real = append(real, fmt.Sprintf("real-%d", i))
+				realGroup(h, time.Duration(i)*time.Second, real[i])
+			}
+			m.send(h, 10*time.Second, junkNames(0, 30))
+			s := h.c.Snapshot()
+			var got []string
+			for _, g := range s.Groups {
+				if g.Generation == 1 && liveMembers(&g) == 2 {
+					got = append(got, g.Group)
+				}
+			}
+			if d := diff(real, got); d != "" {
+				t.Errorf("groups with their members (-want +got):\n%s", d)
+			}
+			if l := s.Stats.Limits; l.GroupsDropped == 0 || l.GroupsEvicted != 0 {
+				t.Errorf("limits %+v; want groups dropped, none evicted", l)
+			}
+		})
+	}
+}
+
+func liveMembers(g *Group) int {
+	n := 0
+	for _, m := range g.Members {
+		if m.Status == "live" {
+			n++
+		}
+	}
+	return n
+}
+
+func countGenerations(h *harness, group string) int {
+	n := 0
+	for _, ev := range h.events("generation") {
+		if ev.(*GenerationEvent).Group == group {
+			n++
+		}
+	}
+	return n
+}
