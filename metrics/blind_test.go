@@ -202,7 +202,27 @@ func TestHostileClientCannotBlind(t *testing.T) {
 					t.Errorf("%s = %v, want at least %v", name, got, v)
 				}
 			}
+			wantFolded := fmt.Sprintf("%d groups, 0 topics, %d partitions", int(m[`kwire_metrics_label_values_folded{label="group"}`]),
+				int(m[`kwire_metrics_label_values_folded{label="partition"}`]))
+			if f := x.Folded(); !strings.Contains(f, wantFolded) {
+				t.Errorf("Folded() = %q, want it to say %q", f, wantFolded)
+			}
 		})
+	}
+}
+
+// TestFoldedNothing: a capture of real clients alone folds nothing.
+func TestFoldedNothing(t *testing.T) {
+	p := runCapture(t, nil)
+	if f := p.x.Folded(); f != "" {
+		t.Errorf("Folded() = %q, want \"\"", f)
+	}
+	m := scrape(t, p.x)
+	for _, l := range []string{"group", "topic", "partition", "member_id"} {
+		name := fmt.Sprintf("kwire_metrics_label_values_folded{label=%q}", l)
+		if v, ok := m[name]; !ok || v != 0 {
+			t.Errorf("%s = %v (present %v), want 0", name, v, ok)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -62,8 +63,9 @@ type Exporter struct {
 	rebalances, memberEvents, commits, coordinators, hazards *prometheus.CounterVec
 	// labels decides the group label of events and state alike; folded
 	// counts the events counted under group="other".
-	labels *groupLabels
-	folded prometheus.Counter
+	labels      *groupLabels
+	folded      prometheus.Counter
+	foldedCount atomic.Int64 // folded's value, for Folded
 
 	state *stateCollector
 }
@@ -109,7 +111,7 @@ func New(opts *Options) *Exporter {
 	x.coordinators = counter("coordinator_changes_total", "Coordinators learned or changed, by group.", "group")
 	x.hazards = counter("hazards_total", "Hazards detected, by group, kind and severity.", "group", "kind", "severity")
 	folded := counter("metrics_folded_total", "Events counted under the label value \"other\": their group was past the cap "+
-		"on group label values (kwire live --metrics-max-groups).", "label")
+		"on group label values (kwire live --max-groups).", "label")
 	x.folded = folded.WithLabelValues("group")
 	x.state = newStateCollector(&x.opts, x.labels)
 	x.reg.MustRegister(x.requests, x.errors, x.latency, x.rebalances, x.memberEvents, x.commits, x.coordinators, x.hazards, folded, x.state,
@@ -202,8 +204,25 @@ func (x *Exporter) group(group string, real bool) string {
 	l, folded := x.labels.label(group, real)
 	if folded {
 		x.folded.Inc()
+		x.foldedCount.Add(1)
 	}
 	return l
+}
+
+// Folded says what the caps on label values folded into "other" (the
+// values of the last Snapshot, the events so far), for kwire live to
+// report at its end; "" when nothing was.
+func (x *Exporter) Folded() string {
+	x.state.mu.Lock()
+	f := x.state.fold
+	x.state.mu.Unlock()
+	n := x.foldedCount.Load()
+	if f == (foldCounts{}) && n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("metrics: past their caps (--max-groups, --metrics-max-*), %d groups, %d topics, %d partitions and %d members "+
+		"were exported as \"other\" in the last state, and %d events of groups counted under group=\"other\"",
+		f.groups, f.topics, f.partitions, f.members, n)
 }
 
 // Snapshot replaces the group, partition and consumption state exported

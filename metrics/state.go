@@ -118,7 +118,7 @@ func newStateCollector(o *Options, labels *groupLabels) *stateCollector {
 	def("unattributed_fetch_records_total", "Records fetched by consumers kwire could not tie to one group.", "topic")
 	def("unattributed_fetch_bytes_total", "Bytes fetched by consumers kwire could not tie to one group.", "topic")
 	def("metrics_label_values_folded", "Values of a label (group, topic, partition, member_id) exported as \"other\" in the "+
-		"last state taken, past the caps on series (kwire live --metrics-max-*).", "label")
+		"last state taken, past the caps on series (kwire live --max-groups, --metrics-max-*).", "label")
 	c.defTxn(def)
 	return c
 }

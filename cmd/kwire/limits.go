@@ -4,6 +4,7 @@ import (
 	"flag"
 
 	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/metrics"
 )
 
 // limitFlags are the memory caps of the commands that read traffic, on
@@ -19,6 +20,11 @@ import (
 //	--max-clients     summary stats.limits.clients_evicted
 //	--max-topic-ids   summary stats.limits.topic_ids_evicted
 //
+// kwire live's --metrics has caps of its own on label values, counted in
+// kwire_metrics_label_values_folded and kwire_metrics_folded_total: the
+// group label follows --max-groups, and --metrics-max-topics,
+// --metrics-max-partitions and --metrics-max-members bound the others.
+//
 // The defaults repeat those of the packages (capture.Options,
 // decode.Options, correlate.Options), so that --help shows them.
 type limitFlags struct {
@@ -28,6 +34,8 @@ type limitFlags struct {
 	// reorderMB is --max-reorder-mb of read and analyze (kwire live has
 	// its own, with its other capture flags).
 	reorderMB int
+	// The caps on metrics label values (kwire live --metrics).
+	metricsTopics, metricsPartitions, metricsMembers int
 }
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
@@ -43,6 +51,13 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&l.members, "max-members", 2000, "most members remembered per group, departed ones forgotten first (members_dropped)")
 	fs.IntVar(&l.partitions, "max-partitions", 100000, "most topic partitions tracked per group (partitions_dropped)")
 	fs.IntVar(&l.clients, "max-clients", 100000, "most clients (host and client id) remembered, least recently seen forgotten first (clients_evicted)")
+	if fs.Name() == "live" {
+		fs.IntVar(&l.metricsTopics, "metrics-max-topics", 10000, "with --metrics, most topic label values; further topics are exported as topic=\"other\" "+
+			"(kwire_metrics_label_values_folded). The group label follows --max-groups (groups only named in requests get a tenth of it)")
+		fs.IntVar(&l.metricsPartitions, "metrics-max-partitions", 50000, "with --metrics, most partition series per metric (groups only named in requests get a tenth of it apart); "+
+			"further partitions are exported as partition=\"other\", summed")
+		fs.IntVar(&l.metricsMembers, "metrics-max-members", 20000, "with --metrics, most members of kwire_group_member_info; further ones are one member_id=\"other\" series per group")
+	}
 	fs.IntVar(&l.topicIDs, "max-topic-ids", 100000, "most topic ids remembered with their names, and apart without, least recently seen forgotten first (topic_ids_evicted)")
 }
 
@@ -50,6 +65,12 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 func (l *limitFlags) correlate() *correlate.Options {
 	return &correlate.Options{MaxGroups: l.groups, MaxMembersPerGroup: l.members,
 		MaxPartitionsPerGroup: l.partitions, MaxClients: l.clients, MaxTopicIDs: l.topicIDs}
+}
+
+// metrics returns the metrics exporter's options with the caps asked for.
+func (l *limitFlags) metrics(noPartitionLabels bool) *metrics.Options {
+	return &metrics.Options{NoPartitionLabels: noPartitionLabels, MaxGroups: l.groups, MaxTopics: l.metricsTopics,
+		MaxPartitions: l.metricsPartitions, MaxMembers: l.metricsMembers}
 }
 
 // reorderPages returns the reassembly bounds of --max-reorder-mb, in
