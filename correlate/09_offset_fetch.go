@@ -80,12 +80,14 @@ func (c *Correlator) offsetFetchGroup(e *decode.Exchange, group, member string, 
 		if fo.code != 0 {
 			continue
 		}
+		if fo.offset >= 0 {
+			c.anchor(g) // the broker has offsets of it: a real group
+		}
 		ps := c.part(g, fo.p)
 		switch {
 		case ps == nil, ps.hasCommitted && ps.committed == fo.offset:
 		case fo.offset >= 0:
 			ps.setCommitted(fo.offset, at, "", -1, "offset_fetch")
-			c.anchor(g) // the broker has offsets of it: a real group
 		case ps.hasCommitted && !at.Before(ps.committedAt):
 			ps.hasCommitted = false // the broker has none (any more)
 			ps.committedAt, ps.committedSource = at, "offset_fetch"

@@ -109,8 +109,8 @@ func TestMentionsDoNotBlind(t *testing.T) {
 			m.send(h, time.Second, junkNames(0, 30))
 			realGroup(h, 2*time.Second, "late")
 			m.send(h, 3*time.Second, junkNames(30, 30))
-			if n := len(h.c.groups); n > 20 {
-				t.Errorf("%d groups tracked; want at most 20", n)
+			if err := h.c.checkGroupTable(); err != nil {
+				t.Error(err)
 			}
 			if cs := h.c.clients[clientKey{"10.0.0.66", "hostile"}]; cs != nil && len(cs.bindings) > 20 {
 				t.Errorf("the hostile client keeps %d bindings; want at most 20", len(cs.bindings))
@@ -185,4 +185,76 @@ func countGenerations(h *harness, group string) int {
 		}
 	}
 	return n
+}
+
+// TestLoosePartitionsBounded: the partitions of groups only named are
+// anyone's to name too (a commit the broker refuses). Together they get
+// MaxPartitionsPerGroup (50): two refused commits of 40 made-up
+// partitions each keep 50, hazard bookkeeping included; a real group's
+// partitions do not count against them.
+func TestLoosePartitionsBounded(t *testing.T) {
+	h := newHarness(t, &Options{MaxPartitionsPerGroup: 50})
+	offs := map[int32]int64{}
+	for p := range int32(40) {
+		offs[p] = 7
+	}
+	for i, g := range []string{"junk-a", "junk-b"} {
+		req := commitReq(g, "nobody", 7, "junk", offs)
+		h.ex(time.Duration(i)*ms, hostileConn(h), "hostile", req, commitResp(req, kerr.UnknownMemberID.Code))
+	}
+	realGroup(h, time.Second, "late")
+	if err := h.c.checkGroupTable(); err != nil {
+		t.Error(err)
+	}
+	h.close(time.Minute)
+	s := h.c.Snapshot()
+	got := map[string]int{}
+	for _, g := range s.Groups {
+		got[g.Group] = len(g.Partitions)
+	}
+	want := map[string]int{"junk-a": 40, "junk-b": 10, "late": 1}
+	if d := diff(want, got); d != "" {
+		t.Errorf("partitions per group (-want +got):\n%s", d)
+	}
+	if n := len(h.c.hazards.parts["junk-b"]); n > 10 {
+		t.Errorf("hazard bookkeeping of %d partitions of junk-b; want at most 10", n)
+	}
+	if d := s.Stats.Limits.PartitionsDropped; d != 30 {
+		t.Errorf("partitions dropped %d, want 30", d)
+	}
+	if p := findPartition(s, "late", "t", 0); p == nil || p.Committed == nil || *p.Committed != 42 {
+		t.Errorf("late t/0 = %+v, want committed 42", p)
+	}
+}
+
+// checkGroupTable checks the group table's bounds and books: at most
+// MaxGroups groups; the loose ones exactly those not anchored, their
+// partitions counted right; a client bound to a loose group is in its
+// boundBy (or forgetting the group would leave the binding behind).
+func (c *Correlator) checkGroupTable() error {
+	if len(c.groups) > c.opts.MaxGroups {
+		return fmt.Errorf("%d groups, cap %d", len(c.groups), c.opts.MaxGroups)
+	}
+	parts := 0
+	for name, g := range c.groups {
+		if _, loose := c.loose[name]; loose == g.anchored {
+			return fmt.Errorf("group %q: anchored %v, in loose %v", name, g.anchored, loose)
+		}
+		if !g.anchored {
+			parts += len(g.parts)
+		}
+	}
+	if len(c.loose) > len(c.groups) || parts != c.loosePartitions {
+		return fmt.Errorf("%d loose of %d groups; %d loose partitions, counted %d", len(c.loose), len(c.groups), parts, c.loosePartitions)
+	}
+	for k, cs := range c.clients {
+		for name := range cs.bindings {
+			if g := c.groups[name]; g != nil && !g.anchored {
+				if _, ok := g.boundBy[k]; !ok {
+					return fmt.Errorf("client %v bound to loose group %q, not in its boundBy", k, name)
+				}
+			}
+		}
+	}
+	return nil
 }

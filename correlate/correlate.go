@@ -45,8 +45,11 @@ type Correlator struct {
 	// clock of groupState.used.
 	loose      map[string]*groupState
 	groupClock uint64
-	clients    map[clientKey]*clientState
-	sessions   map[sessionKey]*fetchSession
+	// loosePartitions counts the partitions of loose groups, at most
+	// MaxPartitionsPerGroup in all.
+	loosePartitions int
+	clients         map[clientKey]*clientState
+	sessions        map[sessionKey]*fetchSession
 	// txns: transactional id -> its producer and open transaction
 	// (txn.go), at most MaxClients.
 	txns map[string]*txnState

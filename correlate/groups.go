@@ -19,6 +19,7 @@ func (c *Correlator) anchor(g *groupState) {
 	}
 	g.anchored, g.boundBy = true, nil
 	delete(c.loose, g.name)
+	c.loosePartitions -= len(g.parts)
 }
 
 // forgetLoose forgets the least recently used loose groups, until fewer
@@ -40,6 +41,7 @@ func (c *Correlator) forgetLoose() bool {
 func (c *Correlator) forgetGroup(g *groupState) {
 	delete(c.groups, g.name)
 	delete(c.loose, g.name)
+	c.loosePartitions -= len(g.parts)
 	for k := range g.boundBy {
 		if cs := c.clients[k]; cs != nil {
 			delete(cs.bindings, g.name)
@@ -51,6 +53,23 @@ func (c *Correlator) forgetGroup(g *groupState) {
 		delete(h.groups, g.name)
 		delete(h.counts, g.name)
 	}
+}
+
+// countLoosePartitions counts the loose groups' partitions again, after
+// topic ids were renamed (which merges partitions).
+func (c *Correlator) countLoosePartitions() {
+	c.loosePartitions = 0
+	for _, g := range c.loose {
+		c.loosePartitions += len(g.parts)
+	}
+}
+
+// looseUntracked reports whether group is loose and its partition p has
+// no state (the loose groups' share of partitions was full): its hazard
+// bookkeeping is not kept either.
+func (c *Correlator) looseUntracked(group string, p tp) bool {
+	g := c.groups[group]
+	return g != nil && !g.anchored && g.parts[p] == nil
 }
 
 // boundTo notes that client k is bound to g, while g is loose.

@@ -20,7 +20,8 @@ type Options struct {
 	// departed (default 2000). Departed members are forgotten first.
 	MaxMembersPerGroup int
 	// MaxPartitionsPerGroup caps the topic partitions tracked per group
-	// (default 100000).
+	// (default 100000), and those of all groups only named (see
+	// MaxGroups) together: those partitions are anyone's to name.
 	MaxPartitionsPerGroup int
 	// MaxClients caps the clients (client host + client id) remembered,
 	// with their group bindings and unattributed consumption (default

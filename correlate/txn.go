@@ -336,12 +336,12 @@ func (c *Correlator) applyTxnOffsets(t *txnState, at time.Time) {
 		if g == nil {
 			continue
 		}
+		c.anchor(g)
 		for p, o := range t.offsets[group] {
 			if ps := c.part(g, p); ps != nil {
 				ps.setCommitted(o.offset, at.UTC(), o.member, o.gen, "commit")
 			}
 		}
-		c.anchor(g)
 	}
 }
 
