@@ -93,7 +93,15 @@ func TestHostileClientCannotBlindAnalyze(t *testing.T) {
 	consumer.fin()
 	file := w.close()
 
-	sum := ndjsonLine(t, runKwire(t, "analyze", "--json", file), "summary")
+	for _, shards := range []string{"1", "3"} {
+		t.Run("shards="+shards, func(t *testing.T) { checkNotBlind(t, file, shards) })
+	}
+}
+
+// checkNotBlind checks kwire analyze --shards shards of file: group real
+// whole, the cap's work said.
+func checkNotBlind(t *testing.T, file, shards string) {
+	sum := ndjsonLine(t, runKwireAny(t, "analyze", "--json", "--shards", shards, file), "summary")
 	var real map[string]any
 	groups, _ := sum["groups"].([]any)
 	for _, g := range groups {
@@ -117,7 +125,7 @@ func TestHostileClientCannotBlindAnalyze(t *testing.T) {
 		t.Errorf("%d groups, limits %v; want at most 10000, groups evicted, none dropped", len(groups), sum["stats"].(map[string]any)["limits"])
 	}
 
-	text := string(runKwire(t, "analyze", "--text", file))
+	text := string(runKwireAny(t, "analyze", "--text", "--shards", shards, file))
 	for _, want := range []string{"== group real (classic, consumer/range) state stable, generation 1",
 		"groups only named (no member, generation or commit seen) forgotten to make room (--max-groups)"} {
 		if !strings.Contains(text, want) {
