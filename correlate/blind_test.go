@@ -258,3 +258,45 @@ func (c *Correlator) checkGroupTable() error {
 	}
 	return nil
 }
+
+// TestTxnNamesDoNotEvictProducers: a FindCoordinator for transactional
+// ids (key type 1) names 1,200 made-up ids, past MaxClients (100), after
+// a transactional producer began. The names are forgotten first, the
+// producer's id stays, and the names past the cap are forgotten a tenth
+// of the cap at a time (one at a time, each forgetting sorted every id:
+// 12,000 names past a cap of 10,000 took 24 s).
+func TestTxnNamesDoNotEvictProducers(t *testing.T) {
+	h := newHarness(t, &Options{MaxClients: 100})
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version, init.TransactionalID, init.TransactionTimeoutMillis = 4, kmsg.StringPtr("real-txn"), 60000
+	initResp := kmsg.NewPtrInitProducerIDResponse()
+	initResp.ProducerID, initResp.ProducerEpoch = 7, 0
+	h.ex(0, h.conn("10.0.0.1:5000", "10.0.0.9:9092"), "producer", init, initResp)
+
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version, req.CoordinatorType = 4, 1
+	resp := kmsg.NewPtrFindCoordinatorResponse()
+	for _, n := range junkNames(0, 1200) {
+		req.CoordinatorKeys = append(req.CoordinatorKeys, n)
+		co := kmsg.NewFindCoordinatorResponseCoordinator()
+		co.Key, co.NodeID, co.Host, co.Port = n, 1, "10.0.0.9", 9092
+		resp.Coordinators = append(resp.Coordinators, co)
+	}
+	h.ex(time.Second, hostileConn(h), "hostile", req, resp)
+
+	s := h.c.Snapshot()
+	var real *Transaction
+	for i := range s.Transactions {
+		if s.Transactions[i].TransactionalID == "real-txn" {
+			real = &s.Transactions[i]
+		}
+	}
+	if real == nil || real.ProducerID != 7 {
+		t.Errorf("real-txn = %+v, want producer id 7", real)
+	}
+	// 1,201 ids: at 100, 11 forgotten (fewer than 90 left), then 11
+	// more every 11 names.
+	if n, ev := len(h.c.txns), s.Stats.Limits.TxnsEvicted; n > 100 || ev != 1111 {
+		t.Errorf("%d transactional ids kept, %d forgotten; want at most 100, 1111", n, ev)
+	}
+}

@@ -108,6 +108,9 @@ type Limits struct {
 	// TopicIDsEvicted counts topic ids forgotten (MaxTopicIDs), with their
 	// name or unresolved. Omitted while zero.
 	TopicIDsEvicted int64 `json:"topic_ids_evicted,omitempty"`
+	// TxnsEvicted counts transactional ids forgotten (MaxClients), those
+	// only named in FindCoordinator answers first. Omitted while zero.
+	TxnsEvicted int64 `json:"transactional_ids_evicted,omitempty"`
 	// ShareHeldDropped counts share group acquisitions forgotten unjudged
 	// (share_ack_lost) because a partition held maxShareHeld (1024) not
 	// yet acknowledged. Omitted while zero.

@@ -49,6 +49,7 @@ func limitsText(l *correlate.Limits) string {
 		{l.PartitionsDropped, "%d partitions past --max-partitions not followed"},
 		{l.ClientsEvicted, "%d clients past --max-clients forgotten"},
 		{l.TopicIDsEvicted, "%d topic ids past --max-topic-ids forgotten"},
+		{l.TxnsEvicted, "%d transactional ids past --max-clients forgotten"},
 		{l.SessionsEvicted, "%d fetch sessions forgotten"},
 		{l.ShareHeldDropped, "%d share acquisitions forgotten unjudged"},
 	} {

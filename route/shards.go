@@ -388,6 +388,7 @@ func addLimits(into *correlate.Limits, l correlate.Limits) {
 	into.SessionsEvicted += l.SessionsEvicted
 	into.TopicIDsEvicted = max(into.TopicIDsEvicted, l.TopicIDsEvicted)
 	into.ShareHeldDropped += l.ShareHeldDropped
+	into.TxnsEvicted += l.TxnsEvicted
 }
 
 // Snapshot returns the state, as one correlator's Snapshot gives it: each

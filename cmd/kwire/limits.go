@@ -17,7 +17,7 @@ import (
 //	--max-groups      summary stats.limits.groups_evicted, groups_dropped
 //	--max-members     summary stats.limits.members_dropped
 //	--max-partitions  summary stats.limits.partitions_dropped
-//	--max-clients     summary stats.limits.clients_evicted
+//	--max-clients     summary stats.limits.clients_evicted, transactional_ids_evicted
 //	--max-topic-ids   summary stats.limits.topic_ids_evicted
 //
 // kwire live's --metrics has caps of its own on label values, counted in
