@@ -60,10 +60,11 @@ func refusedCommits(t *testing.T, conn *capture.Conn, at time.Time, parts int32)
 	return out
 }
 
-// findCoordinators is one FindCoordinator naming n made-up groups.
-func findCoordinators(t *testing.T, conn *capture.Conn, at time.Time, n int) *decode.Exchange {
+// findCoordinators is one FindCoordinator naming n made-up groups (key
+// type 0) or transactional ids (1).
+func findCoordinators(t *testing.T, conn *capture.Conn, at time.Time, n int, keyType int8) *decode.Exchange {
 	fc := kmsg.NewPtrFindCoordinatorRequest()
-	fc.Version = 4
+	fc.Version, fc.CoordinatorType = 4, keyType
 	fcr := kmsg.NewPtrFindCoordinatorResponse()
 	for i := range n {
 		name := fmt.Sprintf("junk-%05d", i)
@@ -123,7 +124,7 @@ func TestHostileClientCannotBlind(t *testing.T) {
 			`kwire_metrics_label_values_folded{label="group"}`:     0,
 		}, nil, 5000*2 + 2000},
 		{"find_coordinator_then_refused_commits", func(at time.Time) []*decode.Exchange {
-			return append(refusedCommits(t, conn, at, hostileParts), findCoordinators(t, conn, at.Add(time.Second), 12000))
+			return append(refusedCommits(t, conn, at, hostileParts), findCoordinators(t, conn, at.Add(time.Second), 12000, 0))
 		}, map[string]float64{
 			// correlate's table (10,000) keeps the real group and 9,999
 			// names, the most recently named; a tenth of 10,000 are
@@ -134,6 +135,12 @@ func TestHostileClientCannotBlind(t *testing.T) {
 			// when the answer came, all but 1,000.
 			`kwire_metrics_folded_total{label="group"}`: 9000,
 		}, 5000},
+		{"find_coordinator_transactional_ids", func(at time.Time) []*decode.Exchange {
+			return []*decode.Exchange{findCoordinators(t, conn, at, 12000, 1)}
+		}, map[string]float64{
+			// Ids only named get a tenth of 10,000 labels.
+			`kwire_metrics_label_values_folded{label="transactional_id"}`: 12000 - 1000,
+		}, nil, 6000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,7 +227,7 @@ func TestFoldedNothing(t *testing.T) {
 		t.Errorf("Folded() = %q, want \"\"", f)
 	}
 	m := scrape(t, p.x)
-	for _, l := range []string{"group", "topic", "partition", "member_id"} {
+	for _, l := range []string{"group", "topic", "partition", "member_id", "transactional_id"} {
 		name := fmt.Sprintf("kwire_metrics_label_values_folded{label=%q}", l)
 		if v, ok := m[name]; !ok || v != 0 {
 			t.Errorf("%s = %v (present %v), want 0", name, v, ok)

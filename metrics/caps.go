@@ -30,6 +30,7 @@ const (
 	defaultMaxTopics     = 10000
 	defaultMaxPartitions = 50000
 	defaultMaxMembers    = 20000
+	defaultMaxTxnIDs     = 10000
 )
 
 // labelSet admits up to max distinct values of a label. Values admitted
@@ -62,9 +63,19 @@ func (s *labelSet) admit(v string) bool {
 // groupLabels decides the group label: groups seen real up to
 // Options.MaxGroups, groups only named up to a tenth of it. Safe for
 // concurrent use (events and snapshots may come from two goroutines).
+// The transactional_id label is decided likewise (snapshots only).
 type groupLabels struct {
 	mu          sync.Mutex
 	real, named labelSet
+}
+
+// txnLabels decides the transactional_id label.
+type txnLabels struct{ g *groupLabels }
+
+// label reports whether id keeps its own label value.
+func (t txnLabels) label(id string, real bool) bool {
+	_, folded := t.g.label(id, real)
+	return !folded
 }
 
 func newGroupLabels(n int) *groupLabels {
@@ -103,7 +114,7 @@ func realGroup(g *correlate.Group) bool {
 
 // foldCounts count, for one snapshot, the label values exported as other.
 type foldCounts struct {
-	groups, topics, partitions, members int
+	groups, topics, partitions, members, txns int
 }
 
 // realFirst returns the indexes of groups, the real ones first, each part

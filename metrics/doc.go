@@ -39,15 +39,16 @@
 //   - the Go runtime and process collectors (go_*, process_*).
 //
 // Label values a client chooses are capped (Options.MaxGroups, MaxTopics,
-// MaxPartitions, MaxMembers; caps.go): any client can name any group in
-// a FindCoordinator and any partition in a commit the broker refuses.
-// Groups seen real (a member, a generation or a committed offset) have
-// their own budget; groups only named get a tenth of it, apart, and so
-// do their partition series. Past a cap, values are exported as "other"
+// MaxPartitions, MaxMembers, MaxTransactionalIDs; caps.go): any client
+// can name any group or transactional id in a FindCoordinator and any
+// partition in a commit the broker refuses. Groups seen real (a member, a
+// generation or a committed offset) have their own budget; groups only
+// named get a tenth of it, apart, and so do their partition series;
+// transactional ids with a producer or a transaction likewise. Past a cap, values are exported as "other"
 // (summed; offsets of folded partitions left out). metrics_folded_total
 // (label group) counts the events counted under group="other",
 // metrics_label_values_folded (label: group, topic, partition,
-// member_id) the values folded in the last state, and Folded says both
+// member_id, transactional_id) the values folded in the last state, and Folded says both
 // for kwire live to report at its end. A group that is itself named
 // "other" shares that series.
 package metrics

@@ -41,6 +41,10 @@ type Options struct {
 	MaxPartitions int
 	// MaxMembers caps the rows of group_member_info (default 20000).
 	MaxMembers int
+	// MaxTransactionalIDs caps the transactional_id label's values of
+	// ids with a producer or a transaction (default 10000); ids only
+	// named in FindCoordinator answers get a tenth of it, apart.
+	MaxTransactionalIDs int
 }
 
 var defaultBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
@@ -89,7 +93,8 @@ func New(opts *Options) *Exporter {
 		v   *int
 		def int
 	}{{&x.opts.MaxGroups, defaultMaxGroups}, {&x.opts.MaxTopics, defaultMaxTopics},
-		{&x.opts.MaxPartitions, defaultMaxPartitions}, {&x.opts.MaxMembers, defaultMaxMembers}} {
+		{&x.opts.MaxPartitions, defaultMaxPartitions}, {&x.opts.MaxMembers, defaultMaxMembers},
+		{&x.opts.MaxTransactionalIDs, defaultMaxTxnIDs}} {
 		if *c.v <= 0 {
 			*c.v = c.def
 		}
@@ -225,9 +230,9 @@ func (x *Exporter) Folded() string {
 	if f == (foldCounts{}) && n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("metrics: past their caps (--max-groups, --metrics-max-*), %d groups, %d topics, %d partitions and %d members "+
-		"were exported as \"other\" in the last state, and %d events of groups counted under group=\"other\"",
-		f.groups, f.topics, f.partitions, f.members, n)
+	return fmt.Sprintf("metrics: past their caps (--max-groups, --metrics-max-*), %d groups, %d topics, %d partitions, %d members "+
+		"and %d transactional ids were exported as \"other\" in the last state, and %d events of groups counted under group=\"other\"",
+		f.groups, f.topics, f.partitions, f.members, f.txns, n)
 }
 
 // Snapshot replaces the group, partition and consumption state exported

@@ -19,7 +19,8 @@ import (
 type stateCollector struct {
 	caps       Options // the caps, defaults set
 	labels     *groupLabels
-	topics     labelSet // topic label values, admitted by snapshots
+	topics     labelSet  // topic label values, admitted by snapshots
+	txnLabels  txnLabels // transactional_id label values (txn.go)
 	partLabels []string
 	descs      map[string]*prometheus.Desc // fixed metrics by name
 	mu         sync.Mutex
@@ -92,7 +93,8 @@ func (r *shareRow) count(kind string) int64 {
 var gauges = map[string]bool{"capture_conns_open": true, "correlate_unresolved_topic_ids": true}
 
 func newStateCollector(o *Options, labels *groupLabels) *stateCollector {
-	c := &stateCollector{caps: *o, labels: labels, topics: newLabelSet(o.MaxTopics), descs: map[string]*prometheus.Desc{}, health: map[string]*prometheus.Desc{}}
+	c := &stateCollector{caps: *o, labels: labels, topics: newLabelSet(o.MaxTopics),
+		txnLabels: txnLabels{newGroupLabels(o.MaxTransactionalIDs)}, descs: map[string]*prometheus.Desc{}, health: map[string]*prometheus.Desc{}}
 	c.partLabels = []string{"group", "topic", "partition"}
 	if o.NoPartitionLabels {
 		c.partLabels = c.partLabels[:2]
@@ -117,7 +119,7 @@ func newStateCollector(o *Options, labels *groupLabels) *stateCollector {
 	def("share_held_records", "Records a share group's members hold: acquired, not yet acknowledged, lock not run out.", c.partLabels...)
 	def("unattributed_fetch_records_total", "Records fetched by consumers kwire could not tie to one group.", "topic")
 	def("unattributed_fetch_bytes_total", "Bytes fetched by consumers kwire could not tie to one group.", "topic")
-	def("metrics_label_values_folded", "Values of a label (group, topic, partition, member_id) exported as \"other\" in the "+
+	def("metrics_label_values_folded", "Values of a label (group, topic, partition, member_id, transactional_id) exported as \"other\" in the "+
 		"last state taken, past the caps on series (kwire live --max-groups, --metrics-max-*).", "label")
 	c.defTxn(def)
 	return c
@@ -157,7 +159,9 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 	}
 	unattr = byTopic(unattr)
 	r.fold.topics = len(r.topicsFolded)
-	txns, stable := txnRows(s), c.stableRows(s)
+	txns, folded := c.txnRows(s)
+	r.fold.txns = folded
+	stable := c.stableRows(s)
 	c.mu.Lock()
 	c.groups, c.members, c.parts, c.unattr, c.shares, c.cr = groups, members, parts, unattr, shares, s.Stats
 	c.txns, c.stable, c.fold = txns, stable, r.fold
@@ -259,7 +263,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, f := range []struct {
 		label string
 		n     int
-	}{{"group", c.fold.groups}, {"topic", c.fold.topics}, {"partition", c.fold.partitions}, {"member_id", c.fold.members}} {
+	}{{"group", c.fold.groups}, {"topic", c.fold.topics}, {"partition", c.fold.partitions}, {"member_id", c.fold.members},
+		{"transactional_id", c.fold.txns}} {
 		ch <- prometheus.MustNewConstMetric(c.descs["metrics_label_values_folded"], prometheus.GaugeValue, float64(f.n), f.label)
 	}
 	emit := func(name string, v float64) {

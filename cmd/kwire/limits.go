@@ -23,7 +23,8 @@ import (
 // kwire live's --metrics has caps of its own on label values, counted in
 // kwire_metrics_label_values_folded and kwire_metrics_folded_total: the
 // group label follows --max-groups, and --metrics-max-topics,
-// --metrics-max-partitions and --metrics-max-members bound the others.
+// --metrics-max-partitions, --metrics-max-members and
+// --metrics-max-transactional-ids bound the others.
 //
 // The defaults repeat those of the packages (capture.Options,
 // decode.Options, correlate.Options), so that --help shows them.
@@ -35,7 +36,7 @@ type limitFlags struct {
 	// its own, with its other capture flags).
 	reorderMB int
 	// The caps on metrics label values (kwire live --metrics).
-	metricsTopics, metricsPartitions, metricsMembers int
+	metricsTopics, metricsPartitions, metricsMembers, metricsTxnIDs int
 }
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
@@ -57,6 +58,8 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 		fs.IntVar(&l.metricsPartitions, "metrics-max-partitions", 50000, "with --metrics, most partition series per metric (groups only named in requests get a tenth of it apart); "+
 			"further partitions are exported as partition=\"other\", summed")
 		fs.IntVar(&l.metricsMembers, "metrics-max-members", 20000, "with --metrics, most members of kwire_group_member_info; further ones are one member_id=\"other\" series per group")
+		fs.IntVar(&l.metricsTxnIDs, "metrics-max-transactional-ids", 10000, "with --metrics, most transactional_id label values of ids with a producer "+
+			"(ids only named in requests get a tenth of it apart); further ones are transactional_id=\"other\", summed")
 	}
 	fs.IntVar(&l.topicIDs, "max-topic-ids", 100000, "most topic ids remembered with their names, and apart without, least recently seen forgotten first (topic_ids_evicted)")
 }
@@ -70,7 +73,7 @@ func (l *limitFlags) correlate() *correlate.Options {
 // metrics returns the metrics exporter's options with the caps asked for.
 func (l *limitFlags) metrics(noPartitionLabels bool) *metrics.Options {
 	return &metrics.Options{NoPartitionLabels: noPartitionLabels, MaxGroups: l.groups, MaxTopics: l.metricsTopics,
-		MaxPartitions: l.metricsPartitions, MaxMembers: l.metricsMembers}
+		MaxPartitions: l.metricsPartitions, MaxMembers: l.metricsMembers, MaxTransactionalIDs: l.metricsTxnIDs}
 }
 
 // reorderPages returns the reassembly bounds of --max-reorder-mb, in
