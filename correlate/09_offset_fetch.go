@@ -80,9 +80,6 @@ func (c *Correlator) offsetFetchGroup(e *decode.Exchange, group, member string, 
 		if fo.code != 0 {
 			continue
 		}
-		if fo.offset >= 0 {
-			c.anchor(g) // the broker has offsets of it: a real group
-		}
 		ps := c.part(g, fo.p)
 		switch {
 		case ps == nil, ps.hasCommitted && ps.committed == fo.offset:

@@ -68,6 +68,28 @@ var mentions = []struct {
 		}
 		h.ex(at, hostileConn(h), "hostile", req, resp)
 	}},
+	{"offset_fetch_with_offsets", func(h *harness, at time.Duration, names []string) {
+		// The broker keeps offsets of idle groups, and answers anyone
+		// who asks: a name with offsets is no group seen either.
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 8
+		resp := kmsg.NewPtrOffsetFetchResponse()
+		for _, n := range names {
+			rg := kmsg.NewOffsetFetchRequestGroup()
+			rg.Group = n
+			req.Groups = append(req.Groups, rg)
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = n
+			gt := kmsg.NewOffsetFetchResponseGroupTopic()
+			gt.Topic = "idle"
+			gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			gp.Partition, gp.Offset = 0, 5
+			gt.Partitions = append(gt.Partitions, gp)
+			g.Topics = append(g.Topics, gt)
+			resp.Groups = append(resp.Groups, g)
+		}
+		h.ex(at, hostileConn(h), "hostile", req, resp)
+	}},
 	{"rejected_commit", func(h *harness, at time.Duration, names []string) {
 		for i, n := range names {
 			req := commitReq(n, "nobody", 7, "junk", map[int32]int64{0: 1, 1: 2})

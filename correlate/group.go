@@ -45,12 +45,14 @@ type groupState struct {
 	// other groups.
 	share *shareState
 
-	// anchored: the group has had a member, a generation or a committed
-	// offset (an accepted commit, or one the broker answered). Until then
-	// it is only a name that requests mentioned (FindCoordinator,
-	// DescribeGroups, ListGroups, OffsetFetch, rejected commits), which
-	// any client can do for any name: such a loose group may be forgotten
-	// to make room (groups.go), an anchored one never is.
+	// anchored: the group has had a member, a generation or an accepted
+	// commit (OffsetCommit, or TxnOffsetCommit in a committed
+	// transaction). Until then it is only a name that requests mentioned
+	// (FindCoordinator, DescribeGroups, ListGroups, OffsetFetch, refused
+	// commits), which any client can do for any name: such a loose group
+	// may be forgotten to make room (groups.go), an anchored one never
+	// is. (Not an OffsetFetch answer with offsets either: it names every
+	// idle group the cluster keeps offsets of, to anyone who asks.)
 	anchored bool
 	// used is the correlator's groupClock at the group's last use: the
 	// least recently used loose groups are forgotten first.

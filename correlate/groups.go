@@ -11,7 +11,7 @@ import "github.com/kwire/kwire/internal/evict"
 // loose groups make room for any new one, least recently used first;
 // anchored groups are never forgotten.
 
-// anchor marks g real: a member, a generation or a committed offset was
+// anchor marks g real: a member, a generation or an accepted commit was
 // seen. It is never forgotten from then on.
 func (c *Correlator) anchor(g *groupState) {
 	if g.anchored {

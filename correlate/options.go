@@ -12,7 +12,7 @@ type Options struct {
 	CountsGroup func(group string) bool `json:"-"`
 	// MaxGroups caps the groups tracked (default 10000). A full table
 	// forgets groups that requests only named (no member, generation or
-	// committed offset seen), least recently used first
+	// accepted commit seen), least recently used first
 	// (Limits.GroupsEvicted); with none of those left, requests for
 	// further groups are ignored and counted in Limits.GroupsDropped.
 	MaxGroups int
@@ -96,7 +96,7 @@ type Limits struct {
 	// GroupsEvicted counts groups forgotten to make room in a full table
 	// (MaxGroups): groups that requests only named (FindCoordinator,
 	// DescribeGroups, ListGroups, OffsetFetch, rejected commits), never
-	// one with a member, a generation or a committed offset. Omitted
+	// one with a member, a generation or an accepted commit. Omitted
 	// while zero.
 	GroupsEvicted      int64 `json:"groups_evicted,omitempty"`
 	MembersDropped     int64 `json:"members_dropped"`

@@ -15,7 +15,7 @@ import (
 // are exported as "other" (summed), and kwire_metrics_folded_total and
 // kwire_metrics_label_values_folded say how much was folded.
 //
-// Groups seen real (members, a generation, a committed offset: as
+// Groups seen real (members, a generation, an accepted commit: as
 // correlate judges them, see correlate.Limits.GroupsEvicted) have their
 // own budget, so that names merely mentioned, however many and however
 // early, cannot take a real group's label: mentioned names get a tenth of
@@ -99,14 +99,21 @@ func (g *groupLabels) label(group string, real bool) (string, bool) {
 }
 
 // realGroup reports whether a snapshot's group has had a member, a
-// generation or a committed offset: what correlate anchors a group on.
+// generation or an accepted commit: what correlate anchors a group on
+// (not an OffsetFetch answer: anyone may ask for any group's offsets).
 func realGroup(g *correlate.Group) bool {
 	if len(g.Members) > 0 || g.Generation >= 0 || len(g.Generations) > 0 {
 		return true
 	}
 	for i := range g.Partitions {
-		if g.Partitions[i].Committed != nil {
+		p := &g.Partitions[i]
+		if p.Committed != nil && p.CommittedSource != "offset_fetch" {
 			return true
+		}
+		for _, cm := range p.Commits {
+			if cm.ErrorCode == 0 {
+				return true
+			}
 		}
 	}
 	return false

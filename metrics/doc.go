@@ -42,7 +42,7 @@
 // MaxPartitions, MaxMembers, MaxTransactionalIDs; caps.go): any client
 // can name any group or transactional id in a FindCoordinator and any
 // partition in a commit the broker refuses. Groups seen real (a member, a
-// generation or a committed offset) have their own budget; groups only
+// generation or an accepted commit) have their own budget; groups only
 // named get a tenth of it, apart, and so do their partition series;
 // transactional ids with a producer or a transaction likewise. Past a cap, values are exported as "other"
 // (summed; offsets of folded partitions left out). metrics_folded_total

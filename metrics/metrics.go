@@ -29,7 +29,7 @@ type Options struct {
 	// past a cap are exported as "other".
 	//
 	// MaxGroups caps the group label's values of groups seen real
-	// (members, a generation or a committed offset; default 10000, as
+	// (members, a generation or an accepted commit; default 10000, as
 	// correlate.Options.MaxGroups); groups only named in requests get a
 	// tenth of it, apart.
 	MaxGroups int
