@@ -60,6 +60,27 @@ func refusedCommits(t *testing.T, conn *capture.Conn, at time.Time, parts int32)
 	return out
 }
 
+// manyTopics is a commit the broker refuses, naming n made-up topics of
+// one partition each.
+func manyTopics(t *testing.T, conn *capture.Conn, at time.Time, n int) *decode.Exchange {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.MemberID, req.Generation = 8, "junk-topics", "nobody", 7
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	for i := range n {
+		rt, rp := kmsg.NewOffsetCommitRequestTopic(), kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = fmt.Sprintf("junk-%05d", i)
+		rp.Topic = rt.Topic
+		q := kmsg.NewOffsetCommitRequestTopicPartition()
+		q.Offset = 1
+		rt.Partitions = append(rt.Partitions, q)
+		a := kmsg.NewOffsetCommitResponseTopicPartition()
+		a.ErrorCode = kerr.IllegalGeneration.Code
+		rp.Partitions = append(rp.Partitions, a)
+		req.Topics, resp.Topics = append(req.Topics, rt), append(resp.Topics, rp)
+	}
+	return roundTrip(t, conn, at, req, resp)
+}
+
 // findCoordinators is one FindCoordinator naming n made-up groups (key
 // type 0) or transactional ids (1).
 func findCoordinators(t *testing.T, conn *capture.Conn, at time.Time, n int, keyType int8) *decode.Exchange {
@@ -76,7 +97,8 @@ func findCoordinators(t *testing.T, conn *capture.Conn, at time.Time, n int, key
 	return roundTrip(t, conn, at, fc, fcr)
 }
 
-// firstFeeds hands the hostile exchanges on before the capture's first.
+// firstFeeds hands the hostile exchanges on before the capture's first,
+// and the exporter the state then, as kwire live does every 2 s.
 type firstFeeds struct {
 	h       *handler
 	hostile func(at time.Time) []*decode.Exchange
@@ -88,6 +110,7 @@ func (f *firstFeeds) Exchange(e *decode.Exchange) {
 			f.h.Exchange(x)
 		}
 		f.hostile = nil
+		f.h.x.Snapshot(f.h.corr.Snapshot())
 	}
 	f.h.Exchange(e)
 }
@@ -135,6 +158,13 @@ func TestHostileClientCannotBlind(t *testing.T) {
 			// when the answer came, all but 1,000.
 			`kwire_metrics_folded_total{label="group"}`: 9000,
 		}, 5000},
+		{"refused_commit_of_many_topics", func(at time.Time) []*decode.Exchange {
+			return []*decode.Exchange{manyTopics(t, conn, at, 12000)}
+		}, map[string]float64{
+			// Topics of groups only named get a tenth of 10,000 labels:
+			// the real group's topics keep theirs.
+			`kwire_metrics_label_values_folded{label="topic"}`: 12000 - 1000,
+		}, nil, 12000},
 		{"find_coordinator_transactional_ids", func(at time.Time) []*decode.Exchange {
 			return []*decode.Exchange{findCoordinators(t, conn, at, 12000, 1)}
 		}, map[string]float64{
@@ -211,8 +241,8 @@ func TestHostileClientCannotBlind(t *testing.T) {
 					t.Errorf("%s = %v, want at least %v", name, got, v)
 				}
 			}
-			wantFolded := fmt.Sprintf("%d groups, 0 topics, %d partitions", int(m[`kwire_metrics_label_values_folded{label="group"}`]),
-				int(m[`kwire_metrics_label_values_folded{label="partition"}`]))
+			wantFolded := fmt.Sprintf("%d groups, %d topics, %d partitions", int(m[`kwire_metrics_label_values_folded{label="group"}`]),
+				int(m[`kwire_metrics_label_values_folded{label="topic"}`]), int(m[`kwire_metrics_label_values_folded{label="partition"}`]))
 			if f := x.Folded(); !strings.Contains(f, wantFolded) {
 				t.Errorf("Folded() = %q, want it to say %q", f, wantFolded)
 			}

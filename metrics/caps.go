@@ -60,42 +60,36 @@ func (s *labelSet) admit(v string) bool {
 	return true
 }
 
-// groupLabels decides the group label: groups seen real up to
-// Options.MaxGroups, groups only named up to a tenth of it. Safe for
-// concurrent use (events and snapshots may come from two goroutines).
-// The transactional_id label is decided likewise (snapshots only).
-type groupLabels struct {
+// tiered decides one label's values: values seen real up to n, values
+// only named up to a tenth of n, apart, so that names, however many and
+// however early, never take a real value's place. The group label
+// (groups seen real: members, a generation, an accepted commit), the
+// topic label (topics of real groups, or with records fetched) and the
+// transactional_id label (ids with a producer or a transaction) are
+// decided so. Safe for concurrent use (events and snapshots may come from
+// two goroutines).
+type tiered struct {
 	mu          sync.Mutex
 	real, named labelSet
 }
 
-// txnLabels decides the transactional_id label.
-type txnLabels struct{ g *groupLabels }
-
-// label reports whether id keeps its own label value.
-func (t txnLabels) label(id string, real bool) bool {
-	_, folded := t.g.label(id, real)
-	return !folded
+func newTiered(n int) *tiered {
+	return &tiered{real: newLabelSet(n), named: newLabelSet(max(n/10, 1))}
 }
 
-func newGroupLabels(n int) *groupLabels {
-	return &groupLabels{real: newLabelSet(n), named: newLabelSet(max(n/10, 1))}
-}
-
-// label returns group's label value and whether it was folded into other.
-// real says whether the group was seen real; a group that had a named
-// label moves to the real budget when it is.
-func (g *groupLabels) label(group string, real bool) (string, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// label returns v's label value and whether it was folded into other. A
+// value that had a named label moves to the real budget when seen real.
+func (t *tiered) label(v string, real bool) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	switch {
-	case g.real.has(group):
-	case real && g.real.admit(group):
-		delete(g.named.vals, group)
-	case !g.named.admit(group):
+	case t.real.has(v):
+	case real && t.real.admit(v):
+		delete(t.named.vals, v)
+	case !t.named.admit(v):
 		return other, true
 	}
-	return group, false
+	return v, false
 }
 
 // realGroup reports whether a snapshot's group has had a member, a
@@ -155,7 +149,7 @@ type rowMaker struct {
 // group makes g's rows and returns its group row.
 func (r *rowMaker) group(g *correlate.Group) groupRow {
 	real := realGroup(g)
-	name, folded := r.c.labels.label(g.Group, real)
+	name, folded := r.c.groupIDs.label(g.Group, real)
 	if folded {
 		r.fold.groups++
 	}
@@ -179,12 +173,12 @@ func (r *rowMaker) group(g *correlate.Group) groupRow {
 	}
 	if g.Share != nil {
 		for _, p := range g.Share.Partitions {
-			r.shares = append(r.shares, shareRow{group: name, topic: r.topic(p.Topic), part: r.part(p.Partition, real),
+			r.shares = append(r.shares, shareRow{group: name, topic: r.topic(p.Topic, real || p.Acquired > 0), part: r.part(p.Partition, real),
 				counts: p.ShareCounts, held: p.Held})
 		}
 	}
 	for _, p := range g.Partitions {
-		r.parts = append(r.parts, partRow{group: name, topic: r.topic(p.Topic), part: r.part(p.Partition, real),
+		r.parts = append(r.parts, partRow{group: name, topic: r.topic(p.Topic, real || p.Records > 0), part: r.part(p.Partition, real),
 			records: p.Records, bytes: p.Bytes,
 			committed: val(p.Committed), position: val(p.Position), hwm: val(p.HighWatermark), lag: val(p.Lag)})
 	}
@@ -195,13 +189,14 @@ func (r *rowMaker) group(g *correlate.Group) groupRow {
 	return groupRow{group: name, members: live, generation: gen}
 }
 
-// topic returns topic's label value.
-func (r *rowMaker) topic(topic string) string {
-	if r.c.topics.admit(topic) {
-		return topic
+// topic returns topic's label value. real: the topic is a real group's,
+// or records of it were fetched (it exists); else it was only named.
+func (r *rowMaker) topic(topic string, real bool) string {
+	l, folded := r.c.topics.label(topic, real)
+	if folded {
+		r.topicsFolded[topic] = true
 	}
-	r.topicsFolded[topic] = true
-	return other
+	return l
 }
 
 // part returns the partition label value of one more row of a group,

@@ -2,9 +2,9 @@ package metrics
 
 import "testing"
 
-// TestGroupLabels: names only mentioned share a tenth of the budget and
+// TestTiered: names only mentioned share a tenth of the budget and
 // never take a real group's label; past each budget, "other".
-func TestGroupLabels(t *testing.T) {
+func TestTiered(t *testing.T) {
 	type call struct {
 		group      string
 		real       bool
@@ -41,7 +41,7 @@ func TestGroupLabels(t *testing.T) {
 	tests[2].calls = append(tests[2].calls, call{"late", true, other, true}, call{"junk-2", true, "junk-2", false})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newGroupLabels(20)
+			g := newTiered(20)
 			for i, c := range tt.calls {
 				if got, folded := g.label(c.group, c.real); got != c.want || folded != c.wantFolded {
 					t.Errorf("call %d: label(%q, %v) = %q, %v; want %q, %v", i, c.group, c.real, got, folded, c.want, c.wantFolded)

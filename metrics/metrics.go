@@ -67,7 +67,7 @@ type Exporter struct {
 	rebalances, memberEvents, commits, coordinators, hazards *prometheus.CounterVec
 	// labels decides the group label of events and state alike; folded
 	// counts the events counted under group="other".
-	labels      *groupLabels
+	labels      *tiered
 	folded      prometheus.Counter
 	foldedCount atomic.Int64 // folded's value, for Folded
 
@@ -99,7 +99,7 @@ func New(opts *Options) *Exporter {
 			*c.v = c.def
 		}
 	}
-	x.labels = newGroupLabels(x.opts.MaxGroups)
+	x.labels = newTiered(x.opts.MaxGroups)
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "kwire", Name: name, Help: help}, labels)
 	}

@@ -18,9 +18,9 @@ import (
 // scraped.
 type stateCollector struct {
 	caps       Options // the caps, defaults set
-	labels     *groupLabels
-	topics     labelSet  // topic label values, admitted by snapshots
-	txnLabels  txnLabels // transactional_id label values (txn.go)
+	groupIDs   *tiered // the group label, shared with the events
+	topics     *tiered // topic label values, admitted by snapshots
+	txnIDs     *tiered // transactional_id label values (txn.go)
 	partLabels []string
 	descs      map[string]*prometheus.Desc // fixed metrics by name
 	mu         sync.Mutex
@@ -92,9 +92,9 @@ func (r *shareRow) count(kind string) int64 {
 // Health fields that are levels, not counters.
 var gauges = map[string]bool{"capture_conns_open": true, "correlate_unresolved_topic_ids": true}
 
-func newStateCollector(o *Options, labels *groupLabels) *stateCollector {
-	c := &stateCollector{caps: *o, labels: labels, topics: newLabelSet(o.MaxTopics),
-		txnLabels: txnLabels{newGroupLabels(o.MaxTransactionalIDs)}, descs: map[string]*prometheus.Desc{}, health: map[string]*prometheus.Desc{}}
+func newStateCollector(o *Options, groups *tiered) *stateCollector {
+	c := &stateCollector{caps: *o, groupIDs: groups, topics: newTiered(o.MaxTopics),
+		txnIDs: newTiered(o.MaxTransactionalIDs), descs: map[string]*prometheus.Desc{}, health: map[string]*prometheus.Desc{}}
 	c.partLabels = []string{"group", "topic", "partition"}
 	if o.NoPartitionLabels {
 		c.partLabels = c.partLabels[:2]
@@ -154,7 +154,7 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 	var unattr []partRow
 	for _, u := range s.Unattributed {
 		for _, p := range u.Partitions {
-			unattr = append(unattr, partRow{topic: r.topic(p.Topic), records: p.Records, bytes: p.Bytes, lag: -1})
+			unattr = append(unattr, partRow{topic: r.topic(p.Topic, p.Records > 0), records: p.Records, bytes: p.Bytes, lag: -1})
 		}
 	}
 	unattr = byTopic(unattr)

@@ -67,7 +67,7 @@ func (c *stateCollector) txnRows(s *correlate.Snapshot) ([]txnRow, int) {
 			if t.OpenSince != nil {
 				r.openSeconds = max(s.Time.Sub(*t.OpenSince).Seconds(), 0)
 			}
-			if !c.txnLabels.label(t.TransactionalID, real) {
+			if _, f := c.txnIDs.label(t.TransactionalID, real); f {
 				r.id, r.epoch = other, -1
 				folded++
 			}
