@@ -43,8 +43,10 @@
 // can name any group or transactional id in a FindCoordinator and any
 // partition in a commit the broker refuses. Groups seen real (a member, a
 // generation or an accepted commit) have their own budget; groups only
-// named get a tenth of it, apart, and so do their partition series;
-// transactional ids with a producer or a transaction likewise. Past a cap, values are exported as "other"
+// named get a tenth of it, apart, and so do their partition series and
+// topics (a topic of a real group, or with records fetched, is real);
+// transactional ids with a producer or a transaction likewise. Values
+// keep their label for the run once given one. Past a cap, values are exported as "other"
 // (summed; offsets of folded partitions left out). metrics_folded_total
 // (label group) counts the events counted under group="other",
 // metrics_label_values_folded (label: group, topic, partition,
