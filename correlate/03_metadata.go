@@ -72,6 +72,7 @@ func (c *Correlator) renameTopic(from, to string) {
 	for _, s := range c.sessions {
 		renameTP(s.offsets, from, to, func(dst, src int64) int64 { return src })
 	}
+	c.countLoosePartitions()
 }
 
 // renameTP renames the keys of m with topic from to topic to.

@@ -109,6 +109,9 @@ func (c *Correlator) commit(g *groupState, e *decode.Exchange, member string, ge
 		at: e.ReqTime.UTC(), member: member, generation: gen, offset: offset, metadata: md,
 		code: code, clientID: e.ClientID, clientHost: c.hostOf(e), conn: c.connOf(e),
 	}
+	if code == 0 {
+		c.anchor(g) // the broker took it: a real group (a rejected one only names it)
+	}
 	if ps := c.part(g, p); ps != nil {
 		ps.addCommit(r, c.opts.MaxCommitHistory, &c.stats.Limits)
 	}

@@ -73,6 +73,9 @@ func (c *Correlator) bind(e *decode.Exchange, group, memberID string, instanceID
 			b.conn = e.Conn.ID
 		}
 		cs.bindings[group] = b
+		if g := c.groups[group]; g != nil {
+			g.boundTo(cs.key)
+		}
 	}
 	b.last = t
 	if instanceID != nil {
@@ -146,6 +149,7 @@ func (c *Correlator) evictClients() {
 		if len(c.clients) < c.opts.MaxClients*9/10 {
 			break
 		}
+		c.unboundFrom(cs)
 		delete(c.clients, cs.key)
 		c.stats.Limits.ClientsEvicted++
 	}

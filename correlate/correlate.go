@@ -41,6 +41,13 @@ type Correlator struct {
 	// (at most MaxPartitionsPerGroup topics).
 	partitionCounts map[string]int32
 	groups          map[string]*groupState
+	// loose: the groups of groups not anchored (groups.go), and the
+	// clock of groupState.used.
+	loose      map[string]*groupState
+	groupClock uint64
+	// loosePartitions counts the partitions of loose groups, at most
+	// MaxPartitionsPerGroup in all.
+	loosePartitions int
 	clients         map[clientKey]*clientState
 	sessions        map[sessionKey]*fetchSession
 	// txns: transactional id -> its producer and open transaction
@@ -74,6 +81,7 @@ func New(opts *Options, sink Sink) *Correlator {
 		brokers:         make(map[int32]string),
 		partitionCounts: make(map[string]int32),
 		groups:          make(map[string]*groupState),
+		loose:           make(map[string]*groupState),
 		clients:         make(map[clientKey]*clientState),
 		sessions:        make(map[sessionKey]*fetchSession),
 	}

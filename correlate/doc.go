@@ -76,4 +76,14 @@
 // and episodes;
 // Options.Hazards their thresholds. Each is judged from the exchanges the
 // capture holds: what it does not show is not guessed.
+//
+// # Bounds
+//
+// Every table is capped (Options), and Limits counts what a cap cost. Any
+// client can name any group, transactional id or partition in a request
+// (FindCoordinator, DescribeGroups, ListGroups, OffsetFetch, a commit the
+// broker refuses), so a name is not a group: a group is loose until a
+// member, a generation or an accepted commit of it is seen, and a full
+// table forgets loose groups to make room, never the others (groups.go).
+// Transactional ids only named go first likewise.
 package correlate

@@ -264,7 +264,8 @@ func fuzzSeedOf(f testing.TB, file string, r *fuzzRecorder) []byte {
 // through Detach as kwire analyze does. Invariants: it never panics,
 // whatever the order, versions or contents of the messages; every event
 // and the snapshot marshal to JSON; Close may follow anything; a hazard
-// whose evidence may be incomplete is info and says what was lost.
+// whose evidence may be incomplete is info and says what was lost; the
+// group table keeps its bounds and books (checkGroupTable).
 func FuzzCorrelator(f *testing.F) {
 	for _, file := range fuzzSeedFiles {
 		if seed := fuzzSeed(f, file, false); seed != nil {
@@ -296,6 +297,9 @@ func FuzzCorrelator(f *testing.F) {
 			fuzzLoss(c, e)
 			arena = Detach(e, arena[:0]) // as kwire analyze hands exchanges over
 			c.Exchange(e)
+			if err := c.checkGroupTable(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		c.Close(now.Add(time.Hour))
 		for _, ev := range events {

@@ -129,6 +129,7 @@ func (c *Correlator) generationFor(g *groupState, id int32, t time.Time) *genSta
 	}
 	g.departures, g.subChange, g.subChangeBy, g.emptied = nil, "", "", false
 	g.gens = append(g.gens, gen)
+	c.anchor(g)
 	c.trimGenerations(g)
 	return gen
 }

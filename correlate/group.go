@@ -44,6 +44,22 @@ type groupState struct {
 	// share is a share group's records (KIP-932, share.go); nil for
 	// other groups.
 	share *shareState
+
+	// anchored: the group has had a member, a generation or an accepted
+	// commit (OffsetCommit, or TxnOffsetCommit in a committed
+	// transaction). Until then it is only a name that requests mentioned
+	// (FindCoordinator, DescribeGroups, ListGroups, OffsetFetch, refused
+	// commits), which any client can do for any name: such a loose group
+	// may be forgotten to make room (groups.go), an anchored one never
+	// is. (Not an OffsetFetch answer with offsets either: it names every
+	// idle group the cluster keeps offsets of, to anyone who asks.)
+	anchored bool
+	// used is the correlator's groupClock at the group's last use: the
+	// least recently used loose groups are forgotten first.
+	used uint64
+	// boundBy are the clients bound to a loose group, whose bindings go
+	// with it when it is forgotten; nil once anchored.
+	boundBy map[clientKey]struct{}
 }
 
 // rebalance is a classic rebalance whose generation has not formed yet.
@@ -67,13 +83,16 @@ type departure struct {
 	emptied bool
 }
 
-// group returns the group named name, creating it; nil when the group cap
-// bites.
+// group returns the group named name, creating it (loose, see
+// groupState.anchored); nil when the group cap bites and no loose group
+// is left to forget.
 func (c *Correlator) group(name string) *groupState {
+	c.groupClock++
 	if g := c.groups[name]; g != nil {
+		g.used = c.groupClock
 		return g
 	}
-	if len(c.groups) >= c.opts.MaxGroups {
+	if len(c.groups) >= c.opts.MaxGroups && !c.forgetLoose() {
 		c.stats.Limits.GroupsDropped++
 		return nil
 	}
@@ -83,8 +102,10 @@ func (c *Correlator) group(name string) *groupState {
 		parts:   make(map[tp]*partState),
 		errors:  make(map[string]int64),
 		coord:   coordState{nodeID: -1},
+		used:    c.groupClock,
 	}
 	c.groups[name] = g
+	c.loose[name] = g
 	return g
 }
 

@@ -2,7 +2,6 @@ package correlate
 
 import (
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -578,22 +577,28 @@ func (c *Correlator) endEpisode(key string) {
 // of the cap.
 func (c *Correlator) evictEpisodes() {
 	h := c.hz()
-	keys := make([]string, 0, len(h.episodes))
-	for k := range h.episodes {
-		keys = append(keys, k)
+	// Sorted by last use, then key, with both copied out: a comparison
+	// that looked the episodes up cost two map lookups, and a hostile
+	// commit refused for 100,000 partitions makes as many episodes.
+	type entry struct {
+		k    string
+		last time.Time
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := h.episodes[keys[i]], h.episodes[keys[j]]
-		if !a.last.Equal(b.last) {
-			return a.last.Before(b.last)
+	all := make([]entry, 0, len(h.episodes))
+	for k, ep := range h.episodes {
+		all = append(all, entry{k, ep.last})
+	}
+	slices.SortFunc(all, func(a, b entry) int {
+		if c := a.last.Compare(b.last); c != 0 {
+			return c
 		}
-		return keys[i] < keys[j]
+		return strings.Compare(a.k, b.k)
 	})
-	for _, k := range keys {
+	for _, e := range all {
 		if len(h.episodes) < c.opts.Hazards.MaxEpisodes*9/10 {
 			break
 		}
-		delete(h.episodes, k)
+		delete(h.episodes, e.k)
 	}
 }
 

@@ -64,7 +64,7 @@ func (c *Correlator) partHz(group string, p tp) *partHazard {
 	}
 	ph := m[p]
 	if ph == nil {
-		if len(m) >= c.opts.MaxPartitionsPerGroup {
+		if len(m) >= c.opts.MaxPartitionsPerGroup || c.looseUntracked(group, p) {
 			return nil
 		}
 		ph = &partHazard{high: -1}

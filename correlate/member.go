@@ -70,6 +70,7 @@ func (c *Correlator) member(g *groupState, id string, e *decode.Exchange) *membe
 		}
 		m = &memberState{id: id, firstSeen: c.now, generation: -1}
 		g.members[id] = m
+		c.anchor(g)
 	}
 	if e != nil {
 		m.clientID, m.clientHost = e.ClientID, c.hostOf(e)

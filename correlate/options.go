@@ -10,14 +10,18 @@ type Options struct {
 	// the members of group: a shard of route.Shards counts only those of
 	// the groups it owns (nil: every group).
 	CountsGroup func(group string) bool `json:"-"`
-	// MaxGroups caps the groups tracked (default 10000). Requests for
+	// MaxGroups caps the groups tracked (default 10000). A full table
+	// forgets groups that requests only named (no member, generation or
+	// accepted commit seen), least recently used first
+	// (Limits.GroupsEvicted); with none of those left, requests for
 	// further groups are ignored and counted in Limits.GroupsDropped.
 	MaxGroups int
 	// MaxMembersPerGroup caps the members remembered per group, live or
 	// departed (default 2000). Departed members are forgotten first.
 	MaxMembersPerGroup int
 	// MaxPartitionsPerGroup caps the topic partitions tracked per group
-	// (default 100000).
+	// (default 100000), and those of all groups only named (see
+	// MaxGroups) together: those partitions are anyone's to name.
 	MaxPartitionsPerGroup int
 	// MaxClients caps the clients (client host + client id) remembered,
 	// with their group bindings and unattributed consumption (default
@@ -88,7 +92,13 @@ func setDefault[T int | time.Duration](v *T, def T) {
 // Limits count how often the caps of Options bit: each counter counts the
 // requests (or items) refused or the entries forgotten.
 type Limits struct {
-	GroupsDropped      int64 `json:"groups_dropped"`
+	GroupsDropped int64 `json:"groups_dropped"`
+	// GroupsEvicted counts groups forgotten to make room in a full table
+	// (MaxGroups): groups that requests only named (FindCoordinator,
+	// DescribeGroups, ListGroups, OffsetFetch, rejected commits), never
+	// one with a member, a generation or an accepted commit. Omitted
+	// while zero.
+	GroupsEvicted      int64 `json:"groups_evicted,omitempty"`
 	MembersDropped     int64 `json:"members_dropped"`
 	PartitionsDropped  int64 `json:"partitions_dropped"`
 	ClientsEvicted     int64 `json:"clients_evicted"`
@@ -98,6 +108,9 @@ type Limits struct {
 	// TopicIDsEvicted counts topic ids forgotten (MaxTopicIDs), with their
 	// name or unresolved. Omitted while zero.
 	TopicIDsEvicted int64 `json:"topic_ids_evicted,omitempty"`
+	// TxnsEvicted counts transactional ids forgotten (MaxClients), those
+	// only named in FindCoordinator answers first. Omitted while zero.
+	TxnsEvicted int64 `json:"transactional_ids_evicted,omitempty"`
 	// ShareHeldDropped counts share group acquisitions forgotten unjudged
 	// (share_ack_lost) because a partition held maxShareHeld (1024) not
 	// yet acknowledged. Omitted while zero.

@@ -93,17 +93,22 @@ type listedOffset struct {
 }
 
 // part returns g's state for partition p, creating it; nil when the
-// partition cap bites.
+// partition cap bites: MaxPartitionsPerGroup for each group, and for all
+// loose groups together (groups.go), whose partitions any client can name
+// in a commit the broker refuses.
 func (c *Correlator) part(g *groupState, p tp) *partState {
 	if ps := g.parts[p]; ps != nil {
 		return ps
 	}
-	if len(g.parts) >= c.opts.MaxPartitionsPerGroup {
+	if len(g.parts) >= c.opts.MaxPartitionsPerGroup || !g.anchored && c.loosePartitions >= c.opts.MaxPartitionsPerGroup {
 		c.stats.Limits.PartitionsDropped++
 		return nil
 	}
 	ps := &partState{fetch: *newFetchState(), committedGen: -1}
 	g.parts[p] = ps
+	if !g.anchored {
+		c.loosePartitions++
+	}
 	return ps
 }
 

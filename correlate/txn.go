@@ -1,7 +1,10 @@
 package correlate
 
 import (
+	"cmp"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kwire/kwire/decode"
@@ -185,19 +188,50 @@ func (c *Correlator) txn(id string) *txnState {
 	return t
 }
 
-// evictTxns forgets the transactional id seen least recently (no open
-// transaction preferred), keeping memory bounded.
+// evictTxns forgets transactional ids until fewer than 90% of the cap
+// remain, in this order: ids only named (a FindCoordinator answer, which
+// any client gets for any name: no producer id, no transaction seen),
+// then those with no transaction open, then the others, each least
+// recently seen first. One sort per tenth of the cap keeps a flood of
+// names linear: one at a time, 12,000 names past a cap of 10,000 took
+// 24 s (a FindCoordinator carries any number).
 func (c *Correlator) evictTxns() {
-	var victim *txnState
-	for _, id := range sortedKeys(c.txns) {
-		t := c.txns[id]
-		if victim == nil || (victim.open && !t.open) || (victim.open == t.open && t.lastSeen.Before(victim.lastSeen)) {
-			victim = t
+	type entry struct {
+		t    *txnState
+		rank int
+	}
+	all := make([]entry, 0, len(c.txns))
+	for _, t := range c.txns {
+		all = append(all, entry{t, t.evictRank()})
+	}
+	slices.SortFunc(all, func(a, b entry) int {
+		if a.rank != b.rank {
+			return cmp.Compare(a.rank, b.rank)
 		}
+		if c := a.t.lastSeen.Compare(b.t.lastSeen); c != 0 {
+			return c
+		}
+		return strings.Compare(a.t.id, b.t.id)
+	})
+	for _, e := range all {
+		if len(c.txns) < c.opts.MaxClients*9/10 {
+			break
+		}
+		delete(c.txns, e.t.id)
+		c.stats.Limits.TxnsEvicted++
 	}
-	if victim != nil {
-		delete(c.txns, victim.id)
+}
+
+// evictRank orders t for evictTxns: 0 only named, 1 no transaction
+// open, 2 one open.
+func (t *txnState) evictRank() int {
+	switch {
+	case t.open:
+		return 2
+	case t.producerID < 0 && t.epoch < 0 && len(t.pending) == 0 && t.committed+t.aborted+t.timedOut+t.fenced == 0:
+		return 0
 	}
+	return 1
 }
 
 // stale says whether a request with producer id pid and epoch comes from an
@@ -336,6 +370,7 @@ func (c *Correlator) applyTxnOffsets(t *txnState, at time.Time) {
 		if g == nil {
 			continue
 		}
+		c.anchor(g)
 		for p, o := range t.offsets[group] {
 			if ps := c.part(g, p); ps != nil {
 				ps.setCommitted(o.offset, at.UTC(), o.member, o.gen, "commit")

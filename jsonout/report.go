@@ -27,7 +27,37 @@ func textReport(s *correlate.Snapshot) string {
 		}
 		fmt.Fprintf(&b, "), %d partitions\n", len(u.Partitions))
 	}
+	if l := limitsText(&s.Stats.Limits); l != "" {
+		b.WriteString("\nlimits: " + l + "\n")
+	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// limitsText says which of the state tables' caps bit, and how often
+// (summary stats.limits); "" when none did. The histories trimmed
+// (commits_dropped, generations_dropped) are left to the JSON summary:
+// they bite on any long capture and lose no group.
+func limitsText(l *correlate.Limits) string {
+	var out []string
+	for _, c := range []struct {
+		n    int64
+		text string
+	}{
+		{l.GroupsEvicted, "%d groups only named (no member, generation or commit seen) forgotten to make room (--max-groups)"},
+		{l.GroupsDropped, "%d requests for groups past --max-groups ignored"},
+		{l.MembersDropped, "%d members past --max-members forgotten"},
+		{l.PartitionsDropped, "%d partitions past --max-partitions not followed"},
+		{l.ClientsEvicted, "%d clients past --max-clients forgotten"},
+		{l.TopicIDsEvicted, "%d topic ids past --max-topic-ids forgotten"},
+		{l.TxnsEvicted, "%d transactional ids past --max-clients forgotten"},
+		{l.SessionsEvicted, "%d fetch sessions forgotten"},
+		{l.ShareHeldDropped, "%d share acquisitions forgotten unjudged"},
+	} {
+		if c.n > 0 {
+			out = append(out, fmt.Sprintf(c.text, c.n))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func groupReport(b *strings.Builder, g *correlate.Group) {

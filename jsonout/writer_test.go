@@ -62,4 +62,13 @@ func TestTextReport(t *testing.T) {
 	if strings.Index(out, "CRITICAL:") > strings.Index(out, "INFO:") {
 		t.Errorf("critical hazards must come first:\n%s", out)
 	}
+	if strings.Contains(out, "limits:") {
+		t.Errorf("no cap bit, yet the report has a limits line:\n%s", out)
+	}
+	s.Stats.Limits = correlate.Limits{GroupsEvicted: 2001, GroupsDropped: 3, CommitsDropped: 40}
+	want := "\nlimits: 2001 groups only named (no member, generation or commit seen) forgotten to make room (--max-groups); " +
+		"3 requests for groups past --max-groups ignored"
+	if out := textReport(s); !strings.HasSuffix(out, want) {
+		t.Errorf("report ends %q, want %q", out[max(0, len(out)-len(want)):], want)
+	}
 }

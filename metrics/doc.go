@@ -37,4 +37,20 @@
 //     correlate_<name>_total, named after their NDJSON fields; the few
 //     that are levels (capture_conns_open) are gauges.
 //   - the Go runtime and process collectors (go_*, process_*).
+//
+// Label values a client chooses are capped (Options.MaxGroups, MaxTopics,
+// MaxPartitions, MaxMembers, MaxTransactionalIDs; caps.go): any client
+// can name any group or transactional id in a FindCoordinator and any
+// partition in a commit the broker refuses. Groups seen real (a member, a
+// generation or an accepted commit) have their own budget; groups only
+// named get a tenth of it, apart, and so do their partition series and
+// topics (a topic of a real group, or with records fetched, is real);
+// transactional ids with a producer or a transaction likewise. Values
+// keep their label for the run once given one. Past a cap, values are exported as "other"
+// (summed; offsets of folded partitions left out). metrics_folded_total
+// (label group) counts the events counted under group="other",
+// metrics_label_values_folded (label: group, topic, partition,
+// member_id, transactional_id) the values folded in the last state, and Folded says both
+// for kwire live to report at its end. A group that is itself named
+// "other" shares that series.
 package metrics

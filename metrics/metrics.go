@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,6 +25,26 @@ type Options struct {
 	// LatencyBuckets are the request latency histogram's upper bounds,
 	// in seconds (default 0.5 ms to 30 s, for Fetch long polls).
 	LatencyBuckets []float64
+	// The caps on label values (caps.go); zero means the default. Values
+	// past a cap are exported as "other".
+	//
+	// MaxGroups caps the group label's values of groups seen real
+	// (members, a generation or an accepted commit; default 10000, as
+	// correlate.Options.MaxGroups); groups only named in requests get a
+	// tenth of it, apart.
+	MaxGroups int
+	// MaxTopics caps the topic label's values (default 10000).
+	MaxTopics int
+	// MaxPartitions caps the partition rows of the per-partition metrics
+	// of real groups (default 50000); groups only named get a tenth of
+	// it, apart.
+	MaxPartitions int
+	// MaxMembers caps the rows of group_member_info (default 20000).
+	MaxMembers int
+	// MaxTransactionalIDs caps the transactional_id label's values of
+	// ids with a producer or a transaction (default 10000); ids only
+	// named in FindCoordinator answers get a tenth of it, apart.
+	MaxTransactionalIDs int
 }
 
 var defaultBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
@@ -44,6 +65,11 @@ type Exporter struct {
 	errByKey         map[[2]int16]prometheus.Counter
 
 	rebalances, memberEvents, commits, coordinators, hazards *prometheus.CounterVec
+	// labels decides the group label of events and state alike; folded
+	// counts the events counted under group="other".
+	labels      *tiered
+	folded      prometheus.Counter
+	foldedCount atomic.Int64 // folded's value, for Folded
 
 	state *stateCollector
 }
@@ -63,6 +89,17 @@ func New(opts *Options) *Exporter {
 	if len(x.opts.LatencyBuckets) == 0 {
 		x.opts.LatencyBuckets = defaultBuckets
 	}
+	for _, c := range []struct {
+		v   *int
+		def int
+	}{{&x.opts.MaxGroups, defaultMaxGroups}, {&x.opts.MaxTopics, defaultMaxTopics},
+		{&x.opts.MaxPartitions, defaultMaxPartitions}, {&x.opts.MaxMembers, defaultMaxMembers},
+		{&x.opts.MaxTransactionalIDs, defaultMaxTxnIDs}} {
+		if *c.v <= 0 {
+			*c.v = c.def
+		}
+	}
+	x.labels = newTiered(x.opts.MaxGroups)
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "kwire", Name: name, Help: help}, labels)
 	}
@@ -78,8 +115,11 @@ func New(opts *Options) *Exporter {
 	x.commits = counter("commits_total", "Committed partitions, by group and outcome (accepted, rejected, unknown).", "group", "outcome")
 	x.coordinators = counter("coordinator_changes_total", "Coordinators learned or changed, by group.", "group")
 	x.hazards = counter("hazards_total", "Hazards detected, by group, kind and severity.", "group", "kind", "severity")
-	x.state = newStateCollector(&x.opts)
-	x.reg.MustRegister(x.requests, x.errors, x.latency, x.rebalances, x.memberEvents, x.commits, x.coordinators, x.hazards, x.state, newBuildInfo(),
+	folded := counter("metrics_folded_total", "Events counted under the label value \"other\": their group was past the cap "+
+		"on group label values (kwire live --max-groups).", "label")
+	x.folded = folded.WithLabelValues("group")
+	x.state = newStateCollector(&x.opts, x.labels)
+	x.reg.MustRegister(x.requests, x.errors, x.latency, x.rebalances, x.memberEvents, x.commits, x.coordinators, x.hazards, folded, x.state, newBuildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return x
 }
@@ -136,26 +176,63 @@ func (x *Exporter) Event(ev correlate.Event) {
 	switch ev.Type() {
 	case "generation":
 		if e, ok := ev.(*correlate.GenerationEvent); ok {
-			x.rebalances.WithLabelValues(e.Group).Inc()
+			x.rebalances.WithLabelValues(x.group(e.Group, true)).Inc()
 		}
 	case "member":
 		if e, ok := ev.(*correlate.MemberEvent); ok {
-			x.memberEvents.WithLabelValues(e.Group, e.Action).Inc()
+			x.memberEvents.WithLabelValues(x.group(e.Group, true), e.Action).Inc()
 		}
 	case "commit":
 		if e, ok := ev.(*correlate.CommitEvent); ok {
-			x.commits.WithLabelValues(e.Group, e.Outcome).Inc()
+			// A commit the broker refused only names its group.
+			x.commits.WithLabelValues(x.group(e.Group, e.Outcome == correlate.CommitAccepted), e.Outcome).Inc()
 		}
 	case "coordinator":
 		if e, ok := ev.(*correlate.CoordinatorEvent); ok {
-			x.coordinators.WithLabelValues(e.Group).Inc()
+			x.coordinators.WithLabelValues(x.group(e.Group, false)).Inc()
 		}
 	case "hazard":
 		var h struct{ Group, Kind, Severity string }
-		if b, err := json.Marshal(ev); err == nil && json.Unmarshal(b, &h) == nil {
-			x.hazards.WithLabelValues(h.Group, orUnknown(h.Kind), orUnknown(h.Severity)).Inc()
+		if e, ok := ev.(*correlate.HazardEvent); ok {
+			// correlate's own, read directly: a commit refused for
+			// 100,000 partitions makes as many hazards.
+			h.Group, h.Kind, h.Severity = e.Group, e.Kind, e.Severity
+		} else if b, err := json.Marshal(ev); err != nil || json.Unmarshal(b, &h) != nil {
+			return
 		}
+		x.hazards.WithLabelValues(x.group(h.Group, false), orUnknown(h.Kind), orUnknown(h.Severity)).Inc()
 	}
+}
+
+// group returns the group label of an event of group, which shows the
+// group real (a member, a generation, an accepted commit) or only names
+// it, and counts it when folded.
+func (x *Exporter) group(group string, real bool) string {
+	if group == "" {
+		return "" // a hazard of no group (a transaction's, a client's)
+	}
+	l, folded := x.labels.label(group, real)
+	if folded {
+		x.folded.Inc()
+		x.foldedCount.Add(1)
+	}
+	return l
+}
+
+// Folded says what the caps on label values folded into "other" (the
+// values of the last Snapshot, the events so far), for kwire live to
+// report at its end; "" when nothing was.
+func (x *Exporter) Folded() string {
+	x.state.mu.Lock()
+	f := x.state.fold
+	x.state.mu.Unlock()
+	n := x.foldedCount.Load()
+	if f == (foldCounts{}) && n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("metrics: past their caps (--max-groups, --metrics-max-*), %d groups, %d topics, %d partitions, %d members "+
+		"and %d transactional ids were exported as \"other\" in the last state, and %d events of groups counted under group=\"other\"",
+		f.groups, f.topics, f.partitions, f.members, f.txns, n)
 }
 
 // Snapshot replaces the group, partition and consumption state exported

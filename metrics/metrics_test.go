@@ -185,8 +185,10 @@ func TestHazardEvents(t *testing.T) {
 	x.Event(hazard{Kind: "commit_regression", Severity: "high", Group: "g"})
 	x.Event(&hazard{Kind: "commit_regression", Severity: "high", Group: "g"})
 	x.Event(hazard{Group: "g"})
+	x.Event(&correlate.HazardEvent{Kind: correlate.HazardCommitRejected, Severity: correlate.SeverityWarn, Group: "g"})
 	m := scrape(t, x)
 	for name, want := range map[string]float64{
+		`kwire_hazards_total{group="g",kind="commit_rejected",severity="warn"}`:   1,
 		`kwire_hazards_total{group="g",kind="commit_regression",severity="high"}`: 2,
 		`kwire_hazards_total{group="g",kind="unknown",severity="unknown"}`:        1,
 	} {

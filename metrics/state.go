@@ -3,7 +3,6 @@ package metrics
 import (
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -18,6 +17,10 @@ import (
 // keeps compact rows, not the snapshot, and builds the metrics when
 // scraped.
 type stateCollector struct {
+	caps       Options // the caps, defaults set
+	groupIDs   *tiered // the group label, shared with the events
+	topics     *tiered // topic label values, admitted by snapshots
+	txnIDs     *tiered // transactional_id label values (txn.go)
 	partLabels []string
 	descs      map[string]*prometheus.Desc // fixed metrics by name
 	mu         sync.Mutex
@@ -31,6 +34,7 @@ type stateCollector struct {
 	cs         capture.Stats
 	ds         decode.Stats
 	cr         correlate.Stats
+	fold       foldCounts                  // of the last snapshot
 	health     map[string]*prometheus.Desc // health metrics, made on first use
 }
 
@@ -40,13 +44,17 @@ type groupRow struct {
 	generation int32
 }
 
-// memberRow is one live member: its labels.
-type memberRow struct{ group, id, clientID, host, pid, comm string }
+// memberRow is one live member: its labels. n is 1, or, for the row of
+// the members folded into other, how many.
+type memberRow struct {
+	group, id, clientID, host, pid, comm string
+	n                                    int
+}
 
 // partRow is one partition of a group (or, aggregated, one topic).
 type partRow struct {
 	group, topic   string
-	partition      int32
+	part           string // partition label value (a number, or other)
 	records, bytes int64
 	// The offsets are -1 when unknown.
 	committed, position, hwm, lag int64
@@ -55,7 +63,7 @@ type partRow struct {
 // shareRow is one partition of a share group (or, aggregated, one topic).
 type shareRow struct {
 	group, topic string
-	partition    int32
+	part         string // partition label value
 	counts       correlate.ShareCounts
 	held         int64
 }
@@ -84,8 +92,9 @@ func (r *shareRow) count(kind string) int64 {
 // Health fields that are levels, not counters.
 var gauges = map[string]bool{"capture_conns_open": true, "correlate_unresolved_topic_ids": true}
 
-func newStateCollector(o *Options) *stateCollector {
-	c := &stateCollector{descs: map[string]*prometheus.Desc{}, health: map[string]*prometheus.Desc{}}
+func newStateCollector(o *Options, groups *tiered) *stateCollector {
+	c := &stateCollector{caps: *o, groupIDs: groups, topics: newTiered(o.MaxTopics),
+		txnIDs: newTiered(o.MaxTransactionalIDs), descs: map[string]*prometheus.Desc{}, health: map[string]*prometheus.Desc{}}
 	c.partLabels = []string{"group", "topic", "partition"}
 	if o.NoPartitionLabels {
 		c.partLabels = c.partLabels[:2]
@@ -110,6 +119,8 @@ func newStateCollector(o *Options) *stateCollector {
 	def("share_held_records", "Records a share group's members hold: acquired, not yet acknowledged, lock not run out.", c.partLabels...)
 	def("unattributed_fetch_records_total", "Records fetched by consumers kwire could not tie to one group.", "topic")
 	def("unattributed_fetch_bytes_total", "Bytes fetched by consumers kwire could not tie to one group.", "topic")
+	def("metrics_label_values_folded", "Values of a label (group, topic, partition, member_id, transactional_id) exported as \"other\" in the "+
+		"last state taken, past the caps on series (kwire live --max-groups, --metrics-max-*).", "label")
 	c.defTxn(def)
 	return c
 }
@@ -119,49 +130,41 @@ func newStateCollector(o *Options) *stateCollector {
 func (c *stateCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (c *stateCollector) snapshot(s *correlate.Snapshot) {
+	r := rowMaker{c: c, partsLeft: [2]int{max(c.caps.MaxPartitions/10, 1), c.caps.MaxPartitions},
+		membersLeft: c.caps.MaxMembers, topicsFolded: map[string]bool{}}
 	groups := make([]groupRow, 0, len(s.Groups))
-	var parts []partRow
-	var members []memberRow
-	var shares []shareRow
-	for i := range s.Groups {
-		g := &s.Groups[i]
-		live := 0
-		for _, m := range g.Members {
-			if m.Status == "live" {
-				live++
-				pid := ""
-				if m.PID != 0 {
-					pid = strconv.FormatUint(uint64(m.PID), 10)
-				}
-				members = append(members, memberRow{g.Group, m.MemberID, m.ClientID, m.ClientHost, pid, m.Comm})
-			}
-		}
-		groups = append(groups, groupRow{group: g.Group, members: live, generation: g.Generation})
-		if g.Share != nil {
-			for _, p := range g.Share.Partitions {
-				shares = append(shares, shareRow{group: g.Group, topic: p.Topic, partition: p.Partition, counts: p.ShareCounts, held: p.Held})
-			}
-		}
-		for _, p := range g.Partitions {
-			parts = append(parts, partRow{group: g.Group, topic: p.Topic, partition: p.Partition, records: p.Records, bytes: p.Bytes,
-				committed: val(p.Committed), position: val(p.Position), hwm: val(p.HighWatermark), lag: val(p.Lag)})
-		}
+	for _, i := range realFirst(s.Groups) {
+		groups = append(groups, r.group(&s.Groups[i]))
 	}
+	parts, shares := r.parts, r.shares
 	if len(c.partLabels) == 2 {
 		parts = byTopic(parts)
 		shares = sharesByTopic(shares)
+		r.fold.partitions = 0 // no partition label to fold
+	} else {
+		parts = mergeRows(parts, func(p *partRow) [3]string { return [3]string{p.group, p.topic, p.part} }, addPart)
+		shares = mergeRows(shares, func(p *shareRow) [3]string { return [3]string{p.group, p.topic, p.part} }, addShare)
 	}
+	groups = mergeRows(groups, func(g *groupRow) string { return g.group }, func(into, g *groupRow) {
+		into.members += g.members
+		into.generation = -1
+	})
+	members := mergeRows(r.members, func(m *memberRow) memberRow { k := *m; k.n = 0; return k },
+		func(into, m *memberRow) { into.n += m.n })
 	var unattr []partRow
 	for _, u := range s.Unattributed {
 		for _, p := range u.Partitions {
-			unattr = append(unattr, partRow{topic: p.Topic, records: p.Records, bytes: p.Bytes, lag: -1})
+			unattr = append(unattr, partRow{topic: r.topic(p.Topic, p.Records > 0), records: p.Records, bytes: p.Bytes, lag: -1})
 		}
 	}
 	unattr = byTopic(unattr)
-	txns, stable := txnRows(s), c.stableRows(s)
+	r.fold.topics = len(r.topicsFolded)
+	txns, folded := c.txnRows(s)
+	r.fold.txns = folded
+	stable := c.stableRows(s)
 	c.mu.Lock()
 	c.groups, c.members, c.parts, c.unattr, c.shares, c.cr = groups, members, parts, unattr, shares, s.Stats
-	c.txns, c.stable = txns, stable
+	c.txns, c.stable, c.fold = txns, stable, r.fold
 	c.mu.Unlock()
 }
 
@@ -198,28 +201,7 @@ func byTopic(rows []partRow) []partRow {
 // sharesByTopic sums share rows per group and topic, in order of first
 // appearance (the highest delivery count is the topic's highest).
 func sharesByTopic(rows []shareRow) []shareRow {
-	var out []shareRow
-	at := map[[2]string]int{}
-	for _, r := range rows {
-		k := [2]string{r.group, r.topic}
-		i, ok := at[k]
-		if !ok {
-			at[k] = len(out)
-			out = append(out, shareRow{group: r.group, topic: r.topic})
-			i = len(out) - 1
-		}
-		o := &out[i]
-		o.counts.Acquired += r.counts.Acquired
-		o.counts.Redelivered += r.counts.Redelivered
-		o.counts.Accepted += r.counts.Accepted
-		o.counts.Released += r.counts.Released
-		o.counts.Rejected += r.counts.Rejected
-		o.counts.Renewed += r.counts.Renewed
-		o.counts.LockExpired += r.counts.LockExpired
-		o.counts.MaxDeliveryCount = max(o.counts.MaxDeliveryCount, r.counts.MaxDeliveryCount)
-		o.held += r.held
-	}
-	return out
+	return mergeRows(rows, func(r *shareRow) [2]string { return [2]string{r.group, r.topic} }, addShare)
 }
 
 func (c *stateCollector) stats(cs capture.Stats, ds decode.Stats) {
@@ -243,12 +225,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, m := range c.members {
-		ch <- prometheus.MustNewConstMetric(c.descs["group_member_info"], prometheus.GaugeValue, 1, m.group, m.id, m.clientID, m.host, m.pid, m.comm)
+		ch <- prometheus.MustNewConstMetric(c.descs["group_member_info"], prometheus.GaugeValue, float64(m.n), m.group, m.id, m.clientID, m.host, m.pid, m.comm)
 	}
 	for _, p := range c.parts {
 		labels := []string{p.group, p.topic}
 		if len(c.partLabels) == 3 {
-			labels = append(labels, strconv.Itoa(int(p.partition)))
+			labels = append(labels, p.part)
 		}
 		ch <- prometheus.MustNewConstMetric(c.descs["fetch_records_total"], prometheus.CounterValue, float64(p.records), labels...)
 		ch <- prometheus.MustNewConstMetric(c.descs["fetch_bytes_total"], prometheus.CounterValue, float64(p.bytes), labels...)
@@ -265,7 +247,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.shares {
 		labels := []string{s.group, s.topic}
 		if len(c.partLabels) == 3 {
-			labels = append(labels, strconv.Itoa(int(s.partition)))
+			labels = append(labels, s.part)
 		}
 		for _, kind := range shareKinds {
 			ch <- prometheus.MustNewConstMetric(c.descs["share_records_total"], prometheus.CounterValue, float64(s.count(kind)),
@@ -277,6 +259,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, u := range c.unattr {
 		ch <- prometheus.MustNewConstMetric(c.descs["unattributed_fetch_records_total"], prometheus.CounterValue, float64(u.records), u.topic)
 		ch <- prometheus.MustNewConstMetric(c.descs["unattributed_fetch_bytes_total"], prometheus.CounterValue, float64(u.bytes), u.topic)
+	}
+	for _, f := range []struct {
+		label string
+		n     int
+	}{{"group", c.fold.groups}, {"topic", c.fold.topics}, {"partition", c.fold.partitions}, {"member_id", c.fold.members},
+		{"transactional_id", c.fold.txns}} {
+		ch <- prometheus.MustNewConstMetric(c.descs["metrics_label_values_folded"], prometheus.GaugeValue, float64(f.n), f.label)
 	}
 	emit := func(name string, v float64) {
 		typ, full := prometheus.CounterValue, "kwire_"+name+"_total"

@@ -47,17 +47,46 @@ func (c *stateCollector) defTxn(def func(name, help string, labels ...string)) {
 		"high watermark unmoved.", labels...)
 }
 
-func txnRows(s *correlate.Snapshot) []txnRow {
+// txnRows makes the rows of s's transactional ids within the cap on
+// their label (Options.MaxTransactionalIDs): any client gets a
+// FindCoordinator answer for any id, so ids with a producer or a
+// transaction take labels first, ids only named a tenth of them; the
+// rest are one transactional_id="other" row, summed. It returns how many
+// ids were folded.
+func (c *stateCollector) txnRows(s *correlate.Snapshot) ([]txnRow, int) {
 	out := make([]txnRow, 0, len(s.Transactions))
-	for _, t := range s.Transactions {
-		r := txnRow{id: t.TransactionalID, epoch: t.ProducerEpoch, committed: t.Committed, aborted: t.Aborted,
-			timedOut: t.TimedOut, fenced: t.Fenced, openSeconds: -1}
-		if t.OpenSince != nil {
-			r.openSeconds = max(s.Time.Sub(*t.OpenSince).Seconds(), 0)
+	folded := 0
+	for _, real := range []bool{true, false} {
+		for i := range s.Transactions {
+			t := &s.Transactions[i]
+			if realTxn(t) != real {
+				continue
+			}
+			r := txnRow{id: t.TransactionalID, epoch: t.ProducerEpoch, committed: t.Committed, aborted: t.Aborted,
+				timedOut: t.TimedOut, fenced: t.Fenced, openSeconds: -1}
+			if t.OpenSince != nil {
+				r.openSeconds = max(s.Time.Sub(*t.OpenSince).Seconds(), 0)
+			}
+			if _, f := c.txnIDs.label(t.TransactionalID, real); f {
+				r.id, r.epoch = other, -1
+				folded++
+			}
+			out = append(out, r)
 		}
-		out = append(out, r)
 	}
-	return out
+	return mergeRows(out, func(r *txnRow) string { return r.id }, func(into, r *txnRow) {
+		into.committed += r.committed
+		into.aborted += r.aborted
+		into.timedOut += r.timedOut
+		into.fenced += r.fenced
+		into.openSeconds = max(into.openSeconds, r.openSeconds) // the oldest open one
+	}), folded
+}
+
+// realTxn reports whether t has had a producer id or a transaction: more
+// than a name in a FindCoordinator answer.
+func realTxn(t *correlate.Transaction) bool {
+	return t.ProducerID >= 0 || t.OpenSince != nil || t.Committed+t.Aborted+t.TimedOut+t.Fenced > 0
 }
 
 func (c *stateCollector) stableRows(s *correlate.Snapshot) []stableRow {

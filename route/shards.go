@@ -379,6 +379,7 @@ func (s *Shards) Stats() correlate.Stats {
 // differs, see docs/sharding.md.)
 func addLimits(into *correlate.Limits, l correlate.Limits) {
 	into.GroupsDropped += l.GroupsDropped
+	into.GroupsEvicted += l.GroupsEvicted
 	into.MembersDropped += l.MembersDropped
 	into.PartitionsDropped += l.PartitionsDropped
 	into.ClientsEvicted += l.ClientsEvicted
@@ -387,6 +388,7 @@ func addLimits(into *correlate.Limits, l correlate.Limits) {
 	into.SessionsEvicted += l.SessionsEvicted
 	into.TopicIDsEvicted = max(into.TopicIDsEvicted, l.TopicIDsEvicted)
 	into.ShareHeldDropped += l.ShareHeldDropped
+	into.TxnsEvicted += l.TxnsEvicted
 }
 
 // Snapshot returns the state, as one correlator's Snapshot gives it: each

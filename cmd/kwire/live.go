@@ -234,7 +234,7 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 	}
 	r.clock.next = entry
 	if f.metricsAddr != "" {
-		r.metrics = metrics.New(&metrics.Options{NoPartitionLabels: f.noPartitionLabels})
+		r.metrics = metrics.New(f.common.limits.metrics(f.noPartitionLabels))
 		r.p.tap = r.metrics
 		srv, addr, err := serveMetrics(f.metricsAddr, r.metrics)
 		if err != nil {
@@ -270,6 +270,11 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 	outErr := r.p.finish(r.clock.t, time.Now(), r.src.Stats(), true)
 	if r.err != nil {
 		outErr = nil // already reported
+	}
+	if r.metrics != nil {
+		if folded := r.metrics.Folded(); folded != "" {
+			fmt.Fprintln(r.stderr, "kwire: "+folded)
+		}
 	}
 	return true, errors.Join(runErr, r.err, outErr, r.stopPublish())
 }

@@ -1,5 +1,6 @@
 // Package evict bounds maps that could grow without end on hostile input
-// (made-up topic ids) by forgetting their least recently used entries.
+// (made-up topic ids, group names a request merely mentions) by
+// forgetting their least recently used entries.
 package evict
 
 import (
@@ -17,6 +18,17 @@ func Oldest[K comparable, V any](m map[K]V, limit int, stamp func(V) uint64) int
 	if len(m) < keep {
 		return 0
 	}
+	return int64(len(OldestN(m, len(m)-keep+1, stamp))) // all of them when keep is 0
+}
+
+// OldestN deletes the n entries of m with the smallest stamps (all of
+// them when n >= len(m)) and returns their keys, oldest first. It is for
+// a map that holds the evictable part of a larger table: the caller says
+// how many the table must lose. Stamps as for Oldest.
+func OldestN[K comparable, V any](m map[K]V, n int, stamp func(V) uint64) []K {
+	if n <= 0 || len(m) == 0 {
+		return nil
+	}
 	type entry struct {
 		k K
 		s uint64
@@ -26,9 +38,10 @@ func Oldest[K comparable, V any](m map[K]V, limit int, stamp func(V) uint64) int
 		all = append(all, entry{k, stamp(v)})
 	}
 	slices.SortFunc(all, func(a, b entry) int { return cmp.Compare(a.s, b.s) })
-	old := all[:min(len(all), len(all)-keep+1)] // all of them when keep is 0
-	for _, e := range old {
+	out := make([]K, 0, min(n, len(all)))
+	for _, e := range all[:min(n, len(all))] {
 		delete(m, e.k)
+		out = append(out, e.k)
 	}
-	return int64(len(old))
+	return out
 }
