@@ -94,6 +94,7 @@ func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writ
 			return fmt.Errorf("--group %q: the routed topic %q is not a legal Kafka topic name: use letters, digits, '.', '_' and '-'", f.group, routed)
 		}
 	}
+	f.from.warn(stderr)
 	if err := f.from.checkTopic(ctx, opts, topic, false); err != nil {
 		return fmt.Errorf("--from: %w", missingTopicFix(err, aggregateTopicFix))
 	}

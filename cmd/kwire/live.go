@@ -159,6 +159,7 @@ const errNoCapNetRaw = "live capture needs CAP_NET_RAW: run as root or setcap ca
 // runLive captures until ctx is done, then writes the summary.
 func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error {
 	if f.publish.kafka.url != "" {
+		f.publish.kafka.warn(stderr)
 		if err := f.publish.check(ctx); err != nil {
 			return err
 		}
