@@ -87,7 +87,7 @@ func (f *liveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ringMB, "ring-mb", 64, "kernel ring size in `MiB`: packets arriving while it is full are dropped and counted")
 	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` at /metrics: 127.0.0.1:9464 for this host only; :9464 serves every interface, to anyone who reaches the host")
 	fs.BoolVar(&f.noPartitionLabels, "no-partition-labels", false, "aggregate metrics per topic instead of per partition (fewer series)")
-	fs.StringVar(&f.write, "w", "", "also save the captured packets to `FILE` (pcapng)")
+	fs.StringVar(&f.write, "w", "", "also save the captured packets to `FILE` (pcapng), a new file readable by its owner only (payloads and passwords are in it): never an existing file, nor through a symbolic link")
 	fs.IntVar(&f.rotateMB, "rotate-mb", 0, "with -w, start a new file (FILE.1.pcapng, ...) every `MiB` written; 0: one file")
 	fs.DurationVar(&f.statsEvery, "stats-every", 10*time.Second, "write a stats line this often")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 5*time.Minute, "forget a connection after this long without a packet")
