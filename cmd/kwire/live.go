@@ -49,6 +49,14 @@ latency; capture health counters. 127.0.0.1:9464 serves this host only;
 without authentication: group, topic and client names, hosts, traffic.
 Bind it to an address only the Prometheus server reaches.
 
+Once its sockets, probes, listener and files are open, kwire live drops
+every capability it no longer needs, for the rest of the run (the status
+line says which it kept): all of them with -i; CAP_DAC_OVERRIDE with
+--rotate-mb (the next files), CAP_DAC_READ_SEARCH with --tls-keylog (the
+key logs are re-read); CAP_BPF with --ebpf; with --ebpf --tls also
+CAP_SYS_ADMIN, CAP_PERFMON and CAP_SYS_PTRACE (processes that start later
+are found and probed).
+
 Examples:
   kwire live -i any --port 9092
   kwire live -i eth0 --port 9092-9094 --json | jq 'select(.type=="generation")'
@@ -253,6 +261,9 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 	if f.tui {
 		r.openTUI(f)
 	}
+	// Everything privileged is open: sockets, eBPF programs, the
+	// listener, -w's file, the terminal.
+	status += r.dropLiveCaps(f)
 	fmt.Fprintln(r.stderr, status)
 	defer limitMemory(f.memoryLimit())()
 	ctx, cancel := context.WithCancel(ctx)
@@ -275,6 +286,11 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 	}
 	return true, errors.Join(runErr, r.err, outErr, r.stopPublish())
 }
+
+// dropCaps says whether kwire live drops the capabilities it no longer
+// needs once capturing (caps_linux.go). main sets it: tests run kwire live
+// in their own process, whose capabilities the tests after them need.
+var dropCaps bool
 
 // hintAfter is how long kwire live waits for Kafka traffic before it says
 // where else to look (a variable for tests).
