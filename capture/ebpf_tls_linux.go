@@ -78,9 +78,21 @@ func (t *tlsProbes) hooks() string {
 }
 
 // probe inspects the file at path and attaches the probes its TLS library
-// needs. It returns what it probed.
-func (t *tlsProbes) probe(path string, id fileID) (string, error) {
+// needs. It returns what it probed. A panic while reading the file (the
+// ELF readers of inspectTLS and of link.OpenExecutable, on a damaged or
+// crafted file) is its error: its probes are closed, the others stay.
+func (t *tlsProbes) probe(path string, id fileID) (what string, err error) {
 	t.files[id] = false
+	n := len(t.links)
+	defer func() {
+		recoverELF(&err)
+		if err != nil {
+			for _, l := range t.links[n:] {
+				l.Close()
+			}
+			t.links = t.links[:n]
+		}
+	}()
 	tg, err := inspectTLS(path)
 	if err != nil {
 		return "", err
@@ -89,8 +101,6 @@ func (t *tlsProbes) probe(path string, id fileID) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	n := len(t.links)
-	var what string
 	switch tg.lib {
 	case tlsLibOpenSSL:
 		err = t.probeOpenSSL(ex, tg)
@@ -100,10 +110,6 @@ func (t *tlsProbes) probe(path string, id fileID) (string, error) {
 		what = "Go crypto/tls (" + tg.goVersion + ")"
 	}
 	if err != nil {
-		for _, l := range t.links[n:] {
-			l.Close()
-		}
-		t.links = t.links[:n]
 		return "", err
 	}
 	t.files[id] = true

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,19 +33,82 @@ type PcapngWriter struct {
 	files []string
 }
 
-// CreatePcapng creates path (truncating it) for writing packets captured
-// on interface iface. With rotateBytes > 0, a new file is started once the
-// current one holds that many bytes of packets.
+// CreatePcapng creates path for writing packets captured on interface
+// iface. With rotateBytes > 0, a new file is started once the current one
+// holds that many bytes of packets.
+//
+// A capture holds raw payloads, SASL PLAIN passwords among them: every
+// file is created new, readable by its owner only (0600), and never
+// through a symbolic link or over an existing file (O_CREAT|O_EXCL): a
+// link planted where the capture goes (in /tmp, say) would otherwise send
+// it to a file of the planter's choosing, and an existing file would keep
+// its owner and mode. The error wraps ErrPcapngExists then. With rotation,
+// numbered files left by an earlier run are refused at the start, not
+// when the capture reaches them.
 func CreatePcapng(path, iface string, rotateBytes int64) (*PcapngWriter, error) {
 	w := &PcapngWriter{path: path, iface: iface, rotateBytes: rotateBytes}
+	if rotateBytes > 0 {
+		if err := checkNumbered(path); err != nil {
+			return nil, err
+		}
+	}
 	if err := w.open(path); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
+// ErrPcapngExists is CreatePcapng's error for a path where a file or a
+// symbolic link already is.
+var ErrPcapngExists = errors.New("capture file already exists")
+
+// existsError is an error that is ErrPcapngExists, with its own words.
+type existsError string
+
+func (e existsError) Error() string        { return string(e) }
+func (e existsError) Is(target error) bool { return target == ErrPcapngExists }
+
+// createNew creates path for writing, 0600, failing on anything already
+// there: O_EXCL with O_CREAT fails on a symbolic link too, dangling or
+// not, instead of following it (POSIX open).
+func createNew(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil || !errors.Is(err, fs.ErrExist) {
+		return f, err
+	}
+	if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(path)
+		return nil, existsError(fmt.Sprintf("%s is a symbolic link (to %s), and kwire never writes a capture through a link "+
+			"(it holds payloads and passwords): remove the link or give another path", path, target))
+	}
+	return nil, existsError(fmt.Sprintf("%s already exists, and kwire never overwrites a file with a capture: remove it or give another path", path))
+}
+
+// checkNumbered fails when a numbered file of path (path.1.pcapng...)
+// exists: rotation would reach it during the capture.
+func checkNumbered(path string) error {
+	ext := filepath.Ext(path)
+	stem := strings.TrimSuffix(filepath.Base(path), ext) + "."
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return nil // creating path says what is wrong
+	}
+	for _, e := range entries {
+		n, ok := strings.CutPrefix(e.Name(), stem)
+		if !ok {
+			continue
+		}
+		if n, ok = strings.CutSuffix(n, ext); !ok || n == "" || strings.Trim(n, "0123456789") != "" {
+			continue
+		}
+		return existsError(fmt.Sprintf("%s already exists (from an earlier capture?), and --rotate-mb would write the numbered files after %s: remove them or give another path",
+			filepath.Join(filepath.Dir(path), e.Name()), path))
+	}
+	return nil
+}
+
 func (w *PcapngWriter) open(path string) error {
-	f, err := os.Create(path)
+	f, err := createNew(path)
 	if err != nil {
 		return err
 	}

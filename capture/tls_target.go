@@ -4,6 +4,7 @@ import (
 	"debug/buildinfo"
 	"debug/elf"
 	"debug/gosym"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"go/version"
@@ -61,10 +62,30 @@ const (
 // errNoTLSLib says that a file holds no TLS library kwire probes.
 var errNoTLSLib = errors.New("no TLS library kwire can probe (OpenSSL libssl, Go crypto/tls)")
 
+// errBadELF says that reading a file's ELF structures failed in a way
+// the readers did not foresee (a panic in debug/elf, debug/gosym or the
+// disassembler, on a damaged or crafted file).
+var errBadELF = errors.New("damaged ELF file")
+
 // inspectTLS reads the ELF file at path and says which TLS library it
 // holds and where its functions are. Errors wrap errNoTLSLib when it
-// holds none; other errors say why it cannot be probed.
-func inspectTLS(path string) (*tlsTarget, error) {
+// holds none; other errors say why it cannot be probed. The files are
+// whatever the processes on the host run, crafted ones included: a
+// reader's panic on one is that file's error (errBadELF), not kwire's end.
+func inspectTLS(path string) (tg *tlsTarget, err error) {
+	defer recoverELF(&err)
+	return inspectELF(path)
+}
+
+// recoverELF turns a panic while reading an ELF file into *err.
+func recoverELF(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: reading it failed: %v", errBadELF, r)
+	}
+}
+
+// inspectELF is inspectTLS without the recover.
+func inspectELF(path string) (*tlsTarget, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, err
@@ -106,6 +127,9 @@ func inspectGo(path string, f *elf.File) (*tlsTarget, error) {
 	if text == nil || err != nil {
 		return nil, fmt.Errorf("go function table unreadable: %v", err)
 	}
+	if err := checkFuncCount(pcln); err != nil {
+		return nil, err
+	}
 	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pcln, text.Addr))
 	if err != nil {
 		return nil, fmt.Errorf("go function table: %w", err)
@@ -139,6 +163,31 @@ func inspectGo(path string, f *elf.File) (*tlsTarget, error) {
 		t.goFuncs = append(t.goFuncs, g)
 	}
 	return t, nil
+}
+
+// checkFuncCount checks the function count in a .gopclntab header
+// against the table's size: gosym allocates a Func (about 100 bytes) per
+// function it claims before reading any, so a crafted count made kwire
+// ask for hundreds of GB, a fatal error no recover catches. Every Go
+// version since 1.2 keeps the count at offset 8, a pointer-sized word
+// (the size at offset 7), and at least 8 bytes per function in the table.
+func checkFuncCount(pcln []byte) error {
+	if len(pcln) < 16 {
+		return fmt.Errorf("%w: go function table of %d bytes", errBadELF, len(pcln))
+	}
+	var n uint64
+	switch pcln[7] {
+	case 4:
+		n = uint64(binary.LittleEndian.Uint32(pcln[8:]))
+	case 8:
+		n = binary.LittleEndian.Uint64(pcln[8:])
+	default:
+		return fmt.Errorf("%w: go function table with %d-byte pointers", errBadELF, pcln[7])
+	}
+	if n > uint64(len(pcln))/8 {
+		return fmt.Errorf("%w: go function table claims %d functions in %d bytes", errBadELF, n, len(pcln))
+	}
+	return nil
 }
 
 // retOffsets disassembles a function and returns the offsets of its RET

@@ -102,6 +102,7 @@ func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writ
 			return fmt.Errorf("--group %q: the routed topic %q is not a legal Kafka topic name: use letters, digits, '.', '_' and '-'", f.group, routed)
 		}
 	}
+	f.from.warn(stderr)
 	keys, source, err := readKeys("agent-key-file", f.keyFile, agentKeysEnv)
 	if err != nil {
 		return err

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -46,12 +44,23 @@ stats. --tui excludes --json and --exchanges.
 --metrics ADDR serves Prometheus metrics at http://ADDR/metrics: per group,
 topic and partition records and bytes fetched, offsets and lag; per group
 members, generation, rebalances, hazards; per API requests, errors and
-latency; capture health counters.
+latency; capture health counters. 127.0.0.1:9464 serves this host only;
+:9464 (every interface) lets anyone who can reach the host read them,
+without authentication: group, topic and client names, hosts, traffic.
+Bind it to an address only the Prometheus server reaches.
+
+Once its sockets, probes, listener and files are open, kwire live drops
+every capability it no longer needs, for the rest of the run (the status
+line says which it kept): all of them with -i; CAP_DAC_OVERRIDE with
+--rotate-mb (the next files), CAP_DAC_READ_SEARCH with --tls-keylog (the
+key logs are re-read); CAP_BPF with --ebpf; with --ebpf --tls also
+CAP_SYS_ADMIN, CAP_PERFMON and CAP_SYS_PTRACE (processes that start later
+are found and probed).
 
 Examples:
   kwire live -i any --port 9092
   kwire live -i eth0 --port 9092-9094 --json | jq 'select(.type=="generation")'
-  kwire live -i lo --port 19092 --metrics :9308 -w kafka.pcapng --rotate-mb 1024
+  kwire live -i lo --port 19092 --metrics 127.0.0.1:9464 -w kafka.pcapng --rotate-mb 1024
   kwire live -i eth0 --port 9092 --tui
 
 Flags:
@@ -84,9 +93,9 @@ func (f *liveFlags) register(fs *flag.FlagSet) {
 	// default 9092 instead of adding to it.
 	fs.StringVar(&f.iface, "i", "", "network `IFACE` to capture on (any: all of them)")
 	fs.IntVar(&f.ringMB, "ring-mb", 64, "kernel ring size in `MiB`: packets arriving while it is full are dropped and counted")
-	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (host:port, :port) at /metrics")
+	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` at /metrics: 127.0.0.1:9464 for this host only; :9464 serves every interface, to anyone who reaches the host")
 	fs.BoolVar(&f.noPartitionLabels, "no-partition-labels", false, "aggregate metrics per topic instead of per partition (fewer series)")
-	fs.StringVar(&f.write, "w", "", "also save the captured packets to `FILE` (pcapng)")
+	fs.StringVar(&f.write, "w", "", "also save the captured packets to `FILE` (pcapng), a new file readable by its owner only (payloads and passwords are in it): never an existing file, nor through a symbolic link")
 	fs.IntVar(&f.rotateMB, "rotate-mb", 0, "with -w, start a new file (FILE.1.pcapng, ...) every `MiB` written; 0: one file")
 	fs.DurationVar(&f.statsEvery, "stats-every", 10*time.Second, "write a stats line this often")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 5*time.Minute, "forget a connection after this long without a packet")
@@ -159,6 +168,7 @@ const errNoCapNetRaw = "live capture needs CAP_NET_RAW: run as root or setcap ca
 // runLive captures until ctx is done, then writes the summary.
 func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error {
 	if f.publish.kafka.url != "" {
+		f.publish.kafka.warn(stderr)
 		if err := f.publish.check(ctx); err != nil {
 			return err
 		}
@@ -251,6 +261,9 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 	if f.tui {
 		r.openTUI(f)
 	}
+	// Everything privileged is open: sockets, eBPF programs, the
+	// listener, -w's file, the terminal.
+	status += r.dropLiveCaps(f)
 	fmt.Fprintln(r.stderr, status)
 	defer limitMemory(f.memoryLimit())()
 	ctx, cancel := context.WithCancel(ctx)
@@ -279,20 +292,10 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 	return true, errors.Join(runErr, r.err, outErr, r.stopPublish())
 }
 
-// serveMetrics listens on addr and serves x at /metrics in the
-// background. It returns the server (Close stops it) and the address
-// listened on (addr may ask for port 0).
-func serveMetrics(addr string, x *metrics.Exporter) (*http.Server, net.Addr, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--metrics: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", x.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	return srv, ln.Addr(), nil
-}
+// dropCaps says whether kwire live drops the capabilities it no longer
+// needs once capturing (caps_linux.go). main sets it: tests run kwire live
+// in their own process, whose capabilities the tests after them need.
+var dropCaps bool
 
 // hintAfter is how long kwire live waits for Kafka traffic before it says
 // where else to look (a variable for tests).

@@ -42,6 +42,7 @@ Run 'kwire help analyze', 'kwire help read', 'kwire help live' or
 var errUsage = errors.New("usage")
 
 func main() {
+	dropCaps = true
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,28 +42,64 @@ func (k *kafkaFlags) register(fs *flag.FlagSet, urlFlag, urlHelp string) {
 	fs.StringVar(&k.passFile, k.prefix+"password-file", "", "read the SASL password from `FILE` (else from $"+k.envPass+")")
 }
 
-// parseKafkaURL splits kafka://HOST:PORT[,HOST:PORT...]/TOPIC.
+// parseKafkaURL splits kafka://HOST:PORT[,HOST:PORT...]/TOPIC. Its
+// errors show the URL without any user:password@ part (redactURL).
 func parseKafkaURL(s string) (brokers []string, topic string, err error) {
 	rest, ok := strings.CutPrefix(s, "kafka://")
 	if !ok {
-		return nil, "", fmt.Errorf("%q: want kafka://HOST:PORT[,HOST:PORT...]/TOPIC", s)
+		return nil, "", fmt.Errorf("%q: want kafka://HOST:PORT[,HOST:PORT...]/TOPIC", redactURL(s))
 	}
 	hosts, topic, ok := strings.Cut(rest, "/")
+	if strings.Contains(hosts, "@") {
+		// A password in a flag shows in ps and in shell histories, and
+		// the URL is echoed in messages: credentials have flags and a
+		// file or variable of their own.
+		return nil, "", fmt.Errorf("%q: %w", redactURL(s), errURLCredentials)
+	}
 	if !ok || topic == "" || hosts == "" || strings.Contains(topic, "/") {
-		return nil, "", fmt.Errorf("%q: want kafka://HOST:PORT[,HOST:PORT...]/TOPIC", s)
+		return nil, "", fmt.Errorf("%q: want kafka://HOST:PORT[,HOST:PORT...]/TOPIC", redactURL(s))
 	}
 	for _, h := range strings.Split(hosts, ",") {
 		if h == "" {
-			return nil, "", fmt.Errorf("%q: empty broker address", s)
+			return nil, "", fmt.Errorf("%q: empty broker address", redactURL(s))
 		}
 		brokers = append(brokers, h)
 	}
 	return brokers, topic, nil
 }
 
+// errURLCredentials is parseKafkaURL's error for a URL with a
+// user:password@ part.
+var errURLCredentials = errors.New("the URL holds credentials (USER:PASSWORD@), which kwire never takes from a URL")
+
+// redactURL is s with everything up to the last '@' of its host part
+// (user:password@) replaced by "REDACTED@", for messages.
+func redactURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		scheme, rest = "", s
+	} else {
+		scheme += "://"
+	}
+	hosts, path, slash := strings.Cut(rest, "/")
+	at := strings.LastIndexByte(hosts, '@')
+	if at < 0 {
+		return s
+	}
+	s = scheme + "REDACTED@" + hosts[at+1:]
+	if slash {
+		s += "/" + path
+	}
+	return s
+}
+
 // options returns the client options for the cluster and the topic.
 func (k *kafkaFlags) options() ([]kgo.Opt, string, error) {
 	brokers, topic, err := parseKafkaURL(k.url)
+	if errors.Is(err, errURLCredentials) {
+		return nil, "", fmt.Errorf("%w: give the user with --%suser and the password in --%spassword-file or $%s (with --%ssasl-mechanism)",
+			err, k.prefix, k.prefix, k.envPass, k.prefix)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -162,15 +200,78 @@ func checkTopic(ctx context.Context, cl *kgo.Client, cluster, topic string, auto
 }
 
 // checkTopic is checkTopic on k's cluster, through a client of its own
-// made with opts (k's options).
+// made with opts (k's options). A failed SASL authentication is said to
+// be one, at once, instead of "cannot reach the Kafka cluster" after
+// topicCheckTimeout.
 func (k *kafkaFlags) checkTopic(ctx context.Context, opts []kgo.Opt, topic string, autoCreate bool) error {
-	cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.DisableClientMetrics())...)
+	w := &authWatch{failed: make(chan struct{})}
+	cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.DisableClientMetrics(), kgo.WithHooks(w))...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-w.failed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	_, err = checkTopic(ctx, cl, k.cluster(), topic, autoCreate)
+	if err != nil && (w.closed() || errors.Is(err, kerr.SaslAuthenticationFailed)) {
+		return k.authFailed(err, w.closed())
+	}
 	return err
+}
+
+// authFailed is the error for credentials the cluster refused; closed
+// says the broker closed the connection instead of answering.
+func (k *kafkaFlags) authFailed(err error, closed bool) error {
+	why := err.Error()
+	if closed {
+		why = "the broker closed the connection in answer to the credentials"
+	}
+	return fmt.Errorf("authentication failed at the Kafka cluster at %s as user %q (SASL %s): %s: check --%suser, the password (--%spassword-file or $%s), --%ssasl-mechanism and --%stls",
+		k.cluster(), k.user, strings.ToUpper(k.mechanism), why, k.prefix, k.prefix, k.envPass, k.prefix, k.prefix)
+}
+
+// authWatch is a kgo hook that sees a broker refuse the SASL
+// credentials by closing the connection while the client reads its
+// SASLAuthenticate answer (Kafka before 1.0 does, and kfake; later
+// versions answer SASL_AUTHENTICATION_FAILED, which reaches the caller
+// as an error). kgo takes a closed connection for a network failure and
+// retries it until the deadline.
+type authWatch struct {
+	failed chan struct{}
+	once   sync.Once
+}
+
+// OnBrokerRead implements kgo.HookBrokerRead.
+func (w *authWatch) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil && key == int16(kmsg.SASLAuthenticate) {
+		w.once.Do(func() { close(w.failed) })
+	}
+}
+
+// closed says whether the hook saw the connection closed.
+func (w *authWatch) closed() bool {
+	select {
+	case <-w.failed:
+		return true
+	default:
+		return false
+	}
+}
+
+// warn writes to stderr what is unsafe in k's settings: SASL PLAIN
+// without TLS sends the password in the clear.
+func (k *kafkaFlags) warn(stderr io.Writer) {
+	if strings.EqualFold(k.mechanism, "PLAIN") && !k.tls {
+		fmt.Fprintf(stderr, "kwire: warning: SASL PLAIN without --%stls sends the password in the clear to %s: whoever captures that traffic reads it; add --%stls, or use SCRAM-SHA-512\n",
+			k.prefix, k.cluster(), k.prefix)
+	}
 }
 
 // missingTopicFix adds fix (how to create the topic) to err when the

@@ -2,16 +2,22 @@ package caps
 
 import (
 	"runtime"
-	"testing"
 
 	"golang.org/x/sys/unix"
 )
+
+// TB is what WithoutNetRaw needs of a testing.TB (the package is also in
+// the kwire binary, which does not import testing).
+type TB interface {
+	Helper()
+	Skipf(format string, args ...any)
+}
 
 // WithoutNetRaw runs f on this OS thread with CAP_NET_RAW out of its
 // effective capabilities (they are per thread on Linux), then puts it
 // back. f must not hand its work to other goroutines. The test is skipped
 // when capabilities cannot be read or changed.
-func WithoutNetRaw(t testing.TB, f func()) {
+func WithoutNetRaw(t TB, f func()) {
 	t.Helper()
 	runtime.LockOSThread()
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
