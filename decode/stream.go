@@ -20,7 +20,7 @@ type stream struct {
 	cands   []int     // resync: offsets in buf of plausible frame starts
 	scan    int       // resync: next offset in buf to judge
 	orphans []orphan  // resync: response headers skipped, which a sync may explain
-	orphanB int       // resync: the bytes of the orphans' bodies
+	orphanB int       // resync: the capacity of the orphans' bodies
 	chain   int64     // resync: where the orphans followed from the skipped run's start end
 	filling bool      // resync: the last pinned orphan gets the bytes of its frame as they are skipped
 	holes   []hole    // zero-filled NotCopied runs in buf's frame (holes.go)
@@ -388,10 +388,10 @@ func (d *Decoder) noteOrphan(s *stream, off int64, p []byte) {
 	case s.orphanB+int(l) > maxOrphanBytes:
 	case !o.open:
 		o.body = append([]byte(nil), p[8:end]...)
-		s.orphanB += len(o.body)
+		s.orphanB += cap(o.body)
 	case o.pinned: // the rest as it is skipped (fillOrphan)
 		o.body = append(make([]byte, 0, l-4), p[8:]...)
-		s.orphanB += len(o.body)
+		s.orphanB += cap(o.body)
 		s.filling = true
 	}
 	s.orphans = append(s.orphans, o)
@@ -415,8 +415,7 @@ func (s *stream) fillOrphan(b []byte, at int64) {
 	o := &s.orphans[k]
 	from, end := o.off+8+int64(len(o.body)), o.off+4+o.n
 	if lo, hi := max(from, at), min(end, at+int64(len(b))); lo == from && hi > lo {
-		o.body = append(o.body, b[lo-at:hi-at]...)
-		s.orphanB += int(hi - lo)
+		o.body = append(o.body, b[lo-at:hi-at]...) // within its capacity, counted in orphanB
 	}
 	s.filling = o.off+8+int64(len(o.body)) < end
 }
@@ -428,7 +427,7 @@ func (s *stream) forgetOrphans() {
 	keep := s.orphans[:0]
 	for i, o := range s.orphans {
 		if i < maxOrphans/2 && o.open && !o.pinned {
-			s.orphanB -= len(o.body)
+			s.orphanB -= cap(o.body)
 			continue
 		}
 		keep = append(keep, o)
@@ -437,7 +436,7 @@ func (s *stream) forgetOrphans() {
 		keep = keep[:0]
 		for i, o := range s.orphans {
 			if i < maxOrphans/2 && !o.pinned {
-				s.orphanB -= len(o.body)
+				s.orphanB -= cap(o.body)
 				continue
 			}
 			keep = append(keep, o)
@@ -445,7 +444,7 @@ func (s *stream) forgetOrphans() {
 	}
 	if len(keep) == maxOrphans {
 		for _, o := range keep[:maxOrphans/2] {
-			s.orphanB -= len(o.body)
+			s.orphanB -= cap(o.body)
 		}
 		keep = keep[:copy(keep, keep[maxOrphans/2:])]
 	}
