@@ -6,7 +6,7 @@ BIN      := bin/kwire
 FUZZTIME ?= 5m
 export CGO_ENABLED := 0
 
-.PHONY: all build demo test test-deps test-short captures goldens fuzz bench vet clean
+.PHONY: all build demo test test-deps test-short captures goldens fuzz bench vet clean external
 
 all: build
 
@@ -52,6 +52,14 @@ test-deps:
 	command -v kcat >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y kcat; } \
 	  || echo "test-deps: kcat could not be installed; the eBPF TLS test with OpenSSL will skip"
 	{ command -v java >/dev/null && command -v mvn >/dev/null; } || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless maven; }
+
+# kwire against tshark's Kafka dissector on the public captures of other
+# projects (EXTERNAL, beside the clone; its README says where each came
+# from): exit 0 when kwire finds at least tshark's PDUs in every one.
+# go test runs the same check (TestExternalCaptures) when the folder is there.
+EXTERNAL ?= ../shared/external-captures
+external: build
+	bash $(EXTERNAL)/compare.sh $(CURDIR)/$(BIN)
 
 test-short:
 	$(GO) test -short -count=1 ./...

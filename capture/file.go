@@ -443,6 +443,28 @@ func (fs *Files) Damage() []FileDamage {
 	return out
 }
 
+// FileQuirk is a file's records that Run read otherwise than their headers
+// say, as tshark reads them: not damage.
+type FileQuirk struct {
+	Path string
+	// OrigLenShort counts the records whose original length is below
+	// their captured length (a quirk of some writers): read with the
+	// captured length.
+	OrigLenShort int
+}
+
+// Quirks lists the files with such records, in the order they were
+// given. Call it after Run returns, from the same goroutine.
+func (fs *Files) Quirks() []FileQuirk {
+	var out []FileQuirk
+	for _, r := range fs.readers {
+		if n := r.damage.origShort; n > 0 {
+			out = append(out, FileQuirk{Path: r.path, OrigLenShort: n})
+		}
+	}
+	return out
+}
+
 // Stats returns the counters so far; see Source.
 func (fs *Files) Stats() Stats { return fs.asm.Stats() }
 

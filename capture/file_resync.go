@@ -346,11 +346,11 @@ func (r *resync) origBelowCap(h []byte) bool {
 	if wire >= capLen || capLen > r.maxCap {
 		return false
 	}
-	n := pcapRecHdr + int(capLen)
-	b, err := r.br.Peek(n + pcapRecHdr)
-	if w := pcapRecHdr + int(wire); len(b) >= w+pcapRecHdr && r.plausibleAt(b[w:]) {
+	if r.pcapRecordAt(pcapRecHdr + int(wire)) {
 		return false // a record ends at the original length: the captured one was damaged (repairPcapLen)
 	}
+	n := pcapRecHdr + int(capLen)
+	b, err := r.br.Peek(n + pcapRecHdr)
 	switch {
 	case len(b) == n && err == io.EOF:
 	case len(b) == n+pcapRecHdr:
@@ -368,6 +368,25 @@ func (r *resync) origBelowCap(h []byte) bool {
 	r.put32(b[12:], capLen) // b, not h: the Peek may have moved the bytes
 	r.dmg.origShort++
 	return true
+}
+
+// pcapRecordAt reports whether a record starts off bytes into br: a whole
+// one (pcapCandidate), its frame decoding, not merely a header whose
+// lengths are possible. Some writers pad the captured bytes after the
+// frame with zeros (go-sniffer's kafka.pcap: 16 of them, each record's
+// original length 16 below its captured one), and zeros read as a header
+// with possible lengths; the record's captured length is then right.
+func (r *resync) pcapRecordAt(off int) bool {
+	b, _ := r.br.Peek(off + pcapRecHdr)
+	if len(b) < off+pcapRecHdr {
+		return false
+	}
+	_, n, ok, _ := r.pcapHeader(b[off:])
+	if !ok {
+		return false
+	}
+	b, err := r.br.Peek(min(off+n+pcapRecHdr, r.br.Size()))
+	return len(b) > off && r.pcapCandidate(b[off:], err != nil) == isRecord
 }
 
 // repairPcapLen repairs the record pcapgo reads next when one of its two

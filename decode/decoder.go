@@ -3,6 +3,7 @@ package decode
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -33,6 +34,10 @@ type Decoder struct {
 	respHoles []PartitionIndex
 	spares    spares // recycled messages (recycle.go)
 	deferred  []byte // the response body emit passes on (Options.DeferResponses)
+	// seen has bit v of seen[k] set once a request of key k, version v
+	// was read: what an unmatched response's API is inferred from
+	// (infer.go).
+	seen [maxKey]uint64
 }
 
 // New returns a Decoder calling h. opts may be nil.
@@ -82,6 +87,10 @@ type connState struct {
 	// counted in buffered, so that Options.MaxBuffered bounds them.
 	pendingBytes int64
 
+	apis      []apiFit // the APIs and versions of its requests (infer.go)
+	triedAll  int      // unmatched responses tried as every API (infer.go)
+	inferWork int      // bytes read trying unmatched responses (infer.go)
+
 	saslRaw    bool // SaslHandshake v0 done: raw SASL tokens follow (KIP-43)
 	saslTokens int  // raw tokens sent, awaiting the broker's token
 	reported   map[AnomalyKind]bool
@@ -129,7 +138,7 @@ func (d *Decoder) Chunk(c *capture.Chunk) {
 // maxKeptStream), and in a damaged file many streams at once claim
 // frames far longer than what follows.
 func (cs *connState) buffered() int64 {
-	return int64(cap(cs.dir[0].buf)+cap(cs.dir[1].buf)+cs.earlyBytes) + cs.pendingBytes
+	return int64(cap(cs.dir[0].buf)+cap(cs.dir[1].buf)+cs.earlyBytes+cs.dir[0].orphanB+cs.dir[1].orphanB) + cs.pendingBytes
 }
 
 // shed keeps the decoder within Options.MaxBuffered: the connection that
@@ -161,6 +170,13 @@ func (d *Decoder) shed(cs *connState, c *capture.Chunk) {
 	}
 	for dir := range cs.dir {
 		s := &cs.dir[dir]
+		if s.orphanB > 0 { // skipped responses' bodies: their headers are kept
+			d.buffered -= int64(s.orphanB)
+			for i := range s.orphans {
+				s.orphans[i].body = nil
+			}
+			s.orphanB = 0
+		}
 		if len(s.buf) == 0 {
 			continue
 		}
@@ -229,8 +245,15 @@ func (d *Decoder) close(cs *connState, c *capture.Chunk) {
 			// Bytes never decoded: a partial last frame (normal when a
 			// capture stops), or data with no frame boundary found.
 			s := &cs.dir[i]
-			d.stats.SkippedBytes += s.skipped + int64(len(s.buf))
-			if n := s.skipped + int64(len(s.buf)); !s.synced && n > 0 {
+			n := s.skipped + int64(len(s.buf))
+			if !s.synced && len(s.orphans) > 0 && capture.Dir(i) == capture.ToClient && !cs.guessing {
+				// Whole responses to the end: their requests were
+				// not captured (explainSkipped).
+				s.fillOrphan(s.buf, s.skipped)
+				n -= d.explainSkipped(cs, s, n, math.MaxInt32, s.buf, s.skipped, c.Time)
+			}
+			d.stats.SkippedBytes += n
+			if !s.synced && n > 0 {
 				d.stats.Resyncs++ // reported as a resync that found no boundary
 				d.anomaly(cs, capture.Dir(i), c.Time, AnomalyResync, n, -1,
 					fmt.Sprintf("skipped %d bytes: no frame boundary found before the connection ended", n))

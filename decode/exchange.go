@@ -112,6 +112,10 @@ type Anomaly struct {
 	Version       int16
 	CorrelationID int32
 	Detail        string
+	// Resp is, for an unmatched response whose API was inferred (Key and
+	// Version then say which), its decoded body; nil otherwise. It owns
+	// its bytes (it is never recycled): a copy of the Anomaly may keep it.
+	Resp kmsg.Response
 }
 
 // Handler receives a Decoder's output, synchronously and in capture order.

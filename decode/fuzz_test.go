@@ -97,13 +97,17 @@ func FuzzFramer(f *testing.F) {
 		h := &counting{t: t}
 		// Small caps, so that the fuzzer reaches them: buffer shedding,
 		// pending overflow. The split's high bit drops Produce records,
-		// the next defers responses and recycles messages (kwire analyze).
+		// the next defers responses and recycles messages (kwire analyze),
+		// the next puts the connection on a broker port.
 		d := New(h, &Options{MaxFrame: 1 << 16, SniffBytes: 512, MaxBuffered: 1 << 12, MaxPending: 8,
 			DropProduceRecords: split >= 128, DeferResponses: split&64 != 0})
 		if split&64 != 0 {
 			h.rd, h.d = NewResponseDecoder(), d
 		}
 		conn := &capture.Conn{ID: 1, Handshake: handshake, Role: capture.RoleGuess}
+		if split&32 != 0 { // on a broker port: responses with no request are remembered (orphans, infer.go)
+			conn.Role = capture.RolePort
+		}
 		n := int(split)%61 + 1
 		for i := 0; i < len(reqs) || i < len(resps); i += n {
 			for dir, b := range [][]byte{reqs, resps} {

@@ -135,6 +135,9 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 		return false
 	}
 	p := d.begin(cs, &h, t, 4+len(frame))
+	if h.known {
+		d.noteAPI(cs, h.key, h.version)
+	}
 	body := frame[h.body:]
 	if damaged {
 		p.reqErr = ErrDamagedHeader
@@ -358,7 +361,7 @@ func (d *Decoder) hold(cs *connState, corr int32, frame []byte, t time.Time) {
 		d.unmatched(cs, 1)
 	}
 	if len(frame) > maxEarlyBytes {
-		d.unmatchedFrame(cs, corr, 4+len(frame), t)
+		d.unmatchedFrame(cs, corr, 4+len(frame), nil, t)
 		return
 	}
 	var holes []hole
@@ -372,17 +375,27 @@ func (d *Decoder) hold(cs *connState, corr int32, frame []byte, t time.Time) {
 // unmatched reports the n oldest held responses as unmatched.
 func (d *Decoder) unmatched(cs *connState, n int) {
 	for _, e := range cs.early[:n] {
-		d.unmatchedFrame(cs, e.corr, 4+len(e.frame), e.t)
+		var body []byte
+		if len(e.holes) == 0 { // else bytes of it were not copied (--snap)
+			body = e.frame[4:]
+		}
+		d.unmatchedFrame(cs, e.corr, 4+len(e.frame), body, e.t)
 		cs.earlyBytes -= len(e.frame)
 	}
 	cs.early = cs.early[:copy(cs.early, cs.early[n:])]
 	clear(cs.early[len(cs.early) : len(cs.early)+n]) // drop the frames' last references
 }
 
-func (d *Decoder) unmatchedFrame(cs *connState, corr int32, size int, t time.Time) {
+// unmatchedFrame reports a response of correlation id corr, size bytes
+// with its length prefix, whose request was not seen. body is what
+// follows its correlation id, nil if not kept: its API is inferred from
+// it (infer.go) and, when inferred, the body decoded.
+func (d *Decoder) unmatchedFrame(cs *connState, corr int32, size int, body []byte, t time.Time) {
 	d.stats.Unmatched++
-	d.an = Anomaly{Kind: AnomalyUnmatchedResponse, Conn: cs.conn, Dir: capture.ToClient, Time: t, Bytes: int64(size), Key: -1, Version: -1, CorrelationID: corr,
-		Detail: "response whose request was not seen"}
+	inf := d.infer(cs, body)
+	d.an = Anomaly{Kind: AnomalyUnmatchedResponse, Conn: cs.conn, Dir: capture.ToClient, Time: t, Bytes: int64(size),
+		Key: inf.key, Version: inf.version, CorrelationID: corr, Resp: inf.resp,
+		Detail: "response whose request was not seen; " + inf.how}
 	d.h.Anomaly(&d.an)
 }
 
@@ -419,7 +432,7 @@ func (d *Decoder) match(cs *connState, corr int32, size int, t time.Time) *pendi
 			"a response's correlation id %d is one byte off the oldest request's %d, which it answers in turn: a damaged byte", corr, cs.pending[0].corr))
 	}
 	if i < 0 {
-		d.unmatchedFrame(cs, corr, size, t)
+		d.unmatchedFrame(cs, corr, size, nil, t)
 		return nil
 	}
 	for _, old := range cs.pending[:i] {

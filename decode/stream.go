@@ -20,6 +20,9 @@ type stream struct {
 	cands   []int     // resync: offsets in buf of plausible frame starts
 	scan    int       // resync: next offset in buf to judge
 	orphans []orphan  // resync: response headers skipped, which a sync may explain
+	orphanB int       // resync: the capacity of the orphans' bodies
+	chain   int64     // resync: where the orphans followed from the skipped run's start end
+	filling bool      // resync: the last pinned orphan gets the bytes of its frame as they are skipped
 	holes   []hole    // zero-filled NotCopied runs in buf's frame (holes.go)
 	largest int64     // the largest frame decoded (lookahead.go)
 	looked  int       // lookahead: next offset to search after a suspect frame
@@ -45,6 +48,9 @@ const (
 type orphan struct {
 	off, n int64 // n: the frame's length, its 4-byte prefix excluded
 	corr   int32
+	body   []byte // after corr, a copy; nil if not whole when seen, or over maxOrphanBytes
+	open   bool   // its frame ran past the bytes at hand when seen
+	pinned bool   // at the skipped run's start, or where the pinned one before ends
 }
 
 // maxOrphans bounds the skipped response headers remembered; maxOrphanRun
@@ -52,6 +58,10 @@ type orphan struct {
 const (
 	maxOrphans   = 256
 	maxOrphanRun = 64
+	// maxOrphanBytes bounds the bytes of skipped responses kept per
+	// direction, to decode those a sync or the end explains (counted in
+	// the decoder's buffered bytes).
+	maxOrphanBytes = 256 << 10
 )
 
 // maxHeaderProbe bounds the bytes a request header can need to be judged:
@@ -174,6 +184,7 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 		}
 		if !s.synced {
 			i, ok := d.resync(cs, dir, p[off:])
+			s.fillOrphan(p[off:off+i], s.skipped)
 			off += i
 			s.skipped += int64(i)
 			if d.notKafka(cs, dir, t) {
@@ -186,9 +197,9 @@ func (d *Decoder) consume(cs *connState, dir capture.Dir, p []byte, t0 time.Time
 				dir = d.settle(cs, dir)
 				s = &cs.dir[dir]
 			} else if dir == capture.ToClient && len(s.orphans) > 0 && len(p)-off >= 8 {
-				d.explainSkipped(cs, s, int32(binary.BigEndian.Uint32(p[off+4:])), t)
+				s.skipped -= d.explainSkipped(cs, s, s.skipped, int32(binary.BigEndian.Uint32(p[off+4:])), p[:off], s.skipped-int64(off), t)
 			}
-			s.orphans = s.orphans[:0]
+			s.clearOrphans()
 			d.synced(cs, dir, t)
 		}
 		rem := p[off:]
@@ -341,7 +352,16 @@ func (d *Decoder) resync(cs *connState, dir capture.Dir, p []byte) (int, bool) {
 }
 
 // noteOrphan remembers a response header at p[0], off bytes into the
-// skipped run, if it could be one: a sane length and correlation id.
+// skipped run, if it could be one: a sane length and correlation id, and
+// where its frame ends, if p goes on there, the header of a later
+// response (a sane length, a higher correlation id: brokers answer in
+// order). Record data is full of small numbers that read as a length
+// and an id; that last test keeps most of them out. The header at the
+// skipped run's start (the first byte the capture has of the stream, or
+// the first after a gap), and each one where the one before it so found
+// ends, are pinned: the frames followed from the start, as tshark
+// follows them. When there are too many, those not pinned whose end was
+// not yet known go first.
 func (d *Decoder) noteOrphan(s *stream, off int64, p []byte) {
 	if len(p) < 8 {
 		return
@@ -350,21 +370,105 @@ func (d *Decoder) noteOrphan(s *stream, off int64, p []byte) {
 	if l < 4 || l > int64(d.opts.MaxFrame) || corr < 0 {
 		return
 	}
-	if len(s.orphans) == maxOrphans {
-		s.orphans = s.orphans[:copy(s.orphans, s.orphans[maxOrphans/2:])]
+	end := 4 + l
+	if end+8 <= int64(len(p)) {
+		l2, corr2 := int64(int32(binary.BigEndian.Uint32(p[end:]))), int32(binary.BigEndian.Uint32(p[end+4:]))
+		if l2 < 4 || l2 > int64(d.opts.MaxFrame) || corr2 <= corr {
+			return
+		}
 	}
-	s.orphans = append(s.orphans, orphan{off: off, n: l, corr: corr})
+	if len(s.orphans) == maxOrphans {
+		s.forgetOrphans()
+	}
+	o := orphan{off: off, n: l, corr: corr, open: end > int64(len(p)), pinned: off == s.chain}
+	if o.pinned {
+		s.chain, s.filling = off+end, false
+	}
+	switch {
+	case s.orphanB+int(l) > maxOrphanBytes:
+	case !o.open:
+		o.body = append([]byte(nil), p[8:end]...)
+		s.orphanB += cap(o.body)
+	case o.pinned: // the rest as it is skipped (fillOrphan)
+		o.body = append(make([]byte, 0, l-4), p[8:]...)
+		s.orphanB += cap(o.body)
+		s.filling = true
+	}
+	s.orphans = append(s.orphans, o)
+}
+
+// fillOrphan adds to the body of the orphan being filled, the last
+// pinned one, the bytes of its frame among b, skipped bytes that start at
+// offset at of the skipped run.
+func (s *stream) fillOrphan(b []byte, at int64) {
+	if !s.filling {
+		return
+	}
+	k := len(s.orphans) - 1
+	for k >= 0 && !s.orphans[k].pinned {
+		k--
+	}
+	if k < 0 {
+		s.filling = false
+		return
+	}
+	o := &s.orphans[k]
+	from, end := o.off+8+int64(len(o.body)), o.off+4+o.n
+	if lo, hi := max(from, at), min(end, at+int64(len(b))); lo == from && hi > lo {
+		o.body = append(o.body, b[lo-at:hi-at]...) // within its capacity, counted in orphanB
+	}
+	s.filling = o.off+8+int64(len(o.body)) < end
+}
+
+// forgetOrphans makes room for more skipped response headers: of the
+// older half, those not pinned whose end was not known when seen, or else
+// all not pinned, or else the older half.
+func (s *stream) forgetOrphans() {
+	keep := s.orphans[:0]
+	for i, o := range s.orphans {
+		if i < maxOrphans/2 && o.open && !o.pinned {
+			s.orphanB -= cap(o.body)
+			continue
+		}
+		keep = append(keep, o)
+	}
+	if len(keep) == maxOrphans {
+		keep = keep[:0]
+		for i, o := range s.orphans {
+			if i < maxOrphans/2 && !o.pinned {
+				s.orphanB -= cap(o.body)
+				continue
+			}
+			keep = append(keep, o)
+		}
+	}
+	if len(keep) == maxOrphans {
+		for _, o := range keep[:maxOrphans/2] {
+			s.orphanB -= cap(o.body)
+		}
+		keep = keep[:copy(keep, keep[maxOrphans/2:])]
+	}
+	clear(s.orphans[len(keep):maxOrphans])
+	s.orphans = keep
+}
+
+// clearOrphans forgets the skipped response headers and their bodies.
+func (s *stream) clearOrphans() {
+	clear(s.orphans)
+	s.orphans, s.orphanB, s.chain, s.filling = s.orphans[:0], 0, 0, false
 }
 
 // explainSkipped, as a response direction syncs on a frame of
-// correlation id corr after skipping s.skipped bytes, reports the whole
-// responses those bytes end with: the run of skipped headers, each frame
-// ending where the next starts and the last where the found frame does,
-// correlation ids rising to below corr. They answer requests sent before
-// the capture began: counted and reported as unmatched responses, their
-// bytes no longer skipped.
-func (d *Decoder) explainSkipped(cs *connState, s *stream, corr int32, t time.Time) {
-	end := s.skipped
+// correlation id corr after skipping end bytes (or ends there: corr is
+// then MaxInt32), reports the whole responses those bytes end with: the
+// run of skipped headers, each frame ending where the next starts and the
+// last at end, correlation ids rising to below corr. They answer requests
+// sent before the capture began, or lost: counted and reported as
+// unmatched responses, their bodies decoded where their API can be
+// inferred (from the copy kept, or from win, bytes still at hand that
+// start at offset winAt of the skipped run). It returns the bytes they
+// explain, no longer skipped, and forgets the headers.
+func (d *Decoder) explainSkipped(cs *connState, s *stream, end int64, corr int32, win []byte, winAt int64, t time.Time) int64 {
 	var run []orphan // from the last frame back
 	for k := len(s.orphans) - 1; k >= 0 && len(run) < maxOrphanRun; k-- {
 		if o := s.orphans[k]; o.off+4+o.n == end && o.corr < corr {
@@ -372,11 +476,21 @@ func (d *Decoder) explainSkipped(cs *connState, s *stream, corr int32, t time.Ti
 			end, corr = o.off, o.corr
 		}
 	}
+	var explained int64
 	for k := len(run) - 1; k >= 0; k-- {
-		d.unmatchedFrame(cs, run[k].corr, int(4+run[k].n), t)
-		s.skipped -= 4 + run[k].n
+		o := run[k]
+		body := o.body
+		if int64(len(body)) != o.n-4 {
+			body = nil // not all of it: a gap, or over maxOrphanBytes
+		}
+		if i := o.off + 8 - winAt; body == nil && i >= 0 && o.off+4+o.n-winAt <= int64(len(win)) {
+			body = win[i : o.off+4+o.n-winAt]
+		}
+		d.unmatchedFrame(cs, o.corr, int(4+o.n), body, t)
+		explained += 4 + o.n
 	}
-	s.orphans = s.orphans[:0]
+	s.clearOrphans()
+	return explained
 }
 
 // frameAt judges whether a frame starts at p[0] on an unsynced direction.
@@ -512,7 +626,7 @@ func (d *Decoder) desync(cs *connState, dir capture.Dir, t time.Time) {
 		s.lostAt = t
 		s.cands, s.scan = s.cands[:0], 0
 		s.holes = s.holes[:0]
-		s.orphans = s.orphans[:0]
+		s.clearOrphans()
 	}
 	s.looked, s.look.on = 0, false
 }
@@ -615,6 +729,8 @@ func (d *Decoder) gap(cs *connState, c *capture.Chunk) {
 		if d.adopt(cs, c.Dir, n, c.Time) {
 			return
 		}
+		s.fillOrphan(s.buf, s.skipped)
+		s.filling = false // the rest of its frame went missing
 		s.skipped += int64(len(s.buf))
 	} else {
 		d.stats.SkippedBytes += int64(len(s.buf))

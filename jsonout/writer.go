@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/kwire/kwire/correlate"
@@ -150,6 +151,13 @@ type anomalyLine struct {
 	APIKey        *int16 `json:"api_key,omitempty"`
 	CorrelationID *int32 `json:"correlation_id,omitempty"`
 	Detail        string `json:"detail"`
+	// An unmatched response whose API was inferred: its API, version,
+	// error code and decoded body.
+	API        string   `json:"api,omitempty"`
+	APIVersion *int16   `json:"api_version,omitempty"`
+	ErrorCode  *int16   `json:"error_code,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	Resp       *Summary `json:"resp,omitempty"`
 }
 
 // Anomaly writes an anomaly line. It implements decode.Handler.
@@ -162,8 +170,28 @@ func (w *Writer) Anomaly(a *decode.Anomaly) {
 	if a.CorrelationID >= 0 {
 		l.CorrelationID = &a.CorrelationID
 	}
+	if a.Resp != nil {
+		code := decode.ErrorCode(a.Resp)
+		l.API, l.APIVersion, l.ErrorCode = APIName(a.Key), &a.Version, &code
+		if code != 0 {
+			l.Error = ErrorName(code)
+		}
+		l.Resp = nilIfEmpty(summarizeResponse(a.Resp, &w.lines.names))
+	}
 	if w.opts.Text {
-		w.line(fmt.Sprintf("%s ANOMALY %s c%d %s>%s %s: %s", clock(a.Time), l.Kind, a.Conn.ID, l.Conn.Client, l.Conn.Broker, l.Dir, l.Detail))
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s ANOMALY %s c%d %s>%s %s: %s", clock(a.Time), l.Kind, a.Conn.ID, l.Conn.Client, l.Conn.Broker, l.Dir, l.Detail)
+		if a.Kind == decode.AnomalyUnmatchedResponse {
+			fmt.Fprintf(&b, " #%d", a.CorrelationID) // the detail names the API, when inferred
+			if l.Error != "" {
+				b.WriteString(" " + l.Error)
+			}
+			if l.Resp != nil {
+				b.WriteString(" =>")
+				textSummary(&b, l.Resp)
+			}
+		}
+		w.line(b.String())
 		return
 	}
 	w.json(&l)

@@ -95,7 +95,7 @@ func TestOrigLenBelowCaptured(t *testing.T) {
 			if d := diffLines(withoutStats(t, want), withoutStats(t, got)); d != "" {
 				t.Errorf("another story than the capture written right (-right +quirk):\n%s", d)
 			}
-			warn := "kwire: warning: " + strconv.Itoa(c.n) + " record(s) give an original length below their captured length"
+			warn := "kwire: warning: " + p + ": " + strconv.Itoa(c.n) + " record(s) give an original length below their captured length"
 			if strings.Count(gotErr, "kwire: warning:") != strings.Count(wantErr, "kwire: warning:")+1 || !strings.Contains(gotErr, warn) {
 				t.Errorf("stderr %q: want one warning more than %q, %q...", gotErr, wantErr, warn)
 			}

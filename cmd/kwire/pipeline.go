@@ -225,8 +225,8 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool, stder
 	if st.FilesTruncated > 0 {
 		fmt.Fprintf(stderr, "kwire: warning: %d capture file(s) end in a cut record (capture stopped uncleanly?): everything before it was analysed\n", st.FilesTruncated)
 	}
-	if st.OrigLenShort > 0 {
-		fmt.Fprintf(stderr, "kwire: warning: %d record(s) give an original length below their captured length (some capture libraries write them so): read with the captured length, as tshark does (orig_len_short in stats)\n", st.OrigLenShort)
+	for _, q := range src.Quirks() { // once per file, however many records
+		fmt.Fprintf(stderr, "kwire: warning: %s: %d record(s) give an original length below their captured length (some capture libraries write them so): read with the captured length, as tshark does (orig_len_short in stats)\n", q.Path, q.OrigLenShort)
 	}
 	warnDamage(stderr, src.Damage())
 	if p.shards != nil && p.shards.CrossBinds() > 0 {
