@@ -29,7 +29,8 @@ type Reordered struct {
 	// Crossed counts the segments (with payload, SYN or FIN) delivered
 	// after a packet of the other direction that acknowledges them, and
 	// Answered those with payload delivered after payload the other
-	// direction sent later (a request after its response).
+	// direction sent later (with the clients late, a request after its
+	// response).
 	Crossed, Answered int
 	// MaxSwapDelay is the longest a swapped segment came late by (at most
 	// ReorderOptions.MaxDelay).
