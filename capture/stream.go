@@ -157,6 +157,7 @@ type halfState struct {
 	// acknowledges, heldBytes their bytes (xdir.go).
 	ack       reassembly.Sequence
 	ackOK     bool
+	otherAt   reassembly.Sequence // begun with a SYN: the first ack it sent, else 0
 	held      []waitChunk
 	heldBytes int
 }
@@ -279,6 +280,11 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 			s.synLate(hi)
 		}
 		h.maxEnd = h.pos
+		if o := &s.half[1-hi]; len(o.held) > 0 && !s.a.flushing {
+			// What the other direction holds for bytes before this
+			// start will not get them (xdir.go).
+			s.releaseReady(1-hi, true)
+		}
 	} else if n > 0 {
 		switch d := nextSeq.Difference(seq); {
 		case d < 0:

@@ -24,9 +24,13 @@ import (
 // a segment missing within a direction: after Options.ReorderTimeout of
 // capture time, when the other direction closes, or when more than
 // maxHeldBytes are held, held bytes go on; the bytes they waited for are
-// then a gap of their own direction, reported as any gap is. A connection
-// whose other direction never showed up within the timeout is taken for a
-// capture of one direction only, and not held again.
+// then a gap of their own direction, reported as any gap is. Before the
+// other direction's first packet, bytes wait only where the handshake
+// says where it begins: on a connection seen mid-stream, or a capture of one
+// direction, they go on at once (the first response of a connection
+// seen mid-stream with the clients' feed late can then come before its
+// request). A connection whose other direction never showed up within the
+// timeout is not held again.
 //
 // Nothing is held in the ordinary case, where a segment acknowledges only
 // bytes already captured: the check is a comparison per chunk.
@@ -59,6 +63,9 @@ type waitChunk struct {
 // other side closes.)
 func (h *halfState) noteAck(ack reassembly.Sequence, ok bool) {
 	h.ack, h.ackOK = ack, ok
+	if ok && h.otherAt == 0 && h.synNext != 0 {
+		h.otherAt = ack // the handshake's ACK: where the other side begins
+	}
 }
 
 // ahead reports whether ack acknowledges bytes of the direction other
@@ -69,7 +76,16 @@ func (s *stream) ahead(hi int, ack reassembly.Sequence) bool {
 		return false
 	}
 	if !o.started {
-		return true // the other feed has not even shown its first packet
+		// The other feed has not shown its first packet. Where this
+		// direction began with the handshake, its first
+		// acknowledgement tells where the other begins: wait for
+		// bytes after it. Else (the capture began mid-stream, or has
+		// one direction only) there is no telling: deliver.
+		at := s.half[hi].synAcks
+		if at == 0 {
+			at = s.half[hi].otherAt
+		}
+		return at != 0 && at.Difference(ack) > 0 && at.Difference(ack) <= maxAckAhead
 	}
 	d := o.pos.Difference(ack)
 	return d > 0 && d <= maxAckAhead
