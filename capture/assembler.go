@@ -88,6 +88,7 @@ type Assembler struct {
 	// (evict.go).
 	quiet   quietList
 	reap    []*stream // evicted by the current packet, still in the pool
+	waiting []*stream // holding chunks for the other direction (xdir.go)
 	reaping bool      // reset is feeding reassembly a made-up RST
 	rstHdr  [20]byte
 	rstTCP  layers.TCP
@@ -241,6 +242,7 @@ func (a *Assembler) Advance(t time.Time) {
 		a.asm.FlushWithOptions(reassembly.FlushOptions{T: a.now.Add(-a.opts.ReorderTimeout), TC: tc})
 		a.fastFlush(tc, false)
 	})
+	a.releaseHeld(false)
 }
 
 // Close delivers what is left of every connection, then a Close with
@@ -255,6 +257,7 @@ func (a *Assembler) Close() {
 		a.asm.FlushAll()
 		a.fastFlush(time.Time{}, true)
 	})
+	a.releaseHeld(true) // closed connections released theirs: none left
 	a.publish()
 }
 

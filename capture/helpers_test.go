@@ -42,6 +42,7 @@ type seg struct {
 	v6    bool   // use the IPv6 endpoints
 	id    uint16 // IPv4 id; pcapFile numbers packets when 0
 	ack0  bool   // acknowledgement number 0 even with the ACK flag (else 1 with it, 0 without, as stacks send)
+	ackNo uint32 // if not 0 and with the ACK flag, the acknowledgement number
 }
 
 // endpoints returns the sender and receiver of s.
@@ -62,7 +63,7 @@ func (s seg) ipLayers() []gopacket.SerializableLayer {
 	src, dst := s.endpoints()
 	tcp := &layers.TCP{
 		SrcPort: layers.TCPPort(src.Port()), DstPort: layers.TCPPort(dst.Port()),
-		Seq: s.seq, Ack: b2u(strings.Contains(s.flags, "A") && !s.ack0), Window: 65535,
+		Seq: s.seq, Ack: s.ackNum(), Window: 65535,
 		SYN: strings.Contains(s.flags, "S"), ACK: strings.Contains(s.flags, "A"),
 		FIN: strings.Contains(s.flags, "F"), RST: strings.Contains(s.flags, "R"),
 		PSH: strings.Contains(s.flags, "P"),
@@ -271,4 +272,12 @@ func b2u(b bool) uint32 {
 		return 1
 	}
 	return 0
+}
+
+// ackNum is the acknowledgement number of s.
+func (s seg) ackNum() uint32 {
+	if s.ackNo != 0 && strings.Contains(s.flags, "A") {
+		return s.ackNo
+	}
+	return b2u(strings.Contains(s.flags, "A") && !s.ack0)
 }

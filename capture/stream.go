@@ -152,6 +152,14 @@ type halfState struct {
 	// dataT is the time of the latest Data emitted: a direction's chunk
 	// times never go back.
 	dataT time.Time
+	// ack is the acknowledgement of its latest packet (ackOK: it has
+	// one), held the chunks waiting for the other direction's bytes it
+	// acknowledges, heldBytes their bytes (xdir.go).
+	ack       reassembly.Sequence
+	ackOK     bool
+	otherAt   reassembly.Sequence // begun with a SYN: the first ack it sent, else 0
+	held      []waitChunk
+	heldBytes int
 }
 
 // segTime is a segment buffered ahead of pos and its capture time.
@@ -180,6 +188,9 @@ type stream struct {
 	prevQ, nextQ *stream
 	evicted      bool // closed by evictQuiet
 	reaped       bool // and dropped by the reassembly pool
+	delivered    bool // a chunk went to the Sink
+	waiting      bool // on Assembler.waiting: a direction holds chunks
+	oneWay       bool // the capture has one direction only: hold nothing
 }
 
 func halfIndex(dir reassembly.TCPFlowDirection) int {
@@ -208,6 +219,7 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 	if h.closed {
 		return false
 	}
+	h.noteAck(reassembly.Sequence(tcp.Ack), tcp.ACK && !tcp.RST)
 	if s.conn.Ignore {
 		s.acceptIgnored(hi, tcp)
 		return false
@@ -265,8 +277,14 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 			h.synAcks = reassembly.Sequence(tcp.Ack)
 		case tcp.SYN:
 			h.synNext = h.pos
+			s.synLate(hi)
 		}
 		h.maxEnd = h.pos
+		if o := &s.half[1-hi]; len(o.held) > 0 && !s.a.flushing {
+			// What the other direction holds for bytes before this
+			// start will not get them (xdir.go).
+			s.releaseReady(1-hi, true)
+		}
 	} else if n > 0 {
 		switch d := nextSeq.Difference(seq); {
 		case d < 0:
@@ -292,6 +310,18 @@ func (s *stream) lostSYN(tcp *layers.TCP, hi int) bool {
 	other := &s.half[1-hi]
 	return len(tcp.Payload) == 0 && tcp.ACK && !tcp.FIN && !tcp.RST &&
 		other.synNext != 0 && reassembly.Sequence(tcp.Ack) == other.synNext
+}
+
+// synLate marks the connection as seen from its first byte when the SYN
+// that starts direction hi came after the SYN-ACK that answers it: where
+// each direction has a path of its own (a SPAN port, a tap with one feed
+// per direction, a cloud traffic mirror), the answer can be captured
+// first. Both directions then start at their first byte, as when the SYN
+// comes first, provided nothing was delivered yet.
+func (s *stream) synLate(hi int) {
+	if !s.conn.Handshake && !s.delivered && s.half[1-hi].synAcks != 0 && s.half[1-hi].synAcks == s.half[hi].synNext {
+		s.conn.Handshake = true
+	}
 }
 
 // offStart reports whether tcp, the first packet of direction hi, would
@@ -386,6 +416,9 @@ func (s *stream) reassembled(hi int, data []byte, skip int, end bool) {
 		data = data[min(-skip, len(data)):]
 	}
 	s.data(hi, data)
+	if o := &s.half[1-hi]; len(o.held) > 0 && !s.a.flushing {
+		s.releaseReady(1-hi, skip <= 0) // what waited for these bytes (xdir.go)
+	}
 	if end {
 		if s.a.rst && !s.a.flushing {
 			s.close(hi, CloseRST)
@@ -556,10 +589,10 @@ func (s *stream) emitChunk(hi int, kind Kind, data []byte, n int, reason CloseRe
 	s.deliver(hi, kind, data, n, reason, t)
 }
 
-// deliver hands one chunk to the Sink. The direction is computed here,
+// send hands one chunk to the Sink. The direction is computed here,
 // not when the chunk was made, because the Sink may have swapped the
 // connection's sides since.
-func (s *stream) deliver(hi int, kind Kind, data []byte, n int, reason CloseReason, t time.Time) {
+func (s *stream) send(hi int, kind Kind, data []byte, n int, reason CloseReason, t time.Time) {
 	a := s.a
 	if kind != Close && s.conn.Ignore {
 		return
@@ -586,6 +619,7 @@ func (s *stream) deliver(hi int, kind Kind, data []byte, n int, reason CloseReas
 			a.st.GapBytes += uint64(n)
 		}
 	}
+	s.delivered = true
 	a.chunk = Chunk{Conn: s.conn, Dir: dir, Kind: kind, Time: t, Data: data, Len: n, Reason: reason}
 	a.sink.Chunk(&a.chunk)
 }

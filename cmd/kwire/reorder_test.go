@@ -28,6 +28,50 @@ import (
 //
 // Seeds 1-3 run here; KWIRE_REORDER_SEEDS="N [FIRST]" runs N from FIRST+1.
 func TestReorderSame(t *testing.T) {
+	testReordered(t, &captest.DefaultReorder, func(cmd string) func(*testing.T, []byte) []string {
+		return reorderView
+	})
+}
+
+// TestReorderCross is TestReorderSame with the two directions of every
+// connection on paths of their own, as a tap with one feed per direction,
+// a SPAN port or a cloud traffic mirror delivers them (captest.CrossReorder:
+// the clients' or the brokers' packets, picked by the seed, up to 5 ms
+// late, on top of TestReorderSame's disorder): SYN-ACKs come before their
+// SYN, segments after their acknowledgement, and, with the clients late,
+// requests after their responses. Nothing may be lost: the same gaps,
+// skipped bytes and unmatched responses as the original (none where it
+// has none), the same exchanges and anomalies (read), the same stats and
+// the same warn hazards by kind and group (analyze). Which exchange or
+// member an event names, and info hazards, may differ: exchanges on
+// different connections that complete within the skew of each other are
+// processed in the order their last byte was captured, which the skew
+// changes.
+//
+// KWIRE_REORDER_SKEW (a duration) and KWIRE_REORDER_LATE (clients or
+// brokers) change the disorder.
+func TestReorderCross(t *testing.T) {
+	opts := captest.CrossReorder
+	if s := os.Getenv("KWIRE_REORDER_SKEW"); s != "" {
+		var err error
+		if opts.Skew, err = time.ParseDuration(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := os.Getenv("KWIRE_REORDER_LATE"); s != "" {
+		opts.Late = map[string]captest.Feed{"clients": captest.FeedClients, "brokers": captest.FeedBrokers}[s]
+	}
+	testReordered(t, &opts, func(cmd string) func(*testing.T, []byte) []string {
+		if cmd == "read" {
+			return typesView("exchange", "anomaly", "stats")
+		}
+		return typesView("hazard", "stats")
+	})
+}
+
+// testReordered runs read and analyze on every capture and on its copies
+// reordered with opts, and compares what view, by command, keeps of them.
+func testReordered(t *testing.T, opts *captest.ReorderOptions, view func(cmd string) func(*testing.T, []byte) []string) {
 	n, first := uint64(3), uint64(0)
 	if s := os.Getenv("KWIRE_REORDER_SEEDS"); s != "" {
 		fmt.Sscan(s, &n, &first)
@@ -40,13 +84,14 @@ func TestReorderSame(t *testing.T) {
 	for _, c := range captures(t) {
 		for _, seed := range seeds {
 			var files []string
-			moved := 0
+			moved, crossed := 0, 0
 			for i, f := range c.files {
-				r, err := captest.Reorder(readFile(t, f), nil, seed+uint64(i)*100)
+				r, err := captest.Reorder(readFile(t, f), opts, seed+uint64(i)*100)
 				if err != nil {
 					t.Fatalf("%s: %v", f, err)
 				}
-				moved += r.ClosesMoved + r.EarlyData + r.Swapped
+				moved += r.ClosesMoved + r.EarlyData + r.Swapped + r.Crossed
+				crossed += r.Crossed
 				p := filepath.Join(dir, fmt.Sprintf("%s.%d.%d.pcapng", c.name, seed, i))
 				if err := os.WriteFile(p, r.Data, 0o600); err != nil {
 					t.Fatal(err)
@@ -55,22 +100,87 @@ func TestReorderSame(t *testing.T) {
 			}
 			for _, cmd := range []string{"read", "analyze"} {
 				t.Run(fmt.Sprintf("%s/seed=%d/%s", c.name, seed, cmd), func(t *testing.T) {
-					if moved == 0 {
-						t.Fatal("the reorderer moved nothing")
+					if moved == 0 || opts.Skew > 0 && crossed == 0 {
+						t.Fatalf("the reorderer moved %d packets, %d across directions", moved, crossed)
 					}
 					want, wantErr := runOutput(append([]string{cmd, "--json"}, c.files...))
 					got, gotErr := runOutput(append([]string{cmd, "--json"}, files...))
 					if wantErr != gotErr {
 						t.Errorf("stderr and exit: reordered %q, original %q", gotErr, wantErr)
 					}
-					w, g := reorderView(t, want), reorderView(t, got)
-					if d := diffLines(w, g); d != "" {
-						t.Errorf("reordered copy (%d packets moved) tells another story (-original +reordered):\n%s", moved, d)
+					if w, g := lossCounts(t, want), lossCounts(t, got); w != g {
+						t.Errorf("reordered copy (%d packets moved, %d across directions) lost more: %+v, original %+v", moved, crossed, g, w)
+					}
+					v := view(cmd)
+					if d := diffLines(v(t, want), v(t, got)); d != "" {
+						t.Errorf("reordered copy (%d packets moved, %d across directions) tells another story (-original +reordered):\n%s", moved, crossed, d)
 					}
 				})
 			}
 		}
 	}
+}
+
+// typesView returns a view of NDJSON output that keeps reorderView's
+// lines of the given types, a hazard only by kind, severity and group,
+// and only if it warns: info hazards such as offset_reset are drawn from
+// the order of exchanges on different connections.
+func typesView(types ...string) func(*testing.T, []byte) []string {
+	return func(t *testing.T, out []byte) []string {
+		var lines []string
+		for _, l := range reorderView(t, out) {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(l), &v); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(types, v["type"].(string)) {
+				continue
+			}
+			if v["type"] == "hazard" {
+				if v["severity"] == "info" {
+					continue
+				}
+				b, _ := json.Marshal(map[string]any{"kind": v["kind"], "severity": v["severity"], "group": v["group"]})
+				l = string(b)
+			}
+			lines = append(lines, l)
+		}
+		slices.Sort(lines)
+		return lines
+	}
+}
+
+// losses are the counters of the stats line that say bytes or exchanges
+// were lost.
+type losses struct {
+	CaptureGaps  int64
+	DecodeGaps   int64
+	SkippedBytes int64
+	Unmatched    int64
+}
+
+// lossCounts returns the losses of the stats line of out.
+func lossCounts(t *testing.T, out []byte) losses {
+	t.Helper()
+	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var v struct {
+			Type    string
+			Capture struct{ Gaps int64 }
+			Decode  struct {
+				Gaps               int64
+				SkippedBytes       int64 `json:"skipped_bytes"`
+				UnmatchedResponses int64 `json:"unmatched_responses"`
+			}
+		}
+		if err := json.Unmarshal(l, &v); err != nil {
+			t.Fatalf("not JSON: %s", l)
+		}
+		if v.Type == "stats" {
+			return losses{v.Capture.Gaps, v.Decode.Gaps, v.Decode.SkippedBytes, v.Decode.UnmatchedResponses}
+		}
+	}
+	t.Fatal("no stats line")
+	return losses{}
 }
 
 // reorderMay are the keys reordering may rightly change: times and
@@ -79,6 +189,9 @@ func TestReorderSame(t *testing.T) {
 var reorderMay = map[string]bool{
 	"ts": true, "time": true, "out_of_order": true, "summary": true, "evidence": true,
 	"duration_ms": true, "silent_ms": true, "max_heartbeat_gap_ms": true, "latency_us": true,
+	// Measured between a request and a response, or between two
+	// requests: a feed that runs late shifts one end.
+	"lead_ms": true, "heartbeat_gap_ms": true,
 }
 
 // reorderView returns the NDJSON lines of out, each without the keys

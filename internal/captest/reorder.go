@@ -22,6 +22,16 @@ type Reordered struct {
 	// last ACK was moved after the first data, Swapped the pairs of data
 	// segments exchanged.
 	ClosesMoved, EarlyData, Swapped int
+	// ClientsLate or BrokersLate is the skew by which the packets of the
+	// clients, or those of the brokers, were delivered late; the other is
+	// zero.
+	ClientsLate, BrokersLate time.Duration
+	// Crossed counts the segments (with payload, SYN or FIN) delivered
+	// after a packet of the other direction that acknowledges them, and
+	// Answered those with payload delivered after payload the other
+	// direction sent later (with the clients late, a request after its
+	// response).
+	Crossed, Answered int
 	// MaxSwapDelay is the longest a swapped segment came late by (at most
 	// ReorderOptions.MaxDelay).
 	MaxSwapDelay time.Duration
@@ -40,21 +50,48 @@ type ReorderOptions struct {
 	// microseconds to milliseconds, not across a client's pauses.
 	Swap     float64
 	MaxDelay time.Duration
+	// Skew, when not zero, delivers the two directions as a tap with one
+	// feed per direction, a SPAN port or a cloud traffic mirror does,
+	// each on a path of its own: the packets the clients send, or those
+	// the brokers send (Late, or picked by the seed), come late by a
+	// time between Skew/4 and Skew, and are stamped when they come. Each
+	// feed keeps its order; across feeds, a segment comes after the other
+	// direction's packets that acknowledge it, and when the clients'
+	// feed is late, a request after its response.
+	Skew time.Duration
+	Late Feed
 }
+
+// Feed names the packets one side of every connection sends.
+type Feed int
+
+// Feeds. FeedEither lets the seed pick.
+const (
+	FeedEither Feed = iota
+	FeedClients
+	FeedBrokers
+)
 
 // DefaultReorder is what the disorder tests use: half the connections
 // closing early, 5% of data segments swapped.
 var DefaultReorder = ReorderOptions{Closing: 0.5, Swap: 0.05, MaxDelay: 10 * time.Millisecond}
 
+// CrossReorder is DefaultReorder with the clients' or the brokers' feed
+// up to 5 ms late.
+var CrossReorder = ReorderOptions{Closing: 0.5, Swap: 0.05, MaxDelay: 10 * time.Millisecond, Skew: 5 * time.Millisecond}
+
 // Reorder returns a copy of src, a pcap or pcapng capture, in which
 // segments of one direction of a TCP connection arrive out of order, as a
 // loaded host, a multi-queue NIC or a SPAN port delivers them: nothing is
 // added or removed, and the timestamps stay where they were, in the same
-// increasing sequence; only the packets in those time slots move. Packets
-// move only past packets of their own direction and past packets of the
-// other that carry no payload (pure ACKs, the other side's closes), so a
-// response never comes to lie before its request. The same src, options
-// and seed give the same copy.
+// increasing sequence; only the packets in those time slots move. Within a
+// direction, packets move only past packets of their own direction and
+// past packets of the other that carry no payload (pure ACKs, the other
+// side's closes). Then, with ReorderOptions.Skew, one direction of every
+// connection comes late, stamped when it comes, so that segments come
+// after the other direction's packets that acknowledge them, and maybe
+// requests after their responses. The same src, options and seed give
+// the same copy.
 func Reorder(src []byte, opts *ReorderOptions, seed uint64) (*Reordered, error) {
 	if opts == nil {
 		opts = &DefaultReorder
@@ -153,6 +190,7 @@ func Reorder(src []byte, opts *ReorderOptions, seed uint64) (*Reordered, error) 
 			res.EarlyData++
 		}
 	}
+	skew(items, opts, rng, res)
 	out := make([]record, len(items))
 	for i, it := range items {
 		out[i] = it.rec
@@ -262,6 +300,7 @@ type segment struct {
 	tcp      bool
 	src, dst netip.AddrPort
 	flags    int
+	seq, ack uint32
 	payload  []byte
 	dir      bool // false: from the connection's lower endpoint
 }
@@ -287,7 +326,7 @@ func parseSegment(r record) (segment, bool) {
 	if !ok1 || !ok2 {
 		return segment{}, false
 	}
-	s := segment{tcp: true, src: netip.AddrPortFrom(sa, uint16(tcp.SrcPort)), dst: netip.AddrPortFrom(da, uint16(tcp.DstPort)), payload: tcp.Payload}
+	s := segment{tcp: true, src: netip.AddrPortFrom(sa, uint16(tcp.SrcPort)), dst: netip.AddrPortFrom(da, uint16(tcp.DstPort)), seq: tcp.Seq, ack: tcp.Ack, payload: tcp.Payload}
 	for _, fl := range []struct {
 		on bool
 		f  int
