@@ -139,28 +139,13 @@ func (c *Cluster) StartChild(ctx context.Context, name string, args any) (*Child
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
 	}
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "kwire-gen-child-")
 	if err != nil {
 		return nil, err
 	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(time.Minute)
-	}
-	spec, _ := json.Marshal(childSpec{Brokers: c.addrs, Args: raw, CountsOut: filepath.Join(dir, "counts.json"), Deadline: deadline})
 	cmd := exec.Command(exe, "child", name)
-	cmd.Env = append(os.Environ(), childEnvVar+"="+string(spec))
-	cmd.Stderr = os.Stderr
-	setChildAttrs(cmd)
-	stdout, err := cmd.StdoutPipe()
+	stdout, err := startSpec(ctx, cmd, childSpec{Brokers: c.addrs, CountsOut: filepath.Join(dir, "counts.json")}, args)
 	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start child %s: %w", name, err)
 	}
 	ch := &Child{Name: name, c: c, cmd: cmd, out: dir, ready: make(chan struct{}), done: make(chan struct{})}
@@ -169,6 +154,39 @@ func (c *Cluster) StartChild(ctx context.Context, name string, args any) (*Child
 	c.children = append(c.children, ch)
 	c.mu.Unlock()
 	return ch, nil
+}
+
+// startSpec starts cmd, a child (a re-executed kwire-gen or the Java
+// driver), with spec in its environment: args marshaled to JSON and ctx's
+// deadline (a minute from now without one) added. The child's stderr is
+// the generator's, and it dies with the generator (Linux:
+// PR_SET_PDEATHSIG). It returns the child's stdout.
+func startSpec(ctx context.Context, cmd *exec.Cmd, spec childSpec, args any) (io.ReadCloser, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	spec.Args = raw
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Minute)
+	}
+	spec.Deadline = deadline.UTC()
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(os.Environ(), childEnvVar+"="+string(b))
+	cmd.Stderr = os.Stderr
+	setChildAttrs(cmd)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return stdout, nil
 }
 
 // serve reads a started child's stdout until it exits: "ready" closes

@@ -2,7 +2,6 @@ package gen
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -121,27 +120,9 @@ func newerThan(dir string, t time.Time) string {
 // LeaveGroup, transaction abort). The JVM dies with the generator (Linux)
 // and by ctx's deadline at the latest.
 func (d *JavaDriver) Start(ctx context.Context, brokers []string, mode string, args any, line func([]byte)) (*Child, error) {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, err
-	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(time.Minute)
-	}
-	spec, err := json.Marshal(childSpec{Brokers: brokers, Args: raw, Deadline: deadline.UTC()})
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.Command(d.Java, append(append([]string{}, d.JVMArgs...), "-cp", d.Classpath, "kwire.driver.Main", mode)...)
-	cmd.Env = append(os.Environ(), childEnvVar+"="+string(spec))
-	cmd.Stderr = os.Stderr
-	setChildAttrs(cmd)
-	stdout, err := cmd.StdoutPipe()
+	stdout, err := startSpec(ctx, cmd, childSpec{Brokers: brokers}, args)
 	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start java driver %s: %w", mode, err)
 	}
 	if line == nil {
