@@ -263,8 +263,11 @@ func (e *Env) consumeOffsets(ctx context.Context, formatter string) ([]formatted
 		return nil, fmt.Errorf("ConsoleConsumer %s: %w\n%s", formatter, err, stderr.String())
 	}
 	// The formatters write one JSON object a record with no newline
-	// between them; the tool's own log lines (an error that ends it) go to
-	// stdout too.
+	// between them; the tool's own log lines go to stdout too, among them
+	// "ERROR Error processing message, terminating consumer process:
+	// org.apache.kafka.common.errors.TimeoutException": how --timeout-ms
+	// ends it, normally.
+	out = bytes.ReplaceAll(out, []byte("ERROR Error processing message, terminating consumer process: \norg.apache.kafka.common.errors.TimeoutException"), nil)
 	var fs []formatted
 	rest := out
 	for {
