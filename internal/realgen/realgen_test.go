@@ -67,6 +67,7 @@ func TestRealCaptures(t *testing.T) {
 					checkGenerations(t, gt, g)
 				}
 				checkCommits(t, gt, g)
+				checkDepartures(t, truth, g)
 			}
 			checkHazards(t, name, snap)
 		})
@@ -192,6 +193,34 @@ func check848(t *testing.T, gt GroupTruth, g *correlate.Group) {
 		t.Errorf("group %s: members and assignments by epoch, current-assignment records vs kwire (-want +got):\n%s", gt.Group, d)
 	}
 	t.Logf("group %s: group epochs %v, member epochs with records %d, kwire %v", gt.Group, gt.Consumer.GroupEpochs, len(want), kgens)
+}
+
+// checkDepartures compares how kwire says each member ended with what its
+// Java client did: a client that reported closing (close(): LeaveGroup,
+// or a KIP-848 heartbeat with epoch -1) left; one that never did was
+// SIGKILLed, and the broker expired it. Member ids are the clients' own
+// (consumer.groupMetadata()).
+func checkDepartures(t *testing.T, truth Truth, g *correlate.Group) {
+	t.Helper()
+	want := map[string]string{}
+	for _, raw := range truth.Reports {
+		var r Report
+		if json.Unmarshal(raw, &r) != nil || r.Group != g.Group || r.MemberID == "" {
+			continue
+		}
+		if r.Kind == "closing" {
+			want[r.MemberID] = correlate.MemberLeft
+		} else if want[r.MemberID] == "" {
+			want[r.MemberID] = correlate.MemberExpired
+		}
+	}
+	got := map[string]string{}
+	for _, m := range g.Members {
+		got[m.MemberID] = m.Status
+	}
+	if d := diffMaps(want, got); d != "" {
+		t.Errorf("group %s: how members ended, the Java clients vs kwire (-want +got):\n%s", g.Group, d)
+	}
 }
 
 // checkCommits compares kwire's accepted commits and committed offsets
