@@ -262,6 +262,15 @@ func (e *Env) consumeOffsets(ctx context.Context, formatter string) ([]formatted
 	if err != nil {
 		return nil, fmt.Errorf("ConsoleConsumer %s: %w\n%s", formatter, err, stderr.String())
 	}
+	fs, err := parseFormatted(out)
+	if err != nil {
+		return nil, fmt.Errorf("ConsoleConsumer %s: %w", formatter, err)
+	}
+	return fs, nil
+}
+
+// parseFormatted reads a CoordinatorRecordMessageFormatter's output.
+func parseFormatted(out []byte) ([]formatted, error) {
 	// The formatters write one JSON object a record with no newline
 	// between them; the tool's own log lines go to stdout too, among them
 	// "ERROR Error processing message, terminating consumer process:
@@ -275,26 +284,36 @@ func (e *Env) consumeOffsets(ctx context.Context, formatter string) ([]formatted
 		if i < 0 {
 			break
 		}
-		if j := bytes.LastIndexByte(rest[:i], '\n'); bytes.Contains(rest[max(j, 0):i], []byte("ERROR")) {
-			return nil, fmt.Errorf("ConsoleConsumer %s: %s", formatter, firstLine(rest[max(j, 0):]))
+		if k := bytes.Index(rest[:i], []byte("ERROR")); k >= 0 {
+			return nil, fmt.Errorf("%s", firstLine(rest[k:]))
 		}
 		dec := json.NewDecoder(bytes.NewReader(rest[i:]))
 		var f formatted
 		if err := dec.Decode(&f); err != nil {
-			return nil, fmt.Errorf("%s output at %q: %w", formatter, firstLine(rest[i:]), err)
+			return nil, fmt.Errorf("output at %q: %w", firstLine(rest[i:]), err)
 		}
 		fs = append(fs, f)
 		rest = rest[i+int(dec.InputOffset()):]
 	}
 	if k := bytes.Index(rest, []byte("ERROR")); k >= 0 {
-		return nil, fmt.Errorf("ConsoleConsumer %s: %s", formatter, firstLine(rest[k:]))
+		return nil, fmt.Errorf("%s", firstLine(rest[k:]))
 	}
 	return fs, nil
 }
 
+// firstLine is b's first line, or two when the first ends with ": " (a
+// log line whose exception follows), at most 300 bytes.
 func firstLine(b []byte) string {
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		b = b[:i]
+		end := i
+		if bytes.HasSuffix(b[:i], []byte(": ")) {
+			if j := bytes.IndexByte(b[i+1:], '\n'); j >= 0 {
+				end = i + 1 + j
+			} else {
+				end = len(b)
+			}
+		}
+		b = b[:end]
 	}
 	if len(b) > 300 {
 		b = b[:300]
