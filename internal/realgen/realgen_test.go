@@ -29,6 +29,14 @@ var expectedHazards = map[string][]string{
 	"r_joins": {"member_expired"},
 }
 
+// expectedInfo are, per scenario, info hazards that must be told: what
+// the broker did, named for what it is.
+var expectedInfo = map[string][]string{
+	// The first rebalance of the empty group lasted the initial delay,
+	// extended by the second joiner up to the 4 s rebalance timeout.
+	"r_delay": {"rebalance_slow"},
+}
+
 // TestRealCaptures runs kwire analyze on every committed real capture
 // (testdata/real/<name>.pcapng, made by kwire-gen -real from a Kafka 4.4.0
 // cluster and the Java client) and compares its story with the truth the
@@ -267,6 +275,7 @@ func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot) {
 	for _, h := range s.Hazards {
 		t.Logf("hazard %s %s (group %s member %s): %s", h.Severity, h.Kind, h.Group, h.MemberID, h.Summary)
 		if h.Severity == "info" {
+			seen["info "+h.Kind] = true
 			continue
 		}
 		seen[h.Kind] = true
@@ -277,6 +286,11 @@ func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot) {
 	for _, k := range expectedHazards[scenario] {
 		if !seen[k] {
 			t.Errorf("no %s hazard; expected of %s", k, scenario)
+		}
+	}
+	for _, k := range expectedInfo[scenario] {
+		if !seen["info "+k] {
+			t.Errorf("no info %s hazard; expected of %s", k, scenario)
 		}
 	}
 }
