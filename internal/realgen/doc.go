@@ -9,7 +9,10 @@
 // (kafka-tools' ConsoleConsumer with OffsetsMessageFormatter and
 // GroupMetadataMessageFormatter): every accepted commit and every group
 // metadata record (generation, protocol, leader, members and their
-// assignments). Beside it are the coordinators' log lines ("Stabilized
+// assignments); the KIP-848 records (group epochs, members, target and
+// current assignments) through the same CoordinatorRecordMessageFormatter
+// with every record type allowed (GroupRecords.java, run in Java's
+// source-file mode). Beside it are the coordinators' log lines ("Stabilized
 // group ... generation N"), the Java clients' reports (member ids,
 // generations, owned partitions, commits) and the relayed ports kwire
 // must be told (--port).
