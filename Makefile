@@ -266,3 +266,10 @@ java/driver/target/kwire-driver.jar: $(JAVA_DRIVER_SRC)
 
 .PHONY: java-driver
 java-driver: java/driver/target/kwire-driver.jar
+
+# Issue 37: regenerate the committed real-Kafka captures and their truth
+# (internal/realgen: a 3-node Kafka 4.4.0 cluster and the Java client;
+# a few minutes per scenario here). REAL_ONLY=r_joins runs one.
+.PHONY: real-captures
+real-captures: realkafka-deps java-driver
+	$(GO) run ./cmd/kwire-gen -real -out testdata/real $(if $(REAL_ONLY),-only $(REAL_ONLY))

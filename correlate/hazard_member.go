@@ -424,6 +424,29 @@ func (c *Correlator) checkSlow(g *groupState, gh *groupHazard, gen *genState) {
 	}
 	ev := &HazardEvent{Kind: HazardRebalanceSlow, Severity: SeverityWarn, Group: g.name, Generation: i32p(gen.id),
 		at: gen.completed, DurationMillis: millis(dur), RebalanceTimeoutMillis: rt}
+	// A rebalance of an empty group (a new one: generation 1; or one its
+	// last members had left) is held by the broker itself for
+	// group.initial.rebalance.delay.ms (3 s by default, not on the wire),
+	// longer for each member joining meanwhile, up to the rebalance
+	// timeout (issue 37: seen on Kafka 4.4). Only what lasts beyond that
+	// is the members'.
+	if (gen.id == 1 || gen.emptiedBefore) && dur-timeout < time.Duration(float64(timeout)*hz.SlowRebalance) {
+		ev.Severity = SeverityInfo
+		ev.Summary = fmt.Sprintf("%s generation %d: the rebalance took %v, %d%% of the %v rebalance timeout, but the group "+
+			"was empty when it began: the broker holds such a rebalance for group.initial.rebalance.delay.ms (3s by "+
+			"default), longer as members keep joining, up to the rebalance timeout; its own timer, not a slow member",
+			g.name, gen.id, dur.Round(time.Millisecond), int(100*dur/timeout), timeout)
+		ev.Evidence = []Evidence{}
+		if jm := gh.joins[gen.id]; jm != nil {
+			ev.Evidence = []Evidence{jm.first, jm.last}
+			if jm.first == jm.last {
+				ev.Evidence = ev.Evidence[:1]
+			}
+		}
+		ev.absent = &absence{from: gen.started, to: gen.completed}
+		c.report(episodeKey(HazardRebalanceSlow, g.name, strconv.Itoa(int(gen.id))), ev)
+		return
+	}
 	last := ""
 	ev.Evidence = []Evidence{}
 	if jm := gh.joins[gen.id]; jm != nil {

@@ -6,6 +6,11 @@
 //	kwire-gen -out testdata -only group,lossy
 //	kwire-gen -out /tmp/kwire-bench -only bulk -size 1GB [-mss 1448]
 //	kwire-gen -list
+//	kwire-gen -real -out testdata/real [-only r_joins]  # real Kafka 4.4.0 + Java client
+//
+// With -real it runs internal/realgen's scenarios instead: a real 3-node
+// Apache Kafka 4.4.0 cluster and the Java client (make realkafka-deps
+// java-driver first; make real-captures does both).
 //
 // Scenarios marked explicit in -list (bulk) run only when named.
 package main
@@ -21,6 +26,7 @@ import (
 	"time"
 
 	"github.com/kwire/kwire/internal/gen"
+	"github.com/kwire/kwire/internal/realgen"
 )
 
 func main() {
@@ -34,7 +40,15 @@ func main() {
 	list := flag.Bool("list", false, "list scenarios and exit")
 	size := flag.String("size", "", "capture `SIZE` for scenarios that grow to one (bulk), e.g. 1GB, 512MB")
 	mss := flag.Int("mss", 0, "TCP payload per packet, e.g. 1448 for an Ethernet MTU (default: each scenario's own)")
+	real := flag.Bool("real", false, "run the real-Kafka scenarios (Kafka 4.4.0 cluster, Java client; internal/realgen)")
 	flag.Parse()
+	if *real {
+		if err := runReal(*out, *only, *list); err != nil {
+			fmt.Fprintln(os.Stderr, "kwire-gen:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var sizeBytes int64
 	if *size != "" {
 		var err error
@@ -125,4 +139,40 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("bad -size %q: use a number with an optional unit, e.g. 1GB or 512MB", s)
 	}
 	return int64(n * float64(int64(1)<<shift)), nil
+}
+
+// runReal runs internal/realgen's scenarios (all, or those named in only).
+func runReal(out, only string, list bool) error {
+	all := realgen.Scenarios()
+	if list {
+		for _, s := range all {
+			fmt.Printf("%-10s %s\n", s.Name, s.Doc)
+		}
+		return nil
+	}
+	todo := all
+	if only != "" {
+		todo = nil
+		for _, name := range strings.Split(only, ",") {
+			s, ok := realgen.Lookup(strings.TrimSpace(name))
+			if !ok {
+				return fmt.Errorf("no real scenario %q (see -real -list)", name)
+			}
+			todo = append(todo, s)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	for _, s := range todo {
+		start := time.Now()
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		t, err := realgen.Run(sctx, s, out, realgen.Options{Logf: logf})
+		cancel()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%-10s %5.1fs  %s (%d packets)\n", s.Name, time.Since(start).Seconds(), t.Capture, t.Packets)
+	}
+	return nil
 }

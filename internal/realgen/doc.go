@@ -1,0 +1,24 @@
+// Package realgen makes kwire's real-Kafka test captures (issue 37): it
+// runs scenarios of Apache Kafka's own Java client (java/driver, through
+// [gen.JavaDriver]) against a real 3-node Kafka 4.4.0 cluster
+// ([realkafka.Cluster], every listener relayed and recorded) and writes,
+// per scenario, <name>.pcapng and <name>.truth.json into a directory.
+//
+// The truth is the broker's, never kwire's: after the capture is written,
+// the cluster's __consumer_offsets log is read with Kafka's own formatters
+// (kafka-tools' ConsoleConsumer with OffsetsMessageFormatter and
+// GroupMetadataMessageFormatter): every accepted commit and every group
+// metadata record (generation, protocol, leader, members and their
+// assignments); the KIP-848 records (group epochs, members, target and
+// current assignments) through the same CoordinatorRecordMessageFormatter
+// with every record type allowed (GroupRecords.java, run in Java's
+// source-file mode). Beside it are the coordinators' log lines ("Stabilized
+// group ... generation N"), the Java clients' reports (member ids,
+// generations, owned partitions, commits) and the relayed ports kwire
+// must be told (--port).
+//
+// [Run] runs one [Scenario]; [Scenarios] lists them. `make real-captures`
+// (kwire-gen -real -out testdata/real) regenerates the committed ones; the
+// test in this package compares kwire analyze on the committed captures
+// with their truth and needs neither Java nor Kafka.
+package realgen

@@ -1,0 +1,306 @@
+package realgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kwire/kwire/internal/gen"
+	"github.com/kwire/kwire/internal/realkafka"
+)
+
+// Scenario is one real-Kafka capture: a cluster (3 nodes, Shared layout,
+// Kafka 4.4.0 defaults plus Config), the topics created first, then Run
+// driving Java clients.
+type Scenario struct {
+	Name, Doc string
+	// Config overrides broker settings (realkafka.Options.Config); the
+	// initial rebalance delay stays Kafka's default (3 s) unless set.
+	Config map[string]string
+	// Topics are created (replication 3) before Run.
+	Topics map[string]int
+	// Groups are the groups whose truth is written.
+	Groups []string
+	Run    func(ctx context.Context, e *Env) error
+}
+
+var scenarios []Scenario
+
+// Scenarios lists the scenarios in the order they were registered.
+func Scenarios() []Scenario { return append([]Scenario(nil), scenarios...) }
+
+// Lookup finds a scenario by name.
+func Lookup(name string) (Scenario, bool) {
+	for _, s := range scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+func register(s Scenario) { scenarios = append(scenarios, s) }
+
+// Env is what a scenario's Run drives: the cluster, the Java driver and
+// the reports its clients sent.
+type Env struct {
+	C    *realkafka.Cluster
+	D    *gen.JavaDriver
+	Logf func(format string, args ...any)
+
+	mu       sync.Mutex
+	reports  []Report
+	more     chan struct{}
+	children []*gen.Child
+	start    time.Time
+}
+
+// Report is one JSON line of a Java client (java/driver/README.md), with
+// the fields the scenarios and the truth read; Raw keeps the whole line.
+type Report struct {
+	Kind       string             `json:"kind"`
+	Ns         int64              `json:"ns"`
+	Group      string             `json:"group,omitempty"`
+	ClientID   string             `json:"client_id,omitempty"`
+	MemberID   string             `json:"member_id,omitempty"`
+	Generation *int32             `json:"generation,omitempty"`
+	Assignment map[string][]int32 `json:"assignment,omitempty"`
+	// Offsets: commit and committed reports, topic -> partition -> offset.
+	Offsets map[string]map[string]int64 `json:"offsets,omitempty"`
+	// Topic, Partition, Records, LastOffset: consumed reports.
+	Topic      string          `json:"topic,omitempty"`
+	Partition  int32           `json:"partition,omitempty"`
+	Records    int64           `json:"records,omitempty"`
+	LastOffset int64           `json:"last_offset,omitempty"`
+	Raw        json.RawMessage `json:"raw"`
+}
+
+func (e *Env) addLine(b []byte) {
+	var r Report
+	if json.Unmarshal(b, &r) != nil {
+		return
+	}
+	r.Raw = append(json.RawMessage(nil), b...)
+	e.mu.Lock()
+	e.reports = append(e.reports, r)
+	if e.more != nil {
+		close(e.more)
+		e.more = nil
+	}
+	e.mu.Unlock()
+}
+
+// Start starts a Java client (mode gen.JavaConsumer...) against the
+// cluster's relayed listeners; its reports are kept.
+func (e *Env) Start(ctx context.Context, mode string, args any) (*gen.Child, error) {
+	ch, err := e.D.Start(ctx, e.C.Addrs(), mode, args, e.addLine)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.children = append(e.children, ch)
+	e.mu.Unlock()
+	return ch, nil
+}
+
+// StartReady starts a Java client and waits until it is ready (a consumer:
+// it owns partitions).
+func (e *Env) StartReady(ctx context.Context, mode string, args any) (*gen.Child, error) {
+	ch, err := e.Start(ctx, mode, args)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-ch.Ready():
+		return ch, nil
+	case <-ch.Done():
+		return nil, fmt.Errorf("java %s exited before it was ready: %v", mode, ch.Wait(ctx))
+	case <-ctx.Done():
+		return nil, fmt.Errorf("java %s: waiting until ready: %w", mode, ctx.Err())
+	}
+}
+
+// Run runs a Java client to its end (a producer, an admin).
+func (e *Env) RunJava(ctx context.Context, mode string, args any) error {
+	ch, err := e.Start(ctx, mode, args)
+	if err != nil {
+		return err
+	}
+	if err := ch.Wait(ctx); err != nil {
+		return fmt.Errorf("java %s: %w", mode, err)
+	}
+	return nil
+}
+
+// WaitFor waits until cond holds on the reports so far; what names the
+// wait in its error.
+func (e *Env) WaitFor(ctx context.Context, what string, cond func([]Report) bool) error {
+	for {
+		e.mu.Lock()
+		ok := cond(e.reports)
+		if e.more == nil {
+			e.more = make(chan struct{})
+		}
+		more := e.more
+		e.mu.Unlock()
+		if ok {
+			e.Logf("%s", what)
+			return nil
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		}
+	}
+}
+
+// Reports returns the reports so far.
+func (e *Env) Reports() []Report {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Report(nil), e.reports...)
+}
+
+// Produce runs a Java producer (acks=all) writing n records spread by key
+// over topic's partitions.
+func (e *Env) Produce(ctx context.Context, clientID, topic string, n int) error {
+	return e.RunJava(ctx, gen.JavaProducer, map[string]any{
+		"client_id": clientID, "topic": topic, "records": n, "size": 20, "acks": "all",
+	})
+}
+
+// stopAll terminates the clients still running.
+func (e *Env) stopAll(ctx context.Context) {
+	e.mu.Lock()
+	chs := append([]*gen.Child(nil), e.children...)
+	e.mu.Unlock()
+	for _, ch := range chs {
+		_ = ch.Terminate(ctx)
+	}
+}
+
+// Options configures Run.
+type Options struct {
+	// Logf gets progress lines (default: none).
+	Logf func(format string, args ...any)
+	// KeepDir keeps the cluster's directory (broker logs) instead of
+	// removing it after a successful run.
+	KeepDir bool
+}
+
+// Run runs scenario s on a new cluster and writes <out>/<name>.pcapng and
+// <out>/<name>.truth.json. The capture is written before the truth is
+// read, so the truth reading is not in it.
+func Run(ctx context.Context, s Scenario, out string, o Options) (*Truth, error) {
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	d, err := gen.FindJavaDriver()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "realgen-"+s.Name+"-")
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if ok && !o.KeepDir {
+			os.RemoveAll(dir)
+		} else {
+			logf("%s: broker logs kept in %s", s.Name, dir)
+		}
+	}()
+	c, err := realkafka.Start(ctx, &realkafka.Options{Dir: dir, Config: s.Config})
+	if err != nil {
+		return nil, fmt.Errorf("%s: start cluster: %w", s.Name, err)
+	}
+	defer c.Stop()
+	start := time.Now()
+	e := &Env{C: c, D: d, start: start}
+	e.Logf = func(format string, args ...any) {
+		logf("%s %6.1fs "+format, append([]any{s.Name, time.Since(start).Seconds()}, args...)...)
+	}
+	e.Logf("cluster ready (%v to format, %v to start); listeners %v", c.Formatted.Round(time.Millisecond), c.Ready.Round(time.Millisecond), c.Listeners())
+	if err := e.createTopics(ctx, s.Topics); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	if err := s.Run(ctx, e); err != nil {
+		e.stopAll(ctx)
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	e.stopAll(ctx)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	capture := filepath.Join(out, s.Name+".pcapng")
+	// The controller quorum's listeners (Raft fetches, broker heartbeats
+	// and registrations) are left out: a quarter of the packets, and no
+	// group traffic.
+	ctrl := map[uint16]bool{}
+	for _, p := range c.Ports(realkafka.ListenerController) {
+		ctrl[uint16(p)] = true
+	}
+	n, err := c.Recorder().WritePcapng(capture, gen.LinkEthernet, func(conn *gen.Conn) bool {
+		return !ctrl[conn.Server.Port()]
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: write capture: %w", s.Name, err)
+	}
+	e.Logf("%d packets in %s", n, capture)
+
+	t := &Truth{Scenario: s.Name, Doc: s.Doc, Kafka: realkafka.Version4, Capture: filepath.Base(capture),
+		Packets: n, Ports: c.Ports(realkafka.ListenerPlaintext), Listeners: map[string]string{}}
+	for addr, l := range c.Listeners() {
+		t.Listeners[addr] = fmt.Sprintf("node %d %s", l.Node, l.Name)
+	}
+	for name, p := range s.Topics {
+		t.Topics = append(t.Topics, TopicTruth{Topic: name, Partitions: p})
+	}
+	sort.Slice(t.Topics, func(i, j int) bool { return t.Topics[i].Topic < t.Topics[j].Topic })
+	if err := e.readTruth(ctx, t, s.Groups); err != nil {
+		return nil, fmt.Errorf("%s: truth: %w", s.Name, err)
+	}
+	b, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(out, s.Name+".truth.json"), append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	ok = true
+	return t, nil
+}
+
+// createTopics creates the scenario's topics (replication 3) with the
+// Java Admin client.
+func (e *Env) createTopics(ctx context.Context, topics map[string]int) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	var ts []map[string]any
+	for name, p := range topics {
+		ts = append(ts, map[string]any{"name": name, "partitions": p})
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i]["name"].(string) < ts[j]["name"].(string) })
+	if err := e.RunJava(ctx, gen.JavaAdmin, map[string]any{"client_id": "rk-admin", "stop_on_error": true,
+		"ops": []map[string]any{{"op": "create_topics", "topics": ts, "replication": 3}}}); err != nil {
+		return fmt.Errorf("create topics: %w", err)
+	}
+	e.Logf("topics created: %v", topics)
+	return nil
+}
+
+// quietReplicas lets an idle follower's Fetch wait up to 5 s (Kafka's
+// default: 500 ms) for new records: ten times fewer replica fetches in a
+// capture where nothing is produced most of the time. A produce or a
+// commit still wakes the parked fetch at once, so nothing the groups do
+// waits longer.
+var quietReplicas = map[string]string{"replica.fetch.wait.max.ms": "5000"}

@@ -1,0 +1,370 @@
+package realgen
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kwire/kwire/correlate"
+)
+
+// realDir holds the committed real captures (make real-captures).
+const realDir = "../../testdata/real"
+
+// expectedHazards are, per scenario, the warn/critical hazard kinds the
+// clients earned: anything else of those severities is a false alarm.
+var expectedHazards = map[string][]string{
+	// rk-c2 was SIGKILLed: its session expired, and the partitions it
+	// owned waited 10 s for the next generation.
+	"r_joins": {"member_expired"},
+}
+
+// expectedInfo are, per scenario, info hazards that must be told: what
+// the broker did, named for what it is.
+var expectedInfo = map[string][]string{
+	// The first rebalance of the empty group lasted the initial delay,
+	// extended by the second joiner up to the 4 s rebalance timeout.
+	"r_delay": {"rebalance_slow"},
+}
+
+// TestRealCaptures runs kwire analyze on every committed real capture
+// (testdata/real/<name>.pcapng, made by kwire-gen -real from a Kafka 4.4.0
+// cluster and the Java client) and compares its story with the truth the
+// broker recorded (<name>.truth.json): every generation the coordinator
+// stored in __consumer_offsets (leader, members, assignments) and logged
+// (member count, leader), every accepted commit and the committed offsets
+// __consumer_offsets holds at the end, and no warn or critical hazard the
+// clients did not earn. It needs neither Java nor Kafka.
+func TestRealCaptures(t *testing.T) {
+	truths, _ := filepath.Glob(filepath.Join(realDir, "*.truth.json"))
+	if len(truths) == 0 {
+		t.Fatalf("no real captures in %s: run make real-captures", realDir)
+	}
+	kwire := buildKwire(t)
+	for _, tf := range truths {
+		name := strings.TrimSuffix(filepath.Base(tf), ".truth.json")
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(tf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var truth Truth
+			if err := json.Unmarshal(b, &truth); err != nil {
+				t.Fatalf("%s: %v", tf, err)
+			}
+			snap := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports)
+			for _, gt := range truth.Groups {
+				g := findGroup(snap, gt.Group)
+				if g == nil {
+					t.Errorf("kwire found no group %q", gt.Group)
+					continue
+				}
+				if gt.Consumer != nil {
+					check848(t, gt, g)
+				} else {
+					checkGenerations(t, gt, g)
+				}
+				checkCommits(t, gt, g)
+				checkDepartures(t, truth, g)
+			}
+			checkHazards(t, name, snap)
+		})
+	}
+}
+
+func findGroup(s *correlate.Snapshot, name string) *correlate.Group {
+	for i := range s.Groups {
+		if s.Groups[i].Group == name {
+			return &s.Groups[i]
+		}
+	}
+	return nil
+}
+
+// genView is what both sides say of one generation.
+type genView struct {
+	Protocol string
+	Leader   string
+	// Members maps member id -> assignment ("topic:p,p;topic:p").
+	Members map[string]string
+}
+
+func assignmentString(a map[string][]int32) string {
+	var ts []string
+	for t := range a {
+		ts = append(ts, t)
+	}
+	sort.Strings(ts)
+	var parts []string
+	for _, t := range ts {
+		ps := slices.Clone(a[t])
+		slices.Sort(ps)
+		var s []string
+		for _, p := range ps {
+			s = append(s, strconv.Itoa(int(p)))
+		}
+		if len(s) > 0 {
+			parts = append(parts, t+":"+strings.Join(s, ","))
+		}
+	}
+	return strings.Join(parts, ";")
+}
+
+// checkGenerations compares kwire's generations with the group metadata
+// records (every generation with members: the record the broker writes
+// when a group becomes empty, no members, bumps the generation, and
+// kwire does not count that as one) and the coordinator's log lines.
+func checkGenerations(t *testing.T, gt GroupTruth, g *correlate.Group) {
+	t.Helper()
+	want := map[int32]genView{}
+	for _, r := range gt.Generations {
+		if len(r.Members) == 0 {
+			continue
+		}
+		v := genView{Protocol: r.Protocol, Leader: r.Leader, Members: map[string]string{}}
+		for _, m := range r.Members {
+			v.Members[m.MemberID] = assignmentString(m.Assignment)
+		}
+		want[r.Generation] = v
+	}
+	got := map[int32]genView{}
+	var kgens []int32
+	for _, ge := range g.Generations {
+		v := genView{Protocol: ge.Protocol, Leader: ge.Leader, Members: map[string]string{}}
+		for _, m := range ge.Members {
+			v.Members[m.MemberID] = assignmentString(m.Assignment)
+		}
+		got[ge.Generation] = v
+		kgens = append(kgens, ge.Generation)
+	}
+	if d := diffMaps(want, got); d != "" {
+		t.Errorf("group %s: generations, __consumer_offsets group metadata records vs kwire (-want +got):\n%s", gt.Group, d)
+	}
+	for gen, l := range gt.Logged {
+		v, ok := got[gen]
+		if !ok {
+			t.Errorf("group %s: generation %d logged by the coordinator (%d members, leader %s), not in kwire's %v", gt.Group, gen, l.Members, l.Leader, kgens)
+			continue
+		}
+		if len(v.Members) != l.Members || (l.Leader != "" && v.Leader != l.Leader) {
+			t.Errorf("group %s generation %d: kwire %d members, leader %s; the coordinator logged %d members, leader %s",
+				gt.Group, gen, len(v.Members), v.Leader, l.Members, l.Leader)
+		}
+	}
+	t.Logf("group %s: generations truth %d (with members), logged %d, kwire %v", gt.Group, len(want), len(gt.Logged), kgens)
+}
+
+// check848 compares kwire's epochs of a KIP-848 group with the
+// coordinator's records: every epoch kwire tells is a group epoch of a
+// ConsumerGroupMetadata record, and in each, every member and its
+// assignment are the last ConsumerGroupCurrentMemberAssignment record of
+// that member at that member epoch in state STABLE (0). A member's later
+// records at the same epoch in state UNREVOKED_PARTITIONS (1: asked to
+// give partitions up for the next epoch, the rest pending revocation) or
+// UNRELEASED_PARTITIONS (2: waiting for another member to give them up)
+// are the way to the next epoch, not that epoch's assignment.
+func check848(t *testing.T, gt GroupTruth, g *correlate.Group) {
+	t.Helper()
+	want := map[int32]map[string]string{}
+	for _, a := range gt.Consumer.Assignments {
+		if a.Gone || a.MemberEpoch <= 0 || a.State != 0 {
+			continue
+		}
+		if want[a.MemberEpoch] == nil {
+			want[a.MemberEpoch] = map[string]string{}
+		}
+		want[a.MemberEpoch][a.MemberID] = assignmentString(a.Assigned)
+	}
+	got := map[int32]map[string]string{}
+	var kgens []int32
+	for _, ge := range g.Generations {
+		kgens = append(kgens, ge.Generation)
+		if !slices.Contains(gt.Consumer.GroupEpochs, ge.Generation) {
+			t.Errorf("group %s: kwire's epoch %d is no group epoch of the coordinator's records %v", gt.Group, ge.Generation, gt.Consumer.GroupEpochs)
+		}
+		got[ge.Generation] = map[string]string{}
+		for _, m := range ge.Members {
+			got[ge.Generation][m.MemberID] = assignmentString(m.Assignment)
+		}
+	}
+	if d := diffMaps(want, got); d != "" {
+		t.Errorf("group %s: members and assignments by epoch, current-assignment records vs kwire (-want +got):\n%s", gt.Group, d)
+	}
+	t.Logf("group %s: group epochs %v, member epochs with records %d, kwire %v", gt.Group, gt.Consumer.GroupEpochs, len(want), kgens)
+}
+
+// checkDepartures compares how kwire says each member ended with what its
+// Java client did: a client that reported closing (close(): LeaveGroup,
+// or a KIP-848 heartbeat with epoch -1) left; one that never did was
+// SIGKILLed, and the broker expired it. Member ids are the clients' own
+// (consumer.groupMetadata()).
+func checkDepartures(t *testing.T, truth Truth, g *correlate.Group) {
+	t.Helper()
+	want := map[string]string{}
+	for _, raw := range truth.Reports {
+		var r Report
+		if json.Unmarshal(raw, &r) != nil || r.Group != g.Group || r.MemberID == "" {
+			continue
+		}
+		if r.Kind == "closing" {
+			want[r.MemberID] = correlate.MemberLeft
+		} else if want[r.MemberID] == "" {
+			want[r.MemberID] = correlate.MemberExpired
+		}
+	}
+	got := map[string]string{}
+	for _, m := range g.Members {
+		got[m.MemberID] = m.Status
+	}
+	if d := diffMaps(want, got); d != "" {
+		t.Errorf("group %s: how members ended, the Java clients vs kwire (-want +got):\n%s", g.Group, d)
+	}
+}
+
+// checkCommits compares kwire's accepted commits and committed offsets
+// with the offset commit records.
+func checkCommits(t *testing.T, gt GroupTruth, g *correlate.Group) {
+	t.Helper()
+	wantN := map[string]int{}
+	for _, c := range gt.Commits {
+		if c.Offset >= 0 {
+			wantN[fmt.Sprintf("%s/%d", c.Topic, c.Partition)]++
+		}
+	}
+	gotN := map[string]int{}
+	got := map[string]int64{}
+	for _, p := range g.Partitions {
+		k := fmt.Sprintf("%s/%d", p.Topic, p.Partition)
+		if p.Committed != nil {
+			got[k] = *p.Committed
+		}
+		n := int(p.CommitsDropped)
+		for _, c := range p.Commits {
+			if c.ErrorCode == 0 {
+				n++
+			}
+		}
+		if n > 0 {
+			gotN[k] = n
+		}
+	}
+	if d := diffMaps(gt.Committed, got); d != "" {
+		t.Errorf("group %s: committed offsets, __consumer_offsets vs kwire (-want +got):\n%s", gt.Group, d)
+	}
+	if d := diffMaps(wantN, gotN); d != "" {
+		t.Errorf("group %s: accepted commits per partition, offset commit records vs kwire (-want +got):\n%s", gt.Group, d)
+	}
+	t.Logf("group %s: %d commit records; committed %v", gt.Group, len(gt.Commits), gt.Committed)
+}
+
+// checkHazards fails on a warn or critical hazard not expected of the
+// scenario, and on an expected one missing.
+func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, h := range s.Hazards {
+		t.Logf("hazard %s %s (group %s member %s): %s", h.Severity, h.Kind, h.Group, h.MemberID, h.Summary)
+		if h.Severity == "info" {
+			seen["info "+h.Kind] = true
+			continue
+		}
+		seen[h.Kind] = true
+		if !slices.Contains(expectedHazards[scenario], h.Kind) {
+			t.Errorf("hazard %s %s: the clients did nothing to earn it: %s", h.Severity, h.Kind, h.Summary)
+		}
+	}
+	for _, k := range expectedHazards[scenario] {
+		if !seen[k] {
+			t.Errorf("no %s hazard; expected of %s", k, scenario)
+		}
+	}
+	for _, k := range expectedInfo[scenario] {
+		if !seen["info "+k] {
+			t.Errorf("no info %s hazard; expected of %s", k, scenario)
+		}
+	}
+}
+
+// buildKwire builds cmd/kwire into the test's temporary directory.
+func buildKwire(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kwire")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/kwire/kwire/cmd/kwire")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build kwire: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// analyze runs kwire analyze --json on capture with ports as the brokers'
+// and returns its summary.
+func analyze(t *testing.T, kwire, capture string, ports []int) *correlate.Snapshot {
+	t.Helper()
+	var ps []string
+	for _, p := range ports {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	cmd := exec.Command(kwire, "analyze", "--json", "--port", strings.Join(ps, ","), capture)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kwire analyze %s: %v\n%s", capture, err, stderr.String())
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		if !bytes.Contains(sc.Bytes(), []byte(`"type":"summary"`)) {
+			continue
+		}
+		var s correlate.Snapshot
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("kwire summary: %v", err)
+		}
+		return &s
+	}
+	t.Fatalf("kwire analyze %s wrote no summary line", capture)
+	return nil
+}
+
+// diffMaps is a (-want +got) diff of two maps, one line a differing key.
+func diffMaps[K int32 | string, V any](want, got map[K]V) string {
+	keys := map[K]bool{}
+	for k := range want {
+		keys[k] = true
+	}
+	for k := range got {
+		keys[k] = true
+	}
+	var sorted []K
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	slices.Sort(sorted)
+	var b strings.Builder
+	for _, k := range sorted {
+		w, wok := want[k]
+		g, gok := got[k]
+		if wok == gok && reflect.DeepEqual(w, g) {
+			continue
+		}
+		if wok {
+			fmt.Fprintf(&b, "-%v: %+v\n", k, w)
+		}
+		if gok {
+			fmt.Fprintf(&b, "+%v: %+v\n", k, g)
+		}
+	}
+	return b.String()
+}
