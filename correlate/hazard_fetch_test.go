@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -160,5 +161,40 @@ func TestHazardNonOwnerFetchCooperative(t *testing.T) {
 	h.close(6 * time.Second)
 	if n := len(h.hazards(HazardNonOwnerFetch)); n != 1 {
 		t.Errorf("hazards = %v, want one non_owner_fetch", h.hazardViews())
+	}
+}
+
+// TestHazardMemberExpiredUncommitted: member_expired says what the next
+// owner processes again from what the member was delivered and what it
+// committed, not always that records are (a SIGKILLed Java consumer whose
+// partition was committed to its end read as data replayed: real Kafka,
+// issue 37).
+func TestHazardMemberExpiredUncommitted(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		committed int64 // of t/1, by m2; -1 none
+		want      string
+	}{
+		{"delivered beyond committed", 10, "(t/1 10..11) are processed again by the next owner"},
+		{"committed to the end", 12, "it had committed everything it was delivered, so nothing is processed again"},
+		{"no commit seen", -1, "(t/1 below 12, no commit seen) are processed again"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}, "m2": {"t": {1}}})
+			c1, c2 := "10.0.0.1:5000", "10.0.0.2:5000"
+			h.fetch(50*ms, c2, "c-m2", 1, 0, 12, batchOf(0, 12, false))
+			if tt.committed >= 0 {
+				h.commit(100*ms, c2, "c-m2", "m2", 1, 1, tt.committed, 0)
+			}
+			for s := time.Duration(3); s <= 15; s += 3 {
+				h.ex(s*time.Second, h.conn(c1, "10.0.0.9:9092"), "c-m1", heartbeatReq("g", "m1", 1), heartbeatResp(0))
+			}
+			h.close(16 * time.Second)
+			evs := h.hazards(HazardMemberExpired)
+			if len(evs) != 1 || !strings.Contains(evs[0].Summary, tt.want) {
+				t.Fatalf("member_expired = %v, want one whose summary says %q", evs, tt.want)
+			}
+		})
 	}
 }

@@ -260,8 +260,7 @@ func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at 
 	case g.typ == GroupShare && g.share != nil:
 		parts = c.shareExpiredText(g, m, at)
 	case m.assigned && len(m.assignment) > 0:
-		parts = fmt.Sprintf(": its partitions %s were not consumed meanwhile, and records it had not committed are processed again",
-			assignmentText(m.assignment))
+		parts = fmt.Sprintf(": its partitions %s were not consumed meanwhile%s", assignmentText(m.assignment), uncommittedText(g, m))
 	}
 	who := fmt.Sprintf("%s: member %s (client %s on %s)", g.name, m.id, m.clientID, m.clientHost)
 	switch d, ok := m.deadline(c); {
@@ -300,6 +299,51 @@ func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at 
 		// (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
 		mh.expiredLive, mh.expired = mh.lastLive, true
 	}
+}
+
+// uncommittedText says what of the records m was delivered from its
+// assigned partitions it had not committed, which the next owner
+// processes again: from m's Fetches (the offset after the last batch
+// delivered to it) against the group's committed offset. Said only as far
+// as the capture shows it: a partition m fetched with no Fetch seen is
+// not claimed either way.
+func uncommittedText(g *groupState, m *memberState) string {
+	var again []string
+	unknown := false
+	for _, t := range sortedKeys(m.assignment) {
+		ps := slices.Clone(m.assignment[t])
+		slices.Sort(ps)
+		for _, p := range ps {
+			f := m.fetched[tp{t, p}]
+			if f == nil || f.delivered < 0 {
+				unknown = true
+				continue
+			}
+			ps := g.parts[tp{t, p}]
+			switch {
+			case ps == nil || !ps.hasCommitted:
+				// No committed offset seen: the next owner starts where
+				// auto.offset.reset (or an earlier commit) says.
+				again = append(again, fmt.Sprintf("%s/%d below %d, no commit seen", t, p, f.delivered))
+			case f.delivered > ps.committed:
+				again = append(again, fmt.Sprintf("%s/%d %d..%d", t, p, ps.committed, f.delivered-1))
+			}
+		}
+	}
+	switch {
+	case len(again) > 0:
+		const most = 5
+		more := ""
+		if len(again) > most {
+			more = fmt.Sprintf(" and %d more partitions", len(again)-most)
+			again = again[:most]
+		}
+		return fmt.Sprintf(", and the records it was delivered but had not committed (%s%s) are processed again by the next owner",
+			strings.Join(again, ", "), more)
+	case unknown:
+		return ", and records it had not committed, if any (its Fetches are not all in the capture), are processed again"
+	}
+	return "; it had committed everything it was delivered, so nothing is processed again"
 }
 
 func assignmentText(a map[string][]int32) string {
