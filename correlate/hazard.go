@@ -92,7 +92,8 @@ func SeverityRank(s string) int {
 //	                                       session); info, group/member: heartbeats spaced above
 //	                                       HeartbeatSpacing of it
 //	rebalance_storm              warn      group, until StormWindow passes without a disruptive generation
-//	rebalance_slow               warn      group/generation (folded into an open storm)
+//	rebalance_slow               warn      group/generation (folded into an open storm); info when the group
+//	                                       was empty as it began (the broker's initial rebalance delay)
 //	inconsistent_group_protocol  warn      group/client, until the client's JoinGroup is accepted
 //	producer_acks_weak           info      client (host + client id)/topic/acks
 //	client_id_churn              warn      client host, until ChurnWindow passes without a new client id
