@@ -35,6 +35,7 @@ type routeStage struct {
 	parts         int32
 	hook          *Hook
 	stderr        io.Writer
+	decode        *wire.Options // record segments kept as read (Encoder.Item)
 
 	mu      sync.Mutex
 	routers map[int32]*router // one per partition of the agents' topic owned
@@ -89,7 +90,7 @@ func (rs *routeStage) record(ctx context.Context, cl *kgo.Client, r *kgo.Record,
 		rs.routers[r.Partition] = rt
 	}
 	replay := r.Offset < rs.marks[r.Partition]
-	b, err := wire.Decode(r.Value, nil)
+	b, err := wire.Decode(r.Value, rs.decode)
 	if err != nil {
 		if !replay {
 			rs.corrupt.Add(1)
