@@ -59,15 +59,17 @@ func (c *caps) report(n int64, format string, args ...any) {
 func (m *merger) room(host string, now time.Time) bool {
 	if runs := m.cover.hosts[host]; len(runs) >= m.caps.maxRuns {
 		// The oldest first (they are appended as heard), keeping half.
-		drop := len(runs) - m.caps.maxRuns/2
+		var drop []*agentState
 		for _, r := range runs {
-			if drop == 0 {
+			if len(drop) == len(runs)-m.caps.maxRuns/2 {
 				break
 			}
 			if !m.holds(r, now) {
-				m.forget(r)
-				drop--
+				drop = append(drop, r)
 			}
+		}
+		for _, r := range drop {
+			m.forget(r)
 		}
 	}
 	if len(m.agents) < m.caps.maxAgents {

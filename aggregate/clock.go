@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -9,16 +10,18 @@ import (
 // for the agent whose clock is least advanced, and correlates items at
 // their times: one agent whose capture clock reads 1970 would hold every
 // other agent's items forever, and one that reads 2099 would move the
-// correlator's clock (every member expired) at the end. So each poll the
-// aggregator takes the agents' clocks (each run's latest batch: its
-// latest item time) and finds the largest set of them within --clock-window
-// of each other (a tie: the set with the run heard first): the others'
-// consensus. A run outside it is off clock: it holds nothing back, and
-// its items are held back alone (bounded, counted), as are the items of
-// any run whose time falls outside the window around the consensus. A run
-// that comes back within it has its held items merged (late) then; what
-// is still held at the end is dropped, not correlated. Each change is
-// said on stderr.
+// correlator's clock (every member expired) at the end. So the aggregator
+// takes each run's clock offset: the latest time of its latest batch
+// minus the aggregator's wall clock when that batch came (hosts' clocks
+// and the transport's delay; it does not age, so a run that stopped still
+// counts). Each poll it finds the largest set of runs whose offsets are
+// within --clock-window of each other (a tie: the set with the run heard
+// first): the consensus. A run outside it is off clock: it holds nothing
+// back, and its items are held back alone (bounded, counted), as are the
+// items of any run whose offset falls outside the window around the
+// consensus. A run that comes back within it has its held items merged
+// (late) then; what is still held at the end is dropped, not correlated.
+// Stderr says when a run goes off clock and when it comes back.
 
 // maxHeld bounds the items held back, every run together; beyond, they
 // are dropped (counted).
@@ -27,8 +30,8 @@ const maxHeld = 1 << 16
 // clock is a merger's view of the agents' clocks.
 type clock struct {
 	window time.Duration // 0: off
-	// lo and hi are the consensus (known once a poll found one).
-	lo, hi time.Time
+	// lo and hi are the consensus offsets (known once a poll found one).
+	lo, hi time.Duration
 	known  bool
 	held   int // items held, all runs
 	// heldItems counts the items held back, dropped those of them never
@@ -38,19 +41,20 @@ type clock struct {
 	returns                      int64 // runs back within the window
 }
 
-// claim notes the time of item seq of a: a run's clock is the latest
-// time in its latest batch (one odd item does not set it for good).
+// claimAt notes the time of item seq of a, which came when a was last
+// heard: a run's offset is that of the latest time in its latest batch
+// (one odd item does not set it for good).
 func (a *agentState) claimAt(seq uint64, at time.Time) {
 	if seq > a.claimSeq || (seq == a.claimSeq && at.After(a.claim)) {
-		a.claimSeq, a.claim = seq, at
+		a.claimSeq, a.claim, a.offset = seq, at, at.Sub(a.heard)
 	}
 }
 
-// offWindow reports whether t is outside the window around the
+// offWindow reports whether offset d is outside the window around the
 // consensus.
-func (m *merger) offWindow(t time.Time) bool {
+func (m *merger) offWindow(d time.Duration) bool {
 	c := &m.clock
-	return c.window > 0 && c.known && (t.Before(c.lo.Add(-c.window)) || t.After(c.hi.Add(c.window)))
+	return c.window > 0 && c.known && (d < c.lo-c.window || d > c.hi+c.window)
 }
 
 // hold keeps p back: its run is off clock, or its time off the window.
@@ -60,8 +64,8 @@ func (m *merger) hold(p *pendingItem) {
 	if a := p.agent; !a.offclock && !a.clockSaid {
 		a.clockSaid = true
 		c.outliers++
-		m.caps.report(c.outliers, "agent %s: its clock reads %s, outside --clock-window %s of the other agents' (%s to %s): its items are held back, not waited for",
-			a.name, p.it.At.UTC().Format(time.RFC3339Nano), c.window, c.lo.UTC().Format(time.RFC3339Nano), c.hi.UTC().Format(time.RFC3339Nano))
+		m.caps.report(c.outliers, "agent %s: its clock reads %s, %s from the aggregator's, outside --clock-window %s of the other agents' (%s to %s): its items are held back, not waited for",
+			a.name, p.it.At.UTC().Format(time.RFC3339Nano), p.off, c.window, c.lo, c.hi)
 	}
 	if c.held >= maxHeld {
 		c.dropped++
@@ -80,26 +84,26 @@ func (m *merger) judge(now time.Time) {
 		return
 	}
 	type run struct {
-		claim time.Time
-		order uint64 // heard first: lowest
+		offset time.Duration
+		order  uint64 // heard first: lowest
 	}
 	runs := make([]run, 0, len(m.agents))
 	for _, a := range m.agents {
-		if !a.claim.IsZero() && !a.final && !a.restarted && now.Sub(a.heard) <= m.quietAfter {
-			runs = append(runs, run{a.claim, a.order})
+		if !a.claim.IsZero() && !a.restarted {
+			runs = append(runs, run{a.offset, a.order})
 		}
 	}
 	if len(runs) == 0 {
 		return
 	}
-	slices.SortFunc(runs, func(a, b run) int { return a.claim.Compare(b.claim) })
-	// The largest window [i, j] of claims within c.window; on a tie the
+	slices.SortFunc(runs, func(a, b run) int { return cmp.Compare(a.offset, b.offset) })
+	// The largest window [i, j] of offsets within c.window; on a tie the
 	// one with the run heard first (a sliding minimum of order).
 	best, bi, bj, bOrder := 0, 0, 0, uint64(0)
 	var mins []int // indexes of runs, order increasing
 	j := -1
 	for i := range runs {
-		for j+1 < len(runs) && runs[j+1].claim.Sub(runs[i].claim) <= c.window {
+		for j+1 < len(runs) && runs[j+1].offset-runs[i].offset <= c.window {
 			j++
 			for len(mins) > 0 && runs[mins[len(mins)-1]].order >= runs[j].order {
 				mins = mins[:len(mins)-1]
@@ -114,12 +118,12 @@ func (m *merger) judge(now time.Time) {
 			best, bi, bj, bOrder = n, i, j, o
 		}
 	}
-	c.lo, c.hi, c.known = runs[bi].claim, runs[bj].claim, true
+	c.lo, c.hi, c.known = runs[bi].offset, runs[bj].offset, true
 	for _, a := range m.agents {
-		if a.claim.IsZero() || a.final || a.restarted || now.Sub(a.heard) > m.quietAfter {
+		if a.claim.IsZero() || a.restarted {
 			continue // not judged: it holds nothing back
 		}
-		off := a.claim.Before(c.lo) || a.claim.After(c.hi)
+		off := a.offset < c.lo || a.offset > c.hi
 		switch {
 		case off && !a.offclock:
 			a.offclock = true
@@ -128,8 +132,8 @@ func (m *merger) judge(now time.Time) {
 			}
 			a.clockSaid = true
 			c.outliers++
-			m.caps.report(c.outliers, "agent %s: its clock reads %s, outside --clock-window %s of the other agents' (%s to %s): its items are held back, not waited for",
-				a.name, a.claim.UTC().Format(time.RFC3339Nano), c.window, c.lo.UTC().Format(time.RFC3339Nano), c.hi.UTC().Format(time.RFC3339Nano))
+			m.caps.report(c.outliers, "agent %s: its clock reads %s, %s from the aggregator's, outside --clock-window %s of the other agents' (%s to %s): its items are held back, not waited for",
+				a.name, a.claim.UTC().Format(time.RFC3339Nano), a.offset, c.window, c.lo, c.hi)
 		case !off && a.offclock:
 			a.offclock, a.clockSaid = false, false
 			merged, dropped := m.releaseHeld(a, false)
@@ -149,7 +153,7 @@ func (m *merger) releaseHeld(a *agentState, drop bool) (merged, dropped int) {
 	a.held = nil
 	m.clock.held -= len(held)
 	for _, p := range held {
-		if drop || m.offWindow(p.it.At) {
+		if drop || m.offWindow(p.off) {
 			dropped++
 			continue
 		}

@@ -75,12 +75,14 @@ type agentState struct {
 	// duplicates counts its batches received again.
 	duplicates int64
 	// order: it was the order-th run heard. claim (its clock) is the
-	// latest time of its batch claimSeq, the latest. offclock: its clock
+	// latest time of its batch claimSeq, the latest; offset is claim's
+	// from the aggregator's wall clock. offclock: its clock
 	// is outside the window of the others' (clock.go); held are its
 	// items held back meanwhile.
 	order    uint64
 	claim    time.Time
 	claimSeq uint64
+	offset   time.Duration // claim minus the wall clock when it came
 	offclock bool
 	held     []*pendingItem
 	// clockSaid: stderr said its clock is off (once until it is back).
@@ -100,6 +102,7 @@ type pendingItem struct {
 	agent *agentState
 	seq   uint64
 	index int
+	off   time.Duration // At's offset from the wall clock when it came (clock.go)
 }
 
 // itemHeap orders pending items by key (ties: agent, seq, index). It
@@ -235,8 +238,8 @@ func (m *merger) push(a *agentState, seq uint64, index int, it wire.Item, seen m
 	if it.Kind == wire.KindCounters && it.Counters != nil && it.Counters.Final {
 		a.final = true
 	}
-	p := &pendingItem{it: it, key: m.mergeKey(&it), agent: a, seq: seq, index: index}
-	if a.offclock || m.offWindow(it.At) {
+	p := &pendingItem{it: it, key: m.mergeKey(&it), agent: a, seq: seq, index: index, off: it.At.Sub(a.heard)}
+	if a.offclock || m.offWindow(p.off) {
 		m.hold(p)
 		return
 	}
