@@ -216,3 +216,51 @@ func lineDiff(want, got []string) string {
 	}
 	return b.String()
 }
+
+// TestGroupKeepsNoRecords: a --group owner keeps a routed Fetch exchange
+// in its merge without its record bytes (issue 39: a 61-byte record made
+// it rebuild and keep 256 MiB of zeros until it was correlated), and a
+// router re-encodes the segments as read, rebuilding none.
+func TestGroupKeepsNoRecords(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 5, 0, 0, 0, time.UTC)
+	ag := wire.Agent{Host: "h", Run: 1}
+	bomb := fetchBomb(64<<20, 64<<20+100) // within both bounds
+	v := batchOf(ag, 1, func(e *wire.Encoder) { e.Exchange(t0, bomb) })
+	bomb = nil
+	opts := &Options{MaxLateness: time.Second, QuietAfter: time.Minute}
+	g := &groupAgg{maxSrc: map[[2]int32]int64{}, merged: map[itemRef]time.Time{}, homes: map[*decode.Anomaly]int32{}}
+	g.ag = New(opts, &bytes.Buffer{})
+	g.ag.m = opts.merger(g.item)
+
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.TotalAlloc
+	r := newRouter(1)
+	b, err := wire.Decode(v, opts.decodeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := r.route(b, 0, 0)
+	if len(out[0].Items) != 1 {
+		t.Fatalf("routed %+v, want the exchange", out[0])
+	}
+	rt, err := wire.DecodeRouted(wire.AppendRouted(nil, out[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.add(0, nil, rt, time.Now())
+	runtime.ReadMemStats(&ms)
+	if got := ms.TotalAlloc - base; got > 8<<20 {
+		t.Errorf("routing and merging one exchange of 64 MiB of records allocated %.1f MB, want < 8", float64(got)/1e6)
+	}
+	if len(g.ag.m.pending) != 1 {
+		t.Fatalf("%d items pending, want 1", len(g.ag.m.pending))
+	}
+	// Rebuilt when correlated, as by the single aggregator: the same size.
+	p := g.ag.m.pending[0]
+	buf := p.it.ExpandRecords(nil)
+	if len(buf) != 64<<20 {
+		t.Errorf("records rebuilt to %d bytes, want %d", len(buf), 64<<20)
+	}
+}
