@@ -238,6 +238,7 @@ func (g *groupAgg) consume(ctx context.Context, cl *kgo.Client, idleExit time.Du
 // receipt counted.
 func (g *groupAgg) add(q int32, ps *partState, rt *wire.Routed, now time.Time) {
 	m := g.ag.m
+	defer m.guard(nil, 0)
 	k := [2]int32{rt.SrcPartition, q}
 	if last, ok := g.maxSrc[k]; ok && rt.SrcOffset <= last {
 		g.redelivered++
