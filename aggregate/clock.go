@@ -75,9 +75,10 @@ func (m *merger) hold(p *pendingItem) {
 	c.held++
 }
 
-// judge finds the consensus of the runs still sending (at wall time
-// now) and marks each run off clock or not, merging the held items of
-// those back within it.
+// judge finds the consensus of the runs' offsets (every run but those
+// restarted: a stopped one's offset still stands) and marks each run off
+// clock or not, merging the held items of those back within it. now is
+// unused: offsets do not age.
 func (m *merger) judge(now time.Time) {
 	c := &m.clock
 	if c.window <= 0 {
