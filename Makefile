@@ -91,7 +91,7 @@ FUZZ_LONG ?= $(FUZZ_LONG_TARGETS)
 FUZZ_TARGETS := ./decode:FuzzFramer ./decode:FuzzRequest ./decode:FuzzResponse \
                 ./correlate:FuzzCorrelator ./capture:FuzzReader ./capture:FuzzResync \
                 ./capture:FuzzTLSRecord ./capture:FuzzFastReader ./jsonout:FuzzFastExchange \
-                ./decode:FuzzFastMessages
+                ./decode:FuzzFastMessages ./aggregate:FuzzAggregate
 # Targets too slow for fuzz-short's budget in CI (FuzzTLSStall writes a key
 # log file per input: about 1,400 a second; FuzzTCPFast runs two
 # Assemblers over up to 128 segments: about 2,000; FuzzReorder reassembles

@@ -44,6 +44,16 @@ type Options struct {
 	// IdleExit, when positive, stops Run once it is caught up, no agent is
 	// still sending and nothing new came for this long.
 	IdleExit time.Duration
+	// MaxFrame bounds the record bytes one exchange is rebuilt into
+	// (--max-frame; 0: wire.DefaultMaxExpand).
+	MaxFrame int
+	// ClockWindow is how far an agent's clock may be from the others'
+	// before it is held back alone (--clock-window; 0: not checked).
+	ClockWindow time.Duration
+	// MaxAgents bounds the agent runs remembered, MaxRuns those of one
+	// host, MaxConns the connections whose ids are kept (--max-agents,
+	// --max-runs, --max-conns; 0: the defaults, caps.go).
+	MaxAgents, MaxRuns, MaxConns int
 	// Stderr gets Run's progress and the errors of its polls (nil:
 	// discarded).
 	Stderr io.Writer
@@ -67,22 +77,43 @@ type Aggregator struct {
 	// records holds the record batches of the Fetch response being
 	// correlated: items wait in the merge without them (decodeOptions).
 	records        []byte
+	decode         *wire.Options
 	stdout, stderr io.Writer
 	verify         *verifier
 }
 
+// keepRecords: a records buffer grown beyond it is not kept for the next
+// exchange (one Fetch response may stand for --max-frame bytes).
+const keepRecords = 16 << 20
+
 // decodeOptions: a Fetch response's record batches are rebuilt (header
-// and zeros, at full size) only when it is correlated, into one buffer.
-var decodeOptions = &wire.Options{DeferRecords: true}
+// and zeros, at full size, at most --max-frame) only when it is
+// correlated, into one buffer.
+func (opts *Options) decodeOptions() *wire.Options {
+	return &wire.Options{DeferRecords: true, MaxExpand: opts.MaxFrame}
+}
+
+// merger returns a merger with opts' lateness, skew, clock window and
+// caps, passing items to next.
+func (opts *Options) merger(next func(*wire.Item, *agentState)) *merger {
+	m := newMerger(opts.MaxLateness, opts.QuietAfter, next)
+	m.maxSkew = opts.MaxSkew
+	m.clock.window = opts.ClockWindow
+	m.caps.maxAgents = cmp.Or(opts.MaxAgents, DefaultMaxAgents)
+	m.caps.maxRuns = cmp.Or(opts.MaxRuns, DefaultMaxRuns)
+	m.caps.maxConns = cmp.Or(opts.MaxConns, DefaultMaxConns)
+	m.caps.stderr = cmp.Or[io.Writer](opts.Stderr, io.Discard)
+	return m
+}
 
 // New returns an aggregator writing to stdout. Of opts it reads Text,
-// Correlate, MaxLateness, MaxSkew, QuietAfter and Stderr.
+// Correlate, MaxLateness, MaxSkew, QuietAfter, MaxFrame, ClockWindow,
+// the caps and Stderr.
 func New(opts *Options, stdout io.Writer) *Aggregator {
-	ag := &Aggregator{stdout: stdout, stderr: cmp.Or[io.Writer](opts.Stderr, io.Discard), text: opts.Text}
+	ag := &Aggregator{stdout: stdout, stderr: cmp.Or[io.Writer](opts.Stderr, io.Discard), text: opts.Text, decode: opts.decodeOptions()}
 	ag.out = jsonout.New(stdout, &jsonout.Options{Text: opts.Text, LineFlush: true})
 	ag.verify = newVerifier(opts.Keys, ag.stderr)
-	ag.m = newMerger(opts.MaxLateness, opts.QuietAfter, ag.item)
-	ag.m.maxSkew = opts.MaxSkew
+	ag.m = opts.merger(ag.item)
 	// The correlator's events go through the coverage filter (cover.go).
 	ag.corr = correlate.New(opts.Correlate, correlate.SinkFunc(ag.event))
 	return ag
@@ -93,10 +124,11 @@ func New(opts *Options, stdout io.Writer) *Aggregator {
 // verification (Options.Keys) unverified. The items keep pointing into
 // value: leave it unchanged.
 func (ag *Aggregator) Add(value []byte, now time.Time) {
+	defer ag.m.guard(nil, 0)
 	if !ag.verify.ok(value, false) {
 		return
 	}
-	b, err := wire.Decode(value, decodeOptions)
+	b, err := wire.Decode(value, ag.decode)
 	if err != nil {
 		ag.m.corrupt++
 		return
@@ -199,6 +231,9 @@ func (ag *Aggregator) item(it *wire.Item, a *agentState) {
 		ag.records = it.ExpandRecords(ag.records)
 		ag.m.cover.exchange(a.agent.Host, it.Exchange)
 		ag.corr.Exchange(it.Exchange)
+		if cap(ag.records) > keepRecords {
+			ag.records = nil
+		}
 	case wire.KindAnomaly:
 		ag.out.Anomaly(it.Anomaly)
 		ag.corr.Anomaly(it.Anomaly) // loss the absence-based hazards check
@@ -250,6 +285,9 @@ func (ag *Aggregator) finish(stdout io.Writer) error {
 	if ag.text {
 		_, err := fmt.Fprintf(stdout, "aggregate: %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d unverified, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members), %d hazards withheld\n",
 			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Unverified, line.Late, line.Dropped, line.Withheld, len(unobs), line.HazardsWithheld)
+		if err == nil {
+			err = textCaps(stdout, line)
+		}
 		return err
 	}
 	b, _ := json.Marshal(line)

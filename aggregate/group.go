@@ -90,7 +90,7 @@ func runGroup(ctx context.Context, opts *Options, stdout io.Writer) error {
 	g := &groupAgg{parts: parts, name: opts.Group, hook: opts.Hook, routed: routed, owned: map[int32]bool{}, ps: map[int32]*partState{}, gone: map[int32]bool{},
 		maxSrc: map[[2]int32]int64{}, merged: map[itemRef]time.Time{}, homes: map[*decode.Anomaly]int32{}, fp: newFingerprinter()}
 	rs := &routeStage{opts: opts.Client, topic: topic, routed: routed, group: opts.Group + ".route", parts: parts, hook: opts.Hook, stderr: stderr,
-		verify: newVerifier(opts.Keys, stderr)}
+		verify: newVerifier(opts.Keys, stderr), decode: opts.decodeOptions()}
 	cl, err := kgo.NewClient(append(slices.Clone(opts.Client), kgo.ConsumeTopics(routed), kgo.ConsumerGroup(opts.Group),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Eager: every rebalance revokes every partition, and the owner
@@ -108,8 +108,7 @@ func runGroup(ctx context.Context, opts *Options, stdout io.Writer) error {
 	}
 	g.ag = New(opts, stdout)
 	g.fresh = func() {
-		g.ag.m = newMerger(opts.MaxLateness, opts.QuietAfter, g.item)
-		g.ag.m.maxSkew = opts.MaxSkew
+		g.ag.m = opts.merger(g.item)
 		g.ag.corr = correlate.New(opts.Correlate, correlate.SinkFunc(g.event))
 		g.maxSrc, g.merged, g.order, g.homes = map[[2]int32]int64{}, map[itemRef]time.Time{}, nil, map[*decode.Anomaly]int32{}
 	}
@@ -258,6 +257,7 @@ func (g *groupAgg) idle(now, lastNew time.Time, idleExit time.Duration, rs *rout
 // receipt counted.
 func (g *groupAgg) add(q int32, ps *partState, rt *wire.Routed, now time.Time) {
 	m := g.ag.m
+	defer m.guard(nil, 0)
 	k := [2]int32{rt.SrcPartition, q}
 	if last, ok := g.maxSrc[k]; ok && rt.SrcOffset <= last {
 		g.redelivered++
@@ -265,9 +265,10 @@ func (g *groupAgg) add(q int32, ps *partState, rt *wire.Routed, now time.Time) {
 	}
 	g.maxSrc[k] = rt.SrcOffset
 	for _, rc := range rt.Receipts {
-		a := m.agent(rc.Agent)
-		m.receive(a, rc.Seq)
-		a.heard = now
+		if a := m.agent(rc.Agent, now); a != nil {
+			m.receive(a, rc.Seq)
+			a.heard = now
+		}
 	}
 	for _, ri := range rt.Items {
 		ref := itemRef{ri.Agent, ri.Seq, ri.Index}
@@ -283,7 +284,7 @@ func (g *groupAgg) add(q int32, ps *partState, rt *wire.Routed, now time.Time) {
 		}
 		g.merged[ref] = time.Time{}
 		g.order = append(g.order, ref)
-		b, err := wire.Decode(ri.Batch, nil)
+		b, err := wire.Decode(ri.Batch, g.ag.decode)
 		if err != nil || len(b.Items) != 1 || b.Agent != ri.Agent {
 			g.corrupt++
 			continue
@@ -297,7 +298,10 @@ func (g *groupAgg) add(q int32, ps *partState, rt *wire.Routed, now time.Time) {
 		if it.Kind == wire.KindAnomaly && it.Anomaly != nil {
 			g.homes[it.Anomaly] = ri.Home
 		}
-		a := m.agent(ri.Agent)
+		a := m.agent(ri.Agent, now)
+		if a == nil {
+			continue
+		}
 		a.heard = now
 		m.push(a, ri.Seq, ri.Index, it, map[*capture.Conn]bool{})
 		m.restarts(a)

@@ -127,8 +127,10 @@ func parseHandover(meta string) (*handover, error) {
 		vs[i], b = v, b[k:]
 	}
 	h.pos, h.from = fromNanos(vs[0]), fromNanos(vs[1])
+	// The count is checked against the bytes that hold the fingerprints,
+	// not multiplied (n*8 wraps: a count of 2^61 passed for none).
 	n, k := binary.Uvarint(b)
-	if k <= 0 || uint64(len(b)-k) != n*8 {
+	if k <= 0 || (len(b)-k)%8 != 0 || n != uint64((len(b)-k)/8) {
 		return nil, errHandover
 	}
 	b = b[k:]

@@ -1,6 +1,8 @@
 package aggregate
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"testing"
@@ -94,5 +96,39 @@ func TestHandoverRecord(t *testing.T) {
 	}
 	if _, err := parseHandover("something else"); err == nil {
 		t.Error("foreign metadata parsed")
+	}
+}
+
+// TestParseHandoverCounts: a record whose fingerprint count is not what
+// its bytes hold is rejected, never read past its end (issue 39: a count
+// of 2^61 made n*8 wrap to 0, and every instance taking the partition
+// over panicked on it).
+func TestParseHandoverCounts(t *testing.T) {
+	record := func(n uint64, fps int) string {
+		b := binary.AppendVarint([]byte{1}, 5)
+		b = binary.AppendVarint(b, 3)
+		b = binary.AppendUvarint(b, n)
+		b = append(b, make([]byte, 8*fps)...)
+		return handoverPrefix + base64.RawStdEncoding.EncodeToString(b)
+	}
+	tests := []struct {
+		name    string
+		meta    string
+		wantErr bool
+	}{
+		{name: "count as held", meta: record(2, 2)},
+		{name: "none", meta: record(0, 0)},
+		{name: "count wrapping n*8 to 0", meta: record(1<<61, 0), wantErr: true},
+		{name: "count wrapping n*8 to the bytes held", meta: record(1<<61+1, 1), wantErr: true},
+		{name: "count above the bytes", meta: record(3, 2), wantErr: true},
+		{name: "bytes not whole fingerprints", meta: record(1, 1) + "AA", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := parseHandover(tt.meta)
+			if tt.wantErr != (err != nil) {
+				t.Fatalf("parseHandover gave %v, %v; want an error: %v", h, err, tt.wantErr)
+			}
+		})
 	}
 }

@@ -2,6 +2,8 @@ package aggregate
 
 import (
 	"cmp"
+	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -34,6 +36,19 @@ type Line struct {
 	// dropped because the silence they rest on was the aggregator's: the
 	// coordinator's host was not captured for all of it.
 	HazardsWithheld int64 `json:"hazards_withheld"`
+	// What the bounds on hostile agents cut (docs/aggregate.md, "Hostile
+	// agents"): runs off clock at the end (their clock outside
+	// --clock-window of the others'), items held back for it and those
+	// of them dropped; runs forgotten (--max-agents, --max-runs) and
+	// batches of new runs refused; connection ids forgotten (--max-conns);
+	// records whose handling panicked (counted corrupt too).
+	OffClock       int   `json:"agents_off_clock"`
+	ClockHeld      int64 `json:"clock_held_items"`
+	ClockDropped   int64 `json:"clock_dropped_items"`
+	Evicted        int64 `json:"agents_forgotten"`
+	Refused        int64 `json:"agent_batches_refused"`
+	ConnsForgotten int64 `json:"conns_forgotten"`
+	Panics         int64 `json:"panics_recovered"`
 }
 
 // LineAgent is one agent run of the aggregate line: its name (host and
@@ -54,6 +69,7 @@ func (ag *Aggregator) line(end, now time.Time) *Line {
 	m := ag.m
 	l := &Line{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Unverified: ag.verify.count(), Late: m.late,
 		Withheld: m.cover.expiries, HazardsWithheld: m.cover.hazards}
+	m.caps.line(l, m)
 	for _, a := range m.agents {
 		x := LineAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
 		if a.restarted {
@@ -66,6 +82,24 @@ func (ag *Aggregator) line(end, now time.Time) *Line {
 		l.Missing += x.Missing
 		l.Dropped += x.Publish.BatchesDropped
 	}
+	l.Missing += m.caps.evictedMissing
 	slices.SortFunc(l.Agents, func(a, b LineAgent) int { return cmp.Compare(a.Agent, b.Agent) })
 	return l
+}
+
+// line sets l's counters of what the bounds cut.
+func (c *caps) line(l *Line, m *merger) {
+	l.OffClock, l.ClockHeld, l.ClockDropped = m.offClock(), m.clock.heldItems, m.clock.dropped
+	l.Evicted, l.Refused, l.ConnsForgotten, l.Panics = c.evicted, c.refused, c.connsForgotten, c.panics
+}
+
+// textCaps writes, in text, what the bounds on hostile agents cut, if
+// anything.
+func textCaps(w io.Writer, l *Line) error {
+	if l.OffClock == 0 && l.ClockHeld == 0 && l.Evicted == 0 && l.Refused == 0 && l.ConnsForgotten == 0 && l.Panics == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "aggregate: bounds: %d agents off clock (%d items held back, %d dropped), %d agent runs forgotten, %d batches of new runs refused, %d connection ids forgotten, %d panics recovered\n",
+		l.OffClock, l.ClockHeld, l.ClockDropped, l.Evicted, l.Refused, l.ConnsForgotten, l.Panics)
+	return err
 }

@@ -24,7 +24,17 @@ type merger struct {
 	maxLateness time.Duration
 	maxSkew     time.Duration // agents' clocks may be this far apart
 	quietAfter  time.Duration // wall time without a batch: quiet
-	conns       map[connRef]uint64
+	// conns and connsOld are the connections' aggregator-wide ids, in
+	// two generations (connID); lastConn the latest id given.
+	conns, connsOld map[connRef]uint64
+	lastConn        uint64
+	// newest is the newest run of each host, newestFirst its first
+	// item's time then (restarts).
+	newest      map[string]*agentState
+	newestFirst map[string]time.Time
+	heard       uint64 // agent runs heard, for agentState.order
+	caps        caps
+	clock       clock
 	released    time.Time // At of the latest item released
 	cur         time.Time // merge key of the item being released
 	end         time.Time // the latest At of any item
@@ -64,6 +74,19 @@ type agentState struct {
 	drops     uint64 // source drops already given to the correlator
 	// duplicates counts its batches received again.
 	duplicates int64
+	// order: it was the order-th run heard. claim (its clock) is the
+	// latest time of its batch claimSeq, the latest; offset is claim's
+	// from the aggregator's wall clock. offclock: its clock
+	// is outside the window of the others' (clock.go); held are its
+	// items held back meanwhile.
+	order    uint64
+	claim    time.Time
+	claimSeq uint64
+	offset   time.Duration // claim minus the wall clock when it came
+	offclock bool
+	held     []*pendingItem
+	// clockSaid: stderr said its clock is off (once until it is back).
+	clockSaid bool
 }
 
 // missing is how many of its batches never arrived (so far).
@@ -79,6 +102,7 @@ type pendingItem struct {
 	agent *agentState
 	seq   uint64
 	index int
+	off   time.Duration // At's offset from the wall clock when it came (clock.go)
 }
 
 // itemHeap orders pending items by key (ties: agent, seq, index). It
@@ -141,13 +165,18 @@ func (h *itemHeap) pop() *pendingItem {
 
 func newMerger(maxLateness, quietAfter time.Duration, next func(*wire.Item, *agentState)) *merger {
 	return &merger{agents: make(map[wire.Agent]*agentState), conns: make(map[connRef]uint64), cover: newCoverage(),
+		newest: map[string]*agentState{}, newestFirst: map[string]time.Time{},
+		caps:        caps{maxAgents: DefaultMaxAgents, maxRuns: DefaultMaxRuns, maxConns: DefaultMaxConns},
 		maxLateness: maxLateness, quietAfter: quietAfter, next: next}
 }
 
 // add takes a batch that arrived at wall time now. Its connections get
 // ids unique across agents.
 func (m *merger) add(b *wire.Batch, now time.Time) {
-	a := m.agent(b.Agent)
+	a := m.agent(b.Agent, now)
+	if a == nil {
+		return
+	}
 	if !m.receive(a, b.Seq) {
 		return
 	}
@@ -159,11 +188,17 @@ func (m *merger) add(b *wire.Batch, now time.Time) {
 	m.restarts(a)
 }
 
-// agent returns the state of agent run ag, new if it was not heard yet.
-func (m *merger) agent(ag wire.Agent) *agentState {
+// agent returns the state of agent run ag, new if it was not heard yet
+// (at wall time now); nil when a new run is refused (caps.go).
+func (m *merger) agent(ag wire.Agent, now time.Time) *agentState {
 	a := m.agents[ag]
 	if a == nil {
-		a = &agentState{agent: ag, name: ag.String(), next: 1, above: make(map[uint64]struct{})}
+		if !m.room(ag.Host, now) {
+			m.refuse(ag)
+			return nil
+		}
+		m.heard++
+		a = &agentState{agent: ag, name: ag.String(), next: 1, above: make(map[uint64]struct{}), order: m.heard, heard: now}
 		m.agents[ag] = a
 		m.cover.hosts[ag.Host] = append(m.cover.hosts[ag.Host], a)
 	}
@@ -194,20 +229,34 @@ func (m *merger) receive(a *agentState, seq uint64) bool {
 	return true
 }
 
-// push queues item index of a's batch seq for the merge.
+// push queues item index of a's batch seq for the merge, or holds it
+// back: its run is off clock, or its time outside the window around the
+// others' (clock.go).
 func (m *merger) push(a *agentState, seq uint64, index int, it wire.Item, seen map[*capture.Conn]bool) {
 	m.renumber(a, it, seen)
+	a.claimAt(seq, it.At)
+	if it.Kind == wire.KindCounters && it.Counters != nil && it.Counters.Final {
+		a.final = true
+	}
+	p := &pendingItem{it: it, key: m.mergeKey(&it), agent: a, seq: seq, index: index, off: it.At.Sub(a.heard)}
+	if a.offclock || m.offWindow(p.off) {
+		m.hold(p)
+		return
+	}
+	m.accept(p)
+}
+
+// accept queues p for the merge.
+func (m *merger) accept(p *pendingItem) {
+	a, it := p.agent, &p.it
 	if it.At.After(a.latest) {
 		a.latest = it.At
 	}
 	if a.first.IsZero() || it.At.Before(a.first) {
 		a.first = it.At
 	}
-	if it.Kind == wire.KindCounters && it.Counters != nil && it.Counters.Final {
-		a.final = true
-	}
-	a.seen = maxTime(a.seen, evidenceTime(&it))
-	m.pending.push(&pendingItem{it: it, key: m.mergeKey(&it), agent: a, seq: seq, index: index})
+	a.seen = maxTime(a.seen, evidenceTime(it))
+	m.pending.push(p)
 }
 
 // evidenceTime is the capture time of the traffic an item reports.
@@ -233,24 +282,6 @@ func (m *merger) mergeKey(it *wire.Item) time.Time {
 	return it.At
 }
 
-// restarts marks the runs of a's host that began before another one as
-// restarted: they no longer hold the watermark.
-func (m *merger) restarts(a *agentState) {
-	runs := m.cover.hosts[a.agent.Host]
-	if len(runs) < 2 {
-		return
-	}
-	var newest *agentState
-	for _, r := range runs {
-		if newest == nil || r.first.After(newest.first) {
-			newest = r
-		}
-	}
-	for _, r := range runs {
-		r.restarted = r != newest && !r.final
-	}
-}
-
 // renumber gives an item's connection its aggregator-wide id (once per
 // connection object of a batch).
 func (m *merger) renumber(a *agentState, it wire.Item, seen map[*capture.Conn]bool) {
@@ -265,13 +296,7 @@ func (m *merger) renumber(a *agentState, it wire.Item, seen map[*capture.Conn]bo
 		return
 	}
 	seen[c] = true
-	k := connRef{a.agent, c.ID}
-	id, ok := m.conns[k]
-	if !ok {
-		id = uint64(len(m.conns)) + 1
-		m.conns[k] = id
-	}
-	c.ID = id
+	c.ID = m.connID(a, c.ID)
 }
 
 // watermark is the capture time up to which every agent still sending
@@ -290,9 +315,9 @@ func (m *merger) watermark(now time.Time) (w time.Time, ok bool) {
 }
 
 // holds reports whether agent a holds the watermark back: it is still
-// sending (not stopped, restarted, or quiet).
+// sending (not stopped, restarted, quiet, or off clock).
 func (m *merger) holds(a *agentState, now time.Time) bool {
-	return !a.final && !a.restarted && now.Sub(a.heard) <= m.quietAfter
+	return !a.final && !a.restarted && !a.offclock && now.Sub(a.heard) <= m.quietAfter
 }
 
 // sending reports whether an agent still holds the watermark: a transport
@@ -317,6 +342,11 @@ const (
 
 // release passes on the items the watermark (per mode) has passed.
 func (m *merger) release(now time.Time, mode int) {
+	if mode == releaseAll {
+		m.dropHeld()
+	} else {
+		m.judge(now)
+	}
 	w, ok := m.watermark(now)
 	if mode == releaseCaughtUp && ok {
 		w = w.Add(m.maxLateness)
@@ -341,8 +371,14 @@ func (m *merger) release(now time.Time, mode int) {
 			m.end = p.it.At
 		}
 		m.cur = p.key
-		m.next(&p.it, p.agent)
+		m.pass(p)
 	}
+}
+
+// pass passes p on; a panic counts its batch corrupt (guard).
+func (m *merger) pass(p *pendingItem) {
+	defer m.guard(p.agent, p.seq)
+	m.next(&p.it, p.agent)
 }
 
 // state says whether an agent is sending, quiet or stopped.
@@ -352,6 +388,8 @@ func (m *merger) state(a *agentState, now time.Time) string {
 		return "stopped"
 	case a.restarted:
 		return "restarted"
+	case a.offclock:
+		return "off_clock"
 	case now.Sub(a.heard) > m.quietAfter:
 		return "quiet"
 	}

@@ -35,13 +35,15 @@ type routeStage struct {
 	parts         int32
 	hook          *Hook
 	stderr        io.Writer
-	verify        *verifier // the agents' records, before they are routed
+	verify        *verifier     // the agents' records, before they are routed
+	decode        *wire.Options // record segments kept as read (Encoder.Item)
 
 	mu      sync.Mutex
 	routers map[int32]*router // one per partition of the agents' topic owned
 	marks   map[int32]int64   // committed offsets: below, replay only
 
 	read, replayed, produced, corrupt atomic.Int64
+	panics                            atomic.Int64 // records whose routing panicked
 	// active is the wall time (Unix ns) of the router's latest poll that
 	// read records, idle whether its latest poll read none (lastActive).
 	active atomic.Int64
@@ -98,8 +100,19 @@ func (rs *routeStage) run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// record routes one record of the agents' topic.
+// record routes one record of the agents' topic. A panic routing it
+// counts it corrupt and is said on stderr: the router goes on (every
+// instance would stop on the record, again after every restart).
 func (rs *routeStage) record(ctx context.Context, cl *kgo.Client, r *kgo.Record, failed *atomic.Pointer[error]) {
+	defer func() {
+		if v := recover(); v != nil {
+			rs.corrupt.Add(1)
+			if n := rs.panics.Add(1); n&(n-1) == 0 {
+				fmt.Fprintf(rs.stderr, "kwire: routing: record %d of %s[%d]: panic: %v: counted corrupt and skipped (%d so far); please report it, with the record if you can\n",
+					r.Offset, rs.topic, r.Partition, v, n)
+			}
+		}
+	}()
 	rt := rs.routers[r.Partition]
 	if rt == nil {
 		rt = newRouter(rs.parts)
@@ -109,7 +122,7 @@ func (rs *routeStage) record(ctx context.Context, cl *kgo.Client, r *kgo.Record,
 	if !rs.verify.ok(r.Value, replay) {
 		return
 	}
-	b, err := wire.Decode(r.Value, nil)
+	b, err := wire.Decode(r.Value, rs.decode)
 	if err != nil {
 		if !replay {
 			rs.corrupt.Add(1)

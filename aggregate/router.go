@@ -110,15 +110,7 @@ func (r *router) encode(b *wire.Batch, i int) []byte {
 	}
 	e := r.enc
 	e.Reset(b.Seq)
-	it := &b.Items[i]
-	switch it.Kind {
-	case wire.KindExchange:
-		e.Exchange(it.At, it.Exchange)
-	case wire.KindAnomaly:
-		e.Anomaly(it.At, it.Anomaly)
-	case wire.KindCounters:
-		e.Counters(it.At, it.Counters)
-	}
+	e.Item(&b.Items[i]) // record segments as read (decodeOptions): none rebuilt
 	return slices.Clone(e.Bytes())
 }
 

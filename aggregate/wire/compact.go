@@ -294,7 +294,12 @@ func (w *writer) fetchResponse(m *kmsg.FetchResponse) {
 					w.varint(a.FirstOffset)
 				}
 			}
-			w.batches(p.RecordBatches)
+			if enc, ok := w.segs[p]; ok && p.RecordBatches == nil {
+				w.byte(1) // the segments as they were read (Encoder.Item)
+				w.b = append(w.b, enc...)
+			} else {
+				w.batches(p.RecordBatches)
+			}
 		}
 	}
 }

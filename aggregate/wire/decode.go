@@ -11,14 +11,21 @@ import (
 	"github.com/kwire/kwire/decode"
 )
 
-// DefaultMaxExpand is Options.MaxExpand's default.
-const DefaultMaxExpand = 256 << 20
+// DefaultMaxExpand is Options.MaxExpand's default: decode's default
+// --max-frame (100 MiB), the largest frame an agent decodes.
+const DefaultMaxExpand = 100 << 20
 
 // Options tune Decode. A nil *Options means the defaults.
 type Options struct {
-	// MaxExpand caps the record bytes one batch is rebuilt into (a Fetch
-	// response's batches come back at their size, zeros after each
-	// header). A batch claiming more is rejected as corrupt.
+	// MaxExpand caps the record bytes one exchange is rebuilt into (a
+	// Fetch response's batches come back at their size, zeros after each
+	// header): the aggregator's --max-frame. An exchange's record bytes
+	// are also bounded by the size of the response frame they came in
+	// (its RespSize): an agent decodes no frame above --max-frame, and a
+	// frame holds its records. An exchange claiming more is rejected
+	// (ErrCorrupt), and so is its batch. Without DeferRecords, the record
+	// bytes of a whole batch are bounded by MaxExpand too: they are
+	// rebuilt at once.
 	MaxExpand int
 	// DeferRecords leaves a Fetch response's record batches out of its
 	// Item (RecordBatches nil) until Item.ExpandRecords rebuilds them into
@@ -45,10 +52,11 @@ func Decode(value []byte, opts *Options) (*Batch, error) {
 	default:
 		return nil, fmt.Errorf("%w %d (this kwire reads %d and %d)", ErrVersion, value[0], Version, VersionSigned)
 	}
-	d := batchDecoder{r: reader{b: value[1:]}, budget: DefaultMaxExpand}
+	d := batchDecoder{r: reader{b: value[1:]}, maxExpand: DefaultMaxExpand}
 	if opts != nil && opts.MaxExpand > 0 {
-		d.budget = opts.MaxExpand
+		d.maxExpand = opts.MaxExpand
 	}
+	d.total = d.maxExpand
 	if opts != nil {
 		d.deferRecords = opts.DeferRecords
 	}
@@ -79,11 +87,14 @@ func Decode(value []byte, opts *Options) (*Batch, error) {
 }
 
 type batchDecoder struct {
-	r            reader
-	conns        []*capture.Conn
-	budget       int
-	deferRecords bool
-	deferred     []partSegments // the exchange's, with deferRecords
+	r     reader
+	conns []*capture.Conn
+	// budget is what the record bytes of the exchange being read may
+	// still be rebuilt into: the least of MaxExpand, its response frame's
+	// size and (records not deferred) total, the batch's.
+	budget, maxExpand, total int
+	deferRecords             bool
+	deferred                 []partSegments // the exchange's, with deferRecords
 }
 
 func (d *batchDecoder) conn() {
@@ -112,10 +123,14 @@ func (d *batchDecoder) addrPort() netip.AddrPort {
 	return ap
 }
 
-// connRef reads a connection reference: nil, or one declared before.
+// connRef reads a connection reference: one declared before. A decoder
+// gives every exchange and anomaly its connection, and what reads them
+// (the correlator, the output) relies on it: a reference to none is
+// corrupt.
 func (d *batchDecoder) connRef() *capture.Conn {
 	ref := d.r.uvarint()
 	if ref == 0 {
+		d.r.fail("item without a connection")
 		return nil
 	}
 	if ref > uint64(len(d.conns)) {
@@ -133,6 +148,12 @@ func (d *batchDecoder) exchange() *decode.Exchange {
 	x.Response = decode.ResponseState(r.byte())
 	if x.Response > decode.ResponseLost {
 		r.fail("bad response state")
+	}
+	// The record bytes a response's segments stand for are in its frame:
+	// no more than its size, nor than MaxExpand.
+	d.budget = max(0, min(d.maxExpand, x.RespSize))
+	if !d.deferRecords {
+		d.budget = min(d.budget, d.total)
 	}
 	x.ReqErr, x.RespErr = r.errText(), r.errText()
 	if m := d.body(x.Key, x.Version, true); m != nil {

@@ -5,7 +5,7 @@ import "testing"
 // FuzzDecode feeds Decode arbitrary bytes, seeded with batches of the
 // committed captures. Invariants: Decode never panics; it returns a batch
 // or an error, never both or neither; every exchange and anomaly of a
-// batch has a connection that was declared in it, or none; and a batch
+// batch has a connection that was declared in it; and a batch
 // it accepts is encoded again to bytes it accepts.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte{Version})
@@ -23,6 +23,11 @@ func FuzzDecode(f *testing.F) {
 		}
 		if err != nil {
 			return
+		}
+		for i, it := range got.Items {
+			if (it.Exchange != nil && it.Exchange.Conn == nil) || (it.Anomaly != nil && it.Anomaly.Conn == nil) {
+				t.Fatalf("item %d has no connection", i)
+			}
 		}
 		enc := NewEncoder(got.Agent)
 		enc.Reset(got.Seq)

@@ -150,6 +150,7 @@ func (d *batchDecoder) batches(p *kmsg.FetchResponseTopicPartition) {
 		return
 	}
 	d.budget -= size
+	d.total -= size
 	if d.deferRecords {
 		d.deferred = append(d.deferred, partSegments{p: p, enc: start[:len(start)-len(r.b)], size: size})
 		return

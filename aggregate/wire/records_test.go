@@ -3,11 +3,13 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
 )
 
@@ -64,7 +66,8 @@ func TestRecordSegments(t *testing.T) {
 			enc := NewEncoder(Agent{Host: "h", Run: 1})
 			enc.Reset(1)
 			at := time.Unix(1, 0)
-			enc.Exchange(at, &decode.Exchange{Key: 1, Version: 12, Resp: resp, RespTime: at})
+			conn := &capture.Conn{ID: 1, Client: netip.MustParseAddrPort("10.0.0.2:40000"), Server: netip.MustParseAddrPort("10.0.0.1:9092")}
+			enc.Exchange(at, &decode.Exchange{Conn: conn, Key: 1, Version: 12, Resp: resp, RespTime: at, RespSize: 100 + len(tt.b)})
 			for _, secret := range []string{"record-bytes", "key-", "value-", "wrapper"} {
 				if bytes.Contains(enc.Bytes(), []byte(secret)) {
 					t.Errorf("%q published", secret)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
 )
@@ -99,6 +101,9 @@ type writer struct {
 	last, at int64
 	strs     []string
 	strIndex map[string]int
+	// segs are the record segments of the Fetch response partitions of
+	// the item being encoded by Encoder.Item, as decoded (DeferRecords).
+	segs map[*kmsg.FetchResponseTopicPartition][]byte
 }
 
 // strScan: up to this many strings, the string table is searched by

@@ -50,6 +50,9 @@ type aggregateFlags struct {
 	maxSkew     time.Duration
 	quietAfter  time.Duration
 	keyFile     string
+	clockWindow time.Duration
+	maxAgents   int
+	maxRuns     int
 	hook        *aggregate.Hook // tests of --group only
 }
 
@@ -65,6 +68,9 @@ func (f *aggregateFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.keyFile, "agent-key-file", "", "verify every agent batch with the agents' keys in `FILE` (lines NAME HEXKEY, one per agent, or * for a key any agent may use; else from $"+agentKeysEnv+"): "+
 		"batches not signed by the agent they name are dropped and counted (docs/aggregate.md)")
 	fs.DurationVar(&f.quietAfter, "quiet-after", 30*time.Second, "an agent silent this long (wall clock) stops holding the others back; it is shown as quiet")
+	fs.DurationVar(&f.clockWindow, "clock-window", aggregate.DefaultClockWindow, "an agent whose capture clock is further than this from the other agents' is held back alone and reported, not waited for (0: never; for agents replaying captures of different times)")
+	fs.IntVar(&f.maxAgents, "max-agents", aggregate.DefaultMaxAgents, "agent runs remembered; beyond, runs that no longer send are forgotten and new ones refused while all still send (counted)")
+	fs.IntVar(&f.maxRuns, "max-runs", aggregate.DefaultMaxRuns, "runs of one host remembered; beyond, its oldest that no longer send are forgotten (counted)")
 }
 
 func cmdAggregate(args []string, stdout, stderr io.Writer) error {
@@ -79,8 +85,10 @@ func cmdAggregate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "kwire aggregate: unexpected argument %q\n\n", fs.Arg(0))
 	case f.from.url == "":
 		fmt.Fprint(stderr, "kwire aggregate: --from kafka://HOST:PORT/TOPIC is required\n\n")
-	case f.maxLateness < 0, f.maxSkew < 0, f.quietAfter <= 0:
-		fmt.Fprint(stderr, "kwire aggregate: --max-lateness and --max-skew must not be negative, --quiet-after must be positive\n\n")
+	case f.maxLateness < 0, f.maxSkew < 0, f.quietAfter <= 0, f.clockWindow < 0:
+		fmt.Fprint(stderr, "kwire aggregate: --max-lateness, --max-skew and --clock-window must not be negative, --quiet-after must be positive\n\n")
+	case f.maxAgents <= 0, f.maxRuns <= 0, f.common.limits.conns <= 0:
+		fmt.Fprint(stderr, "kwire aggregate: --max-agents, --max-runs and --max-conns must be positive\n\n")
 	default:
 		ctx, stop := runContext(f.duration)
 		defer stop()
@@ -118,7 +126,11 @@ func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writ
 	return aggregate.Run(ctx, &aggregate.Options{Client: opts, Topic: topic, Source: f.from.url, Group: f.group,
 		Text: f.common.textOutput(stdout), Correlate: f.correlateOptions(),
 		MaxLateness: f.maxLateness, MaxSkew: f.maxSkew, QuietAfter: f.quietAfter, IdleExit: f.idleExit,
-		Stderr: stderr, Hook: f.hook, Keys: keys}, stdout)
+		MaxFrame: f.common.maxFrame, ClockWindow: f.clockWindow, MaxAgents: f.maxAgents, MaxRuns: f.maxRuns,
+		// --max-conns: the agents' connections whose ids are remembered
+		// (conns_forgotten).
+		MaxConns: f.common.limits.conns,
+		Stderr:   stderr, Hook: f.hook, Keys: keys}, stdout)
 }
 
 // aggregateTopicFix is what to do when the agents' topic does not exist.

@@ -103,7 +103,7 @@ func TestAggregateGroup(t *testing.T) {
 		var f aggregateFlags
 		fs := flag.NewFlagSet("aggregate", flag.ContinueOnError)
 		f.register(fs)
-		if err := fs.Parse([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m"}); err != nil {
+		if err := fs.Parse([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m", "--clock-window", "0"}); err != nil {
 			t.Fatal(err)
 		}
 		f.hook = in.hook
@@ -171,7 +171,7 @@ func TestAggregateGroup(t *testing.T) {
 		union = append(union, in.out.Bytes()...)
 	}
 
-	single := runKwire(t, "aggregate", "--json", "--from", url, "--exit-idle", "1s")
+	single := runKwire(t, "aggregate", "--json", "--from", url, "--exit-idle", "1s", "--clock-window", "0")
 	want, wantAgg := normalize(t, mergeSummaries(t, single))
 	got, _ := normalize(t, mergeSummaries(t, union))
 	compareLines(t, want, got)
@@ -281,7 +281,7 @@ func startGroupInstance(t *testing.T, url string) *groupInstance {
 	var f aggregateFlags
 	fs := flag.NewFlagSet("aggregate", flag.ContinueOnError)
 	f.register(fs)
-	if err := fs.Parse([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m"}); err != nil {
+	if err := fs.Parse([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m", "--clock-window", "0"}); err != nil {
 		t.Fatal(err)
 	}
 	in := &groupInstance{hook: aggregate.NewHook(), done: make(chan struct{})}
@@ -467,7 +467,7 @@ func TestAggregateGroupHandover(t *testing.T) {
 		t.Errorf("the second instance took nothing over from the first: %+v", gi)
 	}
 
-	single := runKwire(t, "aggregate", "--json", "--from", url, "--exit-idle", "1s")
+	single := runKwire(t, "aggregate", "--json", "--from", url, "--exit-idle", "1s", "--clock-window", "0")
 	want, wantAgg := normalize(t, mergeSummaries(t, single))
 	union, agents := unionByOwner(t, 3, outs)
 	got, _ := normalize(t, mergeSummaries(t, union))
@@ -739,7 +739,7 @@ func TestAggregateGroupOtherGroups(t *testing.T) {
 			t.Fatal(in.err)
 		}
 	}
-	single := runKwire(t, "aggregate", "--json", "--from", url, "--exit-idle", "1s")
+	single := runKwire(t, "aggregate", "--json", "--from", url, "--exit-idle", "1s", "--clock-window", "0")
 	want, _ := normalize(t, mergeSummaries(t, single))
 	union, _ := unionByOwner(t, 3, [][]byte{ins[0].out.Bytes(), ins[1].out.Bytes()})
 	got, _ := normalize(t, mergeSummaries(t, union))
@@ -835,7 +835,7 @@ func TestAggregateGroupKilled(t *testing.T) {
 	t.Logf("killed instance wrote %d lines; the second: handovers %d (unclean %d), %d left out, %d maybe duplicate, %d uncertain",
 		written, gi.Handovers, gi.UncleanHandovers, gi.Suppressed, gi.MaybeDuplicate, gi.Uncertain)
 
-	single := runKwire(t, "aggregate", "--json", "--from", url, "--exit-idle", "1s")
+	single := runKwire(t, "aggregate", "--json", "--from", url, "--exit-idle", "1s", "--clock-window", "0")
 	want, _ := normalize(t, mergeSummaries(t, single))
 	union, _ := unionByOwner(t, 3, [][]byte{a.out.Bytes(), b.out.Bytes()})
 	got, _ := normalize(t, mergeSummaries(t, union))

@@ -68,7 +68,7 @@ func TestAggregateQuietAgent(t *testing.T) {
 					return 1
 				},
 			})
-			out := runKwire(t, "aggregate", "--json", "--from", url(fmt.Sprintf("kwire-%d", i)), "--exit-idle", "1s", "--quiet-after", "500ms")
+			out := runKwire(t, "aggregate", "--json", "--from", url(fmt.Sprintf("kwire-%d", i)), "--exit-idle", "1s", "--quiet-after", "500ms", "--clock-window", "0")
 			checkQuiet(t, out, tt.states, tt.restarts, tt.unobserved)
 		})
 	}

@@ -41,8 +41,14 @@ type limitFlags struct {
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
 	// kwire live has its own --max-conns, with its other capture flags.
-	if fs.Name() != "live" {
+	switch fs.Name() {
+	case "live":
+	case "aggregate":
+		fs.IntVar(&l.conns, "max-conns", 100000, "most agents' connections whose ids are remembered; beyond half of it the older half is forgotten and counted (conns_forgotten)")
+	default:
 		fs.IntVar(&l.conns, "max-conns", 100000, "most TCP connections tracked at once; packets of further ones are dropped and counted (conns_over_cap)")
+	}
+	if fs.Name() != "live" {
 		fs.IntVar(&l.reorderMB, "max-reorder-mb", 125, "most out-of-order bytes held for reassembly, in `MiB`, a sixteenth of it per connection; "+
 			"beyond it the missing bytes become counted gaps (buffer_limit_gaps). A damaged file's sequence numbers fill it")
 	}
