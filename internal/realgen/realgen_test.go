@@ -246,10 +246,15 @@ func staticReplacements(gt GroupTruth) map[string]string {
 // ends, after the capture (live); one that never did was SIGKILLed: the
 // broker expired it, or, a static member restarted inside its session,
 // replaced it with its successor (left, the reason naming the successor).
+// One whose poll loop blocked past max.poll.interval.ms (a slow_poll
+// report; every scenario's slow poll is longer) left by itself: the Java
+// heartbeat thread sends LeaveGroup with the reason "consumer poll timeout
+// has expired." (KIP-800), which kwire must give as the member's reason.
 // Member ids are the clients' own (consumer.groupMetadata()).
 func checkDepartures(t *testing.T, truth Truth, gt GroupTruth, g *correlate.Group) map[string]string {
 	t.Helper()
 	replaced := staticReplacements(gt)
+	pollTimeout := map[string]bool{}
 	want := map[string]string{}
 	for _, raw := range truth.Reports {
 		var r struct {
@@ -264,6 +269,9 @@ func checkDepartures(t *testing.T, truth Truth, gt GroupTruth, g *correlate.Grou
 			want[r.MemberID] = "live"
 		case r.Kind == "closing":
 			want[r.MemberID] = correlate.MemberLeft
+		case r.Kind == "slow_poll":
+			want[r.MemberID] = correlate.MemberLeft
+			pollTimeout[r.MemberID] = true
 		case want[r.MemberID] != "":
 		case replaced[r.MemberID] != "":
 			want[r.MemberID] = correlate.MemberLeft
@@ -276,6 +284,9 @@ func checkDepartures(t *testing.T, truth Truth, gt GroupTruth, g *correlate.Grou
 		got[m.MemberID] = m.Status
 		if to := replaced[m.MemberID]; to != "" && !strings.Contains(m.Reason, "replaced by "+to) {
 			t.Errorf("group %s: the broker replaced static member %s by %s; kwire's reason for its end: %q", g.Group, m.MemberID, to, m.Reason)
+		}
+		if pollTimeout[m.MemberID] && !strings.Contains(m.Reason, "poll timeout") {
+			t.Errorf("group %s: member %s left on its poll timeout (LeaveGroup reason); kwire's reason for its end: %q", g.Group, m.MemberID, m.Reason)
 		}
 	}
 	if d := diffMaps(want, got); d != "" {
