@@ -38,6 +38,11 @@ var expectedInfo = map[string][]string{
 	// The first rebalance of the empty group lasted the initial delay,
 	// extended by the second joiner up to the 4 s rebalance timeout.
 	"r_delay": {"rebalance_slow"},
+	// The coordinator's broker was SIGKILLed: the members reached no
+	// coordinator for about its 9 s fencing, over their 10 s session
+	// with the last heartbeat before; the new coordinator started their
+	// sessions anew (same generation, no rebalance).
+	"r_failover": {"heartbeat_late"},
 }
 
 // TestRealCaptures runs kwire analyze on every committed real capture
@@ -65,7 +70,7 @@ func TestRealCaptures(t *testing.T) {
 			if err := json.Unmarshal(b, &truth); err != nil {
 				t.Fatalf("%s: %v", tf, err)
 			}
-			snap := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports)
+			snap, coords := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports)
 			expired := map[string]bool{}
 			for _, gt := range truth.Groups {
 				g := findGroup(snap, gt.Group)
@@ -79,6 +84,7 @@ func TestRealCaptures(t *testing.T) {
 					checkGenerations(t, gt, g)
 				}
 				checkCommits(t, gt, g)
+				checkCoordinators(t, truth, g, coords)
 				for id, how := range checkDepartures(t, truth, gt, g) {
 					if how == correlate.MemberExpired {
 						expired[id] = true
@@ -295,6 +301,43 @@ func checkDepartures(t *testing.T, truth Truth, gt GroupTruth, g *correlate.Grou
 	return want
 }
 
+// checkCoordinators compares the brokers kwire says coordinated g, in
+// turn (its coordinator events with a node), with those the Admin client's
+// DescribeGroups named during the scenario, where it asked: the same
+// nodes in the same order, each move once.
+func checkCoordinators(t *testing.T, truth Truth, g *correlate.Group, coords []correlate.CoordinatorEvent) {
+	t.Helper()
+	var want []int32
+	for _, raw := range truth.Reports {
+		var r struct {
+			Kind, Op string
+			Result   map[string]struct {
+				Coordinator *int32 `json:"coordinator"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(raw, &r) != nil || r.Kind != "admin" || r.Op != "describe_groups" {
+			continue
+		}
+		if d, ok := r.Result[g.Group]; ok && d.Coordinator != nil && (len(want) == 0 || want[len(want)-1] != *d.Coordinator) {
+			want = append(want, *d.Coordinator)
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	var got []int32
+	for _, ev := range coords {
+		if ev.Group == g.Group && ev.ErrorCode == 0 && ev.NodeID >= 0 && (len(got) == 0 || got[len(got)-1] != ev.NodeID) {
+			got = append(got, ev.NodeID)
+		}
+	}
+	if !slices.Equal(want, got) {
+		t.Errorf("group %s: coordinators in turn, the Admin client's DescribeGroups %v, kwire %v", g.Group, want, got)
+	}
+	t.Logf("group %s: coordinators %v; kwire counted %d NOT_COORDINATOR, %d COORDINATOR_NOT_AVAILABLE; errors %v",
+		g.Group, got, g.Coordinator.NotCoordinator, g.Coordinator.NotAvailable, g.Errors)
+}
+
 // checkCommits compares kwire's accepted commits and committed offsets
 // with the offset commit records.
 func checkCommits(t *testing.T, gt GroupTruth, g *correlate.Group) {
@@ -386,8 +429,8 @@ func buildKwire(t *testing.T) string {
 }
 
 // analyze runs kwire analyze --json on capture with ports as the brokers'
-// and returns its summary.
-func analyze(t *testing.T, kwire, capture string, ports []int) *correlate.Snapshot {
+// and returns its summary and coordinator events.
+func analyze(t *testing.T, kwire, capture string, ports []int) (*correlate.Snapshot, []correlate.CoordinatorEvent) {
 	t.Helper()
 	var ps []string
 	for _, p := range ports {
@@ -402,7 +445,15 @@ func analyze(t *testing.T, kwire, capture string, ports []int) *correlate.Snapsh
 	}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 64<<20)
+	var coords []correlate.CoordinatorEvent
 	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(`"type":"coordinator"`)) {
+			var ev correlate.CoordinatorEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Fatalf("kwire coordinator event: %v", err)
+			}
+			coords = append(coords, ev)
+		}
 		if !bytes.Contains(sc.Bytes(), []byte(`"type":"summary"`)) {
 			continue
 		}
@@ -410,10 +461,10 @@ func analyze(t *testing.T, kwire, capture string, ports []int) *correlate.Snapsh
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 			t.Fatalf("kwire summary: %v", err)
 		}
-		return &s
+		return &s, coords
 	}
 	t.Fatalf("kwire analyze %s wrote no summary line", capture)
-	return nil
+	return nil, nil
 }
 
 // diffMaps is a (-want +got) diff of two maps, one line a differing key.
