@@ -174,6 +174,17 @@ func (c *Correlator) liveRequest(g *groupState, id string, at, done time.Time, e
 			hev.Summary = fmt.Sprintf("%s: member %s (client %s) sent nothing to the coordinator for %v, %s: close to being "+
 				"expired, which would revoke its partitions and replay its uncommitted records",
 				g.name, m.id, m.clientID, gap.Round(time.Millisecond), of)
+			if from, to := mh.liveEv.Conn.Broker, ev.Conn.Broker; from != "" && to != "" && from != to {
+				// The coordinator moved in the silence (its broker died:
+				// the client waited for the group's partition to get a new
+				// leader). The new coordinator starts every member's
+				// session when it loads the group: the member was never
+				// close to expiry, and did nothing wrong.
+				hev.Severity = SeverityInfo
+				hev.Summary = fmt.Sprintf("%s: member %s (client %s) reached no coordinator for %v, %s: the group's coordinator "+
+					"moved from %s to %s meanwhile, which starts the member's session anew; a broker failover, not a late member",
+					g.name, m.id, m.clientID, gap.Round(time.Millisecond), of, from, to)
+			}
 			hev.Evidence = []Evidence{mh.liveEv, ev}
 			hev.absent = &absence{clients: []clientKey{{m.clientHost, m.clientID}}, from: mh.lastLive, to: at}
 			c.report(episodeKey(HazardHeartbeatLate, g.name, m.id, "gap", strconv.Itoa(int(m.generation))), hev)

@@ -27,6 +27,9 @@ var expectedHazards = map[string][]string{
 	// rk-c2 was SIGKILLed: its session expired, and the partitions it
 	// owned waited 10 s for the next generation.
 	"r_joins": {"member_expired"},
+	// rk-s2, static, SIGKILLed the second time and not restarted: its
+	// session expired. Its restart inside the session before is no hazard.
+	"r_static": {"member_expired"},
 }
 
 // expectedInfo are, per scenario, info hazards that must be told: what
@@ -35,6 +38,11 @@ var expectedInfo = map[string][]string{
 	// The first rebalance of the empty group lasted the initial delay,
 	// extended by the second joiner up to the 4 s rebalance timeout.
 	"r_delay": {"rebalance_slow"},
+	// The coordinator's broker was SIGKILLed: the members reached no
+	// coordinator for about its 9 s fencing, over their 10 s session
+	// with the last heartbeat before; the new coordinator started their
+	// sessions anew (same generation, no rebalance).
+	"r_failover": {"heartbeat_late"},
 }
 
 // TestRealCaptures runs kwire analyze on every committed real capture
@@ -62,7 +70,8 @@ func TestRealCaptures(t *testing.T) {
 			if err := json.Unmarshal(b, &truth); err != nil {
 				t.Fatalf("%s: %v", tf, err)
 			}
-			snap := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports)
+			snap, coords := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports)
+			expired := map[string]bool{}
 			for _, gt := range truth.Groups {
 				g := findGroup(snap, gt.Group)
 				if g == nil {
@@ -75,9 +84,14 @@ func TestRealCaptures(t *testing.T) {
 					checkGenerations(t, gt, g)
 				}
 				checkCommits(t, gt, g)
-				checkDepartures(t, truth, g)
+				checkCoordinators(t, truth, g, coords)
+				for id, how := range checkDepartures(t, truth, gt, g) {
+					if how == correlate.MemberExpired {
+						expired[id] = true
+					}
+				}
 			}
-			checkHazards(t, name, snap)
+			checkHazards(t, name, snap, expired)
 		})
 	}
 }
@@ -123,12 +137,15 @@ func assignmentString(a map[string][]int32) string {
 // checkGenerations compares kwire's generations with the group metadata
 // records (every generation with members: the record the broker writes
 // when a group becomes empty, no members, bumps the generation, and
-// kwire does not count that as one) and the coordinator's log lines.
+// kwire does not count that as one) and the coordinator's log lines. A
+// generation is its first record, the members as it formed; a later
+// record of the same generation is a static member restarted (KIP-345),
+// which kwire tells as the old member replaced (staticReplacements).
 func checkGenerations(t *testing.T, gt GroupTruth, g *correlate.Group) {
 	t.Helper()
 	want := map[int32]genView{}
 	for _, r := range gt.Generations {
-		if len(r.Members) == 0 {
+		if _, ok := want[r.Generation]; ok || len(r.Members) == 0 {
 			continue
 		}
 		v := genView{Protocol: r.Protocol, Leader: r.Leader, Members: map[string]string{}}
@@ -203,32 +220,122 @@ func check848(t *testing.T, gt GroupTruth, g *correlate.Group) {
 	t.Logf("group %s: group epochs %v, member epochs with records %d, kwire %v", gt.Group, gt.Consumer.GroupEpochs, len(want), kgens)
 }
 
+// staticReplacements reads the group metadata records for static members
+// restarted inside their session (KIP-345): a record of a generation
+// already recorded, one member id swapped for another of the same group
+// instance id. It maps the old member id to the new.
+func staticReplacements(gt GroupTruth) map[string]string {
+	out := map[string]string{}
+	byInstance := map[int32]map[string]string{}
+	for _, r := range gt.Generations {
+		prev := byInstance[r.Generation]
+		cur := map[string]string{}
+		for _, m := range r.Members {
+			if m.InstanceID == nil {
+				continue
+			}
+			cur[*m.InstanceID] = m.MemberID
+			if old, ok := prev[*m.InstanceID]; ok && old != m.MemberID {
+				out[old] = m.MemberID
+			}
+		}
+		byInstance[r.Generation] = cur
+	}
+	return out
+}
+
 // checkDepartures compares how kwire says each member ended with what its
-// Java client did: a client that reported closing (close(): LeaveGroup,
-// or a KIP-848 heartbeat with epoch -1) left; one that never did was
-// SIGKILLed, and the broker expired it. Member ids are the clients' own
-// (consumer.groupMetadata()).
-func checkDepartures(t *testing.T, truth Truth, g *correlate.Group) {
+// Java client did and the broker recorded, and returns what it wanted: a
+// client that reported closing (close(): LeaveGroup, or a KIP-848
+// heartbeat with epoch -1) left, unless it was a classic static member,
+// which sends no LeaveGroup and stays in the group until its session
+// ends, after the capture (live); one that never did was SIGKILLed: the
+// broker expired it, or, a static member restarted inside its session,
+// replaced it with its successor (left, the reason naming the successor).
+// One whose poll loop blocked past max.poll.interval.ms (a slow_poll
+// report; every scenario's slow poll is longer) left by itself: the Java
+// heartbeat thread sends LeaveGroup with the reason "consumer poll timeout
+// has expired." (KIP-800), which kwire must give as the member's reason.
+// Member ids are the clients' own (consumer.groupMetadata()).
+func checkDepartures(t *testing.T, truth Truth, gt GroupTruth, g *correlate.Group) map[string]string {
 	t.Helper()
+	replaced := staticReplacements(gt)
+	pollTimeout := map[string]bool{}
 	want := map[string]string{}
 	for _, raw := range truth.Reports {
-		var r Report
+		var r struct {
+			Report
+			InstanceID string `json:"instance_id"`
+		}
 		if json.Unmarshal(raw, &r) != nil || r.Group != g.Group || r.MemberID == "" {
 			continue
 		}
-		if r.Kind == "closing" {
+		switch {
+		case r.Kind == "closing" && r.InstanceID != "" && gt.Consumer == nil:
+			want[r.MemberID] = "live"
+		case r.Kind == "closing":
 			want[r.MemberID] = correlate.MemberLeft
-		} else if want[r.MemberID] == "" {
+		case r.Kind == "slow_poll":
+			want[r.MemberID] = correlate.MemberLeft
+			pollTimeout[r.MemberID] = true
+		case want[r.MemberID] != "":
+		case replaced[r.MemberID] != "":
+			want[r.MemberID] = correlate.MemberLeft
+		default:
 			want[r.MemberID] = correlate.MemberExpired
 		}
 	}
 	got := map[string]string{}
 	for _, m := range g.Members {
 		got[m.MemberID] = m.Status
+		if to := replaced[m.MemberID]; to != "" && !strings.Contains(m.Reason, "replaced by "+to) {
+			t.Errorf("group %s: the broker replaced static member %s by %s; kwire's reason for its end: %q", g.Group, m.MemberID, to, m.Reason)
+		}
+		if pollTimeout[m.MemberID] && !strings.Contains(m.Reason, "poll timeout") {
+			t.Errorf("group %s: member %s left on its poll timeout (LeaveGroup reason); kwire's reason for its end: %q", g.Group, m.MemberID, m.Reason)
+		}
 	}
 	if d := diffMaps(want, got); d != "" {
 		t.Errorf("group %s: how members ended, the Java clients vs kwire (-want +got):\n%s", g.Group, d)
 	}
+	return want
+}
+
+// checkCoordinators compares the brokers kwire says coordinated g, in
+// turn (its coordinator events with a node), with those the Admin client's
+// DescribeGroups named during the scenario, where it asked: the same
+// nodes in the same order, each move once.
+func checkCoordinators(t *testing.T, truth Truth, g *correlate.Group, coords []correlate.CoordinatorEvent) {
+	t.Helper()
+	var want []int32
+	for _, raw := range truth.Reports {
+		var r struct {
+			Kind, Op string
+			Result   map[string]struct {
+				Coordinator *int32 `json:"coordinator"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(raw, &r) != nil || r.Kind != "admin" || r.Op != "describe_groups" {
+			continue
+		}
+		if d, ok := r.Result[g.Group]; ok && d.Coordinator != nil && (len(want) == 0 || want[len(want)-1] != *d.Coordinator) {
+			want = append(want, *d.Coordinator)
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	var got []int32
+	for _, ev := range coords {
+		if ev.Group == g.Group && ev.ErrorCode == 0 && ev.NodeID >= 0 && (len(got) == 0 || got[len(got)-1] != ev.NodeID) {
+			got = append(got, ev.NodeID)
+		}
+	}
+	if !slices.Equal(want, got) {
+		t.Errorf("group %s: coordinators in turn, the Admin client's DescribeGroups %v, kwire %v", g.Group, want, got)
+	}
+	t.Logf("group %s: coordinators %v; kwire counted %d NOT_COORDINATOR, %d COORDINATOR_NOT_AVAILABLE; errors %v",
+		g.Group, got, g.Coordinator.NotCoordinator, g.Coordinator.NotAvailable, g.Errors)
 }
 
 // checkCommits compares kwire's accepted commits and committed offsets
@@ -269,9 +376,12 @@ func checkCommits(t *testing.T, gt GroupTruth, g *correlate.Group) {
 
 // checkHazards fails on a warn or critical hazard not expected of the
 // scenario, and on an expected one missing.
-func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot) {
+// A member_expired hazard must name a member the broker expired
+// (expired: member ids), and every one of them.
+func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot, expired map[string]bool) {
 	t.Helper()
 	seen := map[string]bool{}
+	told := map[string]bool{}
 	for _, h := range s.Hazards {
 		t.Logf("hazard %s %s (group %s member %s): %s", h.Severity, h.Kind, h.Group, h.MemberID, h.Summary)
 		if h.Severity == "info" {
@@ -279,6 +389,12 @@ func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot) {
 			continue
 		}
 		seen[h.Kind] = true
+		if h.Kind == correlate.HazardMemberExpired {
+			told[h.MemberID] = true
+			if !expired[h.MemberID] {
+				t.Errorf("hazard member_expired for %s, which the broker did not expire: %s", h.MemberID, h.Summary)
+			}
+		}
 		if !slices.Contains(expectedHazards[scenario], h.Kind) {
 			t.Errorf("hazard %s %s: the clients did nothing to earn it: %s", h.Severity, h.Kind, h.Summary)
 		}
@@ -286,6 +402,11 @@ func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot) {
 	for _, k := range expectedHazards[scenario] {
 		if !seen[k] {
 			t.Errorf("no %s hazard; expected of %s", k, scenario)
+		}
+	}
+	for id := range expired {
+		if !told[id] {
+			t.Errorf("no member_expired hazard for %s, which the broker expired", id)
 		}
 	}
 	for _, k := range expectedInfo[scenario] {
@@ -308,8 +429,8 @@ func buildKwire(t *testing.T) string {
 }
 
 // analyze runs kwire analyze --json on capture with ports as the brokers'
-// and returns its summary.
-func analyze(t *testing.T, kwire, capture string, ports []int) *correlate.Snapshot {
+// and returns its summary and coordinator events.
+func analyze(t *testing.T, kwire, capture string, ports []int) (*correlate.Snapshot, []correlate.CoordinatorEvent) {
 	t.Helper()
 	var ps []string
 	for _, p := range ports {
@@ -324,7 +445,15 @@ func analyze(t *testing.T, kwire, capture string, ports []int) *correlate.Snapsh
 	}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 64<<20)
+	var coords []correlate.CoordinatorEvent
 	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(`"type":"coordinator"`)) {
+			var ev correlate.CoordinatorEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Fatalf("kwire coordinator event: %v", err)
+			}
+			coords = append(coords, ev)
+		}
 		if !bytes.Contains(sc.Bytes(), []byte(`"type":"summary"`)) {
 			continue
 		}
@@ -332,10 +461,10 @@ func analyze(t *testing.T, kwire, capture string, ports []int) *correlate.Snapsh
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 			t.Fatalf("kwire summary: %v", err)
 		}
-		return &s
+		return &s, coords
 	}
 	t.Fatalf("kwire analyze %s wrote no summary line", capture)
-	return nil
+	return nil, nil
 }
 
 // diffMaps is a (-want +got) diff of two maps, one line a differing key.
