@@ -101,7 +101,7 @@ func groupExitIdle(t *testing.T, signed bool) {
 		var f aggregateFlags
 		fs := flag.NewFlagSet("aggregate", flag.ContinueOnError)
 		f.register(fs)
-		if err := fs.Parse(append([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m", "--exit-idle", idle.String()}, keyArgs...)); err != nil {
+		if err := fs.Parse(append([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m", "--exit-idle", idle.String(), "--clock-window", "0"}, keyArgs...)); err != nil {
 			t.Fatal(err)
 		}
 		in := &instance{hook: aggregate.NewHook(), done: make(chan struct{})}
@@ -156,7 +156,7 @@ func groupExitIdle(t *testing.T, signed bool) {
 		}
 		outs = append(outs, out)
 	}
-	single := runKwire(t, append([]string{"aggregate", "--json", "--from", url, "--exit-idle", "1s"}, keyArgs...)...)
+	single := runKwire(t, append([]string{"aggregate", "--json", "--from", url, "--exit-idle", "1s", "--clock-window", "0"}, keyArgs...)...)
 	want, wantAgg := normalize(t, mergeSummaries(t, single))
 	union, lineAgents := unionByOwner(t, 3, outs)
 	got, _ := normalize(t, mergeSummaries(t, union))

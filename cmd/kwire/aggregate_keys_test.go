@@ -84,7 +84,7 @@ func TestAggregateForgedAgents(t *testing.T) {
 	want, _ := normalize(t, runKwire(t, append([]string{"analyze", "--json"}, files...)...))
 
 	check := func(t *testing.T, args ...string) {
-		code, stdout, stderr := runKwireErr(append([]string{"aggregate", "--json", "--from", url, "--exit-idle", "1s"}, args...)...)
+		code, stdout, stderr := runKwireErr(append([]string{"aggregate", "--json", "--from", url, "--exit-idle", "1s", "--clock-window", "0"}, args...)...)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
@@ -118,7 +118,7 @@ func TestAggregateForgedAgents(t *testing.T) {
 		check(t)
 	})
 	t.Run("no keys", func(t *testing.T) {
-		code, stdout, stderr := runKwireErr("aggregate", "--json", "--from", url, "--exit-idle", "1s")
+		code, stdout, stderr := runKwireErr("aggregate", "--json", "--from", url, "--exit-idle", "1s", "--clock-window", "0")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
