@@ -68,8 +68,13 @@ type Conn struct {
 	Comm   string `json:"comm,omitempty"`
 }
 
-// ConnOf returns the output form of c.
+// ConnOf returns the output form of c; a nil c (no connection: nothing
+// kwire's own stages make, but an item from elsewhere, an agent record,
+// may lack one) is the zero Conn, never a crash.
 func ConnOf(c *capture.Conn) Conn {
+	if c == nil {
+		return Conn{}
+	}
 	o := Conn{ID: c.ID, Client: c.Client.String(), Broker: c.Server.String()}
 	if c.Process != nil {
 		o.PID, o.Comm = c.Process.PID, c.Process.Comm

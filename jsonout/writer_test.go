@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/decode"
 )
 
 // TestEnvelope checks that events and the summary are written as one JSON
@@ -70,5 +71,19 @@ func TestTextReport(t *testing.T) {
 		"3 requests for groups past --max-groups ignored"
 	if out := textReport(s); !strings.HasSuffix(out, want) {
 		t.Errorf("report ends %q, want %q", out[max(0, len(out)-len(want)):], want)
+	}
+}
+
+// TestConnOfNil: an anomaly without a connection is written, not a crash
+// (a 36-byte agent record reached ConnOf with none: issue 39).
+func TestConnOfNil(t *testing.T) {
+	if got := ConnOf(nil); got != (Conn{}) {
+		t.Errorf("ConnOf(nil) = %+v, want the zero Conn", got)
+	}
+	var b bytes.Buffer
+	w := New(&b, nil)
+	w.Anomaly(&decode.Anomaly{Kind: decode.AnomalyGap})
+	if err := w.Flush(); err != nil || !bytes.Contains(b.Bytes(), []byte(`"type":"anomaly"`)) {
+		t.Errorf("anomaly without a connection: %q, %v", b.String(), err)
 	}
 }
