@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/internal/realkafka"
 )
 
 // realDir holds the committed real captures (make real-captures).
@@ -58,7 +58,7 @@ func TestRealCaptures(t *testing.T) {
 	if len(truths) == 0 {
 		t.Fatalf("no real captures in %s: run make real-captures", realDir)
 	}
-	kwire := buildKwire(t)
+	kwire := realkafka.BuildKwire(t)
 	for _, tf := range truths {
 		name := strings.TrimSuffix(filepath.Base(tf), ".truth.json")
 		t.Run(name, func(t *testing.T) {
@@ -164,7 +164,7 @@ func checkGenerations(t *testing.T, gt GroupTruth, g *correlate.Group) {
 		got[ge.Generation] = v
 		kgens = append(kgens, ge.Generation)
 	}
-	if d := diffMaps(want, got); d != "" {
+	if d := realkafka.DiffMaps(want, got); d != "" {
 		t.Errorf("group %s: generations, __consumer_offsets group metadata records vs kwire (-want +got):\n%s", gt.Group, d)
 	}
 	for gen, l := range gt.Logged {
@@ -214,7 +214,7 @@ func check848(t *testing.T, gt GroupTruth, g *correlate.Group) {
 			got[ge.Generation][m.MemberID] = assignmentString(m.Assignment)
 		}
 	}
-	if d := diffMaps(want, got); d != "" {
+	if d := realkafka.DiffMaps(want, got); d != "" {
 		t.Errorf("group %s: members and assignments by epoch, current-assignment records vs kwire (-want +got):\n%s", gt.Group, d)
 	}
 	t.Logf("group %s: group epochs %v, member epochs with records %d, kwire %v", gt.Group, gt.Consumer.GroupEpochs, len(want), kgens)
@@ -295,7 +295,7 @@ func checkDepartures(t *testing.T, truth Truth, gt GroupTruth, g *correlate.Grou
 			t.Errorf("group %s: member %s left on its poll timeout (LeaveGroup reason); kwire's reason for its end: %q", g.Group, m.MemberID, m.Reason)
 		}
 	}
-	if d := diffMaps(want, got); d != "" {
+	if d := realkafka.DiffMaps(want, got); d != "" {
 		t.Errorf("group %s: how members ended, the Java clients vs kwire (-want +got):\n%s", g.Group, d)
 	}
 	return want
@@ -365,10 +365,10 @@ func checkCommits(t *testing.T, gt GroupTruth, g *correlate.Group) {
 			gotN[k] = n
 		}
 	}
-	if d := diffMaps(gt.Committed, got); d != "" {
+	if d := realkafka.DiffMaps(gt.Committed, got); d != "" {
 		t.Errorf("group %s: committed offsets, __consumer_offsets vs kwire (-want +got):\n%s", gt.Group, d)
 	}
-	if d := diffMaps(wantN, gotN); d != "" {
+	if d := realkafka.DiffMaps(wantN, gotN); d != "" {
 		t.Errorf("group %s: accepted commits per partition, offset commit records vs kwire (-want +got):\n%s", gt.Group, d)
 	}
 	t.Logf("group %s: %d commit records; committed %v", gt.Group, len(gt.Commits), gt.Committed)
@@ -416,18 +416,6 @@ func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot, expired 
 	}
 }
 
-// buildKwire builds cmd/kwire into the test's temporary directory.
-func buildKwire(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kwire")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/kwire/kwire/cmd/kwire")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build kwire: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // analyze runs kwire analyze --json on capture with ports as the brokers'
 // and returns its summary and coordinator events.
 func analyze(t *testing.T, kwire, capture string, ports []int) (*correlate.Snapshot, []correlate.CoordinatorEvent) {
@@ -465,35 +453,4 @@ func analyze(t *testing.T, kwire, capture string, ports []int) (*correlate.Snaps
 	}
 	t.Fatalf("kwire analyze %s wrote no summary line", capture)
 	return nil, nil
-}
-
-// diffMaps is a (-want +got) diff of two maps, one line a differing key.
-func diffMaps[K int32 | string, V any](want, got map[K]V) string {
-	keys := map[K]bool{}
-	for k := range want {
-		keys[k] = true
-	}
-	for k := range got {
-		keys[k] = true
-	}
-	var sorted []K
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	slices.Sort(sorted)
-	var b strings.Builder
-	for _, k := range sorted {
-		w, wok := want[k]
-		g, gok := got[k]
-		if wok == gok && reflect.DeepEqual(w, g) {
-			continue
-		}
-		if wok {
-			fmt.Fprintf(&b, "-%v: %+v\n", k, w)
-		}
-		if gok {
-			fmt.Fprintf(&b, "+%v: %+v\n", k, g)
-		}
-	}
-	return b.String()
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +31,7 @@ func TestClusterCaptures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three Kafka JVMs: minutes on two cores")
 	}
-	kwire := buildKwire(t)
+	kwire := BuildKwire(t)
 	start := time.Now()
 	c := StartT(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -145,7 +144,7 @@ func TestClusterCaptures(t *testing.T) {
 	if g == nil {
 		t.Fatalf("kwire found no group %q; groups: %v", group, sum.groupNames())
 	}
-	if d := diffOffsets(want, g.committed(topic)); d != "" {
+	if d := DiffMaps(want, g.committed(topic)); d != "" {
 		t.Errorf("committed offsets: kwire vs OffsetFetch at the end (-want +got):\n%s", d)
 	}
 	var kgens []int32
@@ -286,49 +285,6 @@ func committed(ctx context.Context, t *testing.T, cl *kgo.Client, group, topic s
 		}
 	}
 	return out
-}
-
-// diffOffsets is a (-want +got) diff of two offset maps.
-func diffOffsets(want, got map[string]int64) string {
-	keys := map[string]bool{}
-	for k := range want {
-		keys[k] = true
-	}
-	for k := range got {
-		keys[k] = true
-	}
-	var sorted []string
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	var b strings.Builder
-	for _, k := range sorted {
-		w, wok := want[k]
-		g, gok := got[k]
-		if wok == gok && w == g {
-			continue
-		}
-		if wok {
-			fmt.Fprintf(&b, "-%s: %d\n", k, w)
-		}
-		if gok {
-			fmt.Fprintf(&b, "+%s: %d\n", k, g)
-		}
-	}
-	return b.String()
-}
-
-// buildKwire builds cmd/kwire into the test's temporary directory.
-func buildKwire(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kwire")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/kwire/kwire/cmd/kwire")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build kwire: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // summary is the part of kwire's summary line these tests read.

@@ -21,7 +21,7 @@ func TestSeparateKafka3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three Kafka JVMs: minutes on two cores")
 	}
-	kwire := buildKwire(t)
+	kwire := BuildKwire(t)
 	c := StartT(t, &Options{Layout: Separate, Version: Version3,
 		Config: map[string]string{"group.initial.rebalance.delay.ms": "0"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -90,7 +90,7 @@ func TestSeparateKafka3(t *testing.T) {
 	if g == nil {
 		t.Fatalf("kwire found no group %q; groups: %v", group, sum.groupNames())
 	}
-	if d := diffOffsets(want, g.committed(topic)); d != "" {
+	if d := DiffMaps(want, g.committed(topic)); d != "" {
 		t.Errorf("committed offsets: kwire vs OffsetFetch at the end (-want +got):\n%s", d)
 	}
 	checkBrokerGenerations(t, c, g)

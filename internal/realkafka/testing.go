@@ -2,10 +2,15 @@ package realkafka
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +98,48 @@ func tail(path string, n int) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// BuildKwire builds cmd/kwire (CGO_ENABLED=0, as shipped) into the test's
+// temporary directory and returns its path: the real-Kafka tests analyse
+// their captures with the binary an operator runs.
+func BuildKwire(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kwire")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/kwire/kwire/cmd/kwire")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build kwire: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// DiffMaps is a (-want +got) diff of two maps, one line per differing
+// key, in key order; "" when they are equal.
+func DiffMaps[K cmp.Ordered, V any](want, got map[K]V) string {
+	keys := make([]K, 0, len(want)+len(got))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		w, wok := want[k]
+		g, gok := got[k]
+		if wok == gok && reflect.DeepEqual(w, g) {
+			continue
+		}
+		if wok {
+			fmt.Fprintf(&b, "-%v: %+v\n", k, w)
+		}
+		if gok {
+			fmt.Fprintf(&b, "+%v: %+v\n", k, g)
+		}
+	}
+	return b.String()
 }
