@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/kwire/kwire/aggregate/wire"
@@ -24,17 +23,9 @@ const (
 // the environment variable env; no file and an empty variable: none.
 // source says where they came from.
 func readKeys(flag, file, env string) (keys []wire.Key, source string, err error) {
-	var text []byte
-	switch {
-	case file != "":
-		if text, err = os.ReadFile(file); err != nil {
-			return nil, "", fmt.Errorf("--%s: %w", flag, err)
-		}
-		source = "--" + flag + " " + file
-	case os.Getenv(env) != "":
-		text, source = []byte(os.Getenv(env)), "$"+env
-	default:
-		return nil, "", nil
+	text, source, err := readSecret(flag, file, env)
+	if err != nil || text == nil {
+		return nil, "", err
 	}
 	if keys, err = wire.ParseKeys(text); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", source, err)

@@ -135,17 +135,31 @@ func (k *kafkaFlags) password() (string, error) {
 	if k.user == "" {
 		return "", fmt.Errorf("--%ssasl-mechanism needs --%suser", k.prefix, k.prefix)
 	}
-	if k.passFile != "" {
-		b, err := os.ReadFile(k.passFile)
-		if err != nil {
-			return "", fmt.Errorf("--%spassword-file: %w", k.prefix, err)
+	b, _, err := readSecret(k.prefix+"password-file", k.passFile, k.envPass)
+	switch {
+	case err != nil:
+		return "", err
+	case b == nil:
+		return "", errors.New("no SASL password: give --" + k.prefix + "password-file or set $" + k.envPass)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// readSecret reads a secret (a password, agents' keys) from file, named by
+// flag in errors, or else from the environment variable env: never from a
+// flag's value, which ps shows. Neither: nil. source says where it came
+// from ("--flag FILE" or "$ENV"), for messages that must not print it.
+func readSecret(flag, file, env string) (text []byte, source string, err error) {
+	switch {
+	case file != "":
+		if text, err = os.ReadFile(file); err != nil {
+			return nil, "", fmt.Errorf("--%s: %w", flag, err)
 		}
-		return strings.TrimRight(string(b), "\r\n"), nil
+		return text, "--" + flag + " " + file, nil
+	case os.Getenv(env) != "":
+		return []byte(os.Getenv(env)), "$" + env, nil
 	}
-	if p := os.Getenv(k.envPass); p != "" {
-		return p, nil
-	}
-	return "", errors.New("no SASL password: give --" + k.prefix + "password-file or set $" + k.envPass)
+	return nil, "", nil
 }
 
 // cluster names k's cluster in messages: its seed brokers.
