@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/kwire/kwire/aggregate"
 	"github.com/kwire/kwire/aggregate/wire"
 )
 
@@ -70,16 +66,7 @@ func groupExitIdle(t *testing.T, signed bool) {
 	}
 	sent.at(t, time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), false)
 
-	type instance struct {
-		hook *aggregate.Hook
-		out  strings.Builder
-		err  error
-		done chan struct{}
-		at   time.Time // when it returned
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var ins []*instance
+	var ins []*groupInstance
 	deadline := time.After(90 * time.Second)
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
@@ -98,20 +85,8 @@ func groupExitIdle(t *testing.T, signed bool) {
 		}
 	}
 	for i := range 2 {
-		var f aggregateFlags
-		fs := flag.NewFlagSet("aggregate", flag.ContinueOnError)
-		f.register(fs)
-		if err := fs.Parse(append([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m", "--exit-idle", idle.String(), "--clock-window", "0"}, keyArgs...)); err != nil {
-			t.Fatal(err)
-		}
-		in := &instance{hook: aggregate.NewHook(), done: make(chan struct{})}
-		f.hook = in.hook
+		in := startGroupInstance(t, url, append([]string{"--exit-idle", idle.String()}, keyArgs...)...)
 		ins = append(ins, in)
-		go func() {
-			defer close(in.done)
-			in.err = runAggregate(ctx, &f, &in.out, io.Discard)
-			in.at = time.Now()
-		}()
 		waitFor(fmt.Sprintf("instance %d to own partitions", i), func() bool {
 			return len(in.hook.Owned("own")) > 0 && len(in.hook.Owned("route")) > 0
 		})
@@ -146,7 +121,7 @@ func groupExitIdle(t *testing.T, signed bool) {
 
 	// In the order they stopped: a partition's summary and agents are its
 	// last owner's.
-	slices.SortFunc(ins, func(a, b *instance) int { return a.at.Compare(b.at) })
+	slices.SortFunc(ins, func(a, b *groupInstance) int { return a.at.Compare(b.at) })
 	var outs [][]byte
 	for _, in := range ins {
 		out := []byte(in.out.String())

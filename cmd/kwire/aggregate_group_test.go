@@ -274,14 +274,17 @@ type groupInstance struct {
 	err    error
 	cancel context.CancelFunc
 	done   chan struct{}
+	at     time.Time // when runAggregate returned
 }
 
-func startGroupInstance(t *testing.T, url string) *groupInstance {
+// startGroupInstance runs kwire aggregate --group agg over url in the
+// test's process, with extra flags after the usual ones.
+func startGroupInstance(t *testing.T, url string, extra ...string) *groupInstance {
 	t.Helper()
 	var f aggregateFlags
 	fs := flag.NewFlagSet("aggregate", flag.ContinueOnError)
 	f.register(fs)
-	if err := fs.Parse([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m", "--clock-window", "0"}); err != nil {
+	if err := fs.Parse(append([]string{"--json", "--from", url, "--group", "agg", "--quiet-after", "10m", "--clock-window", "0"}, extra...)); err != nil {
 		t.Fatal(err)
 	}
 	in := &groupInstance{hook: aggregate.NewHook(), done: make(chan struct{})}
@@ -291,6 +294,7 @@ func startGroupInstance(t *testing.T, url string) *groupInstance {
 	go func() {
 		defer close(in.done)
 		in.err = runAggregate(ctx, &f, &in.out, io.Discard)
+		in.at = time.Now()
 	}()
 	t.Cleanup(func() { cancel(); <-in.done })
 	return in
