@@ -485,23 +485,7 @@ func (c *Correlator) checkSlow(g *groupState, gh *groupHazard, gen *genState) {
 	// longer for each member joining meanwhile, up to the rebalance
 	// timeout (issue 37: seen on Kafka 4.4). Only what lasts beyond that
 	// is the members'.
-	if (gen.id == 1 || gen.emptiedBefore) && dur-timeout < time.Duration(float64(timeout)*hz.SlowRebalance) {
-		ev.Severity = SeverityInfo
-		ev.Summary = fmt.Sprintf("%s generation %d: the rebalance took %v, %d%% of the %v rebalance timeout, but the group "+
-			"was empty when it began: the broker holds such a rebalance for group.initial.rebalance.delay.ms (3s by "+
-			"default), longer as members keep joining, up to the rebalance timeout; its own timer, not a slow member",
-			g.name, gen.id, dur.Round(time.Millisecond), int(100*dur/timeout), timeout)
-		ev.Evidence = []Evidence{}
-		if jm := gh.joins[gen.id]; jm != nil {
-			ev.Evidence = []Evidence{jm.first, jm.last}
-			if jm.first == jm.last {
-				ev.Evidence = ev.Evidence[:1]
-			}
-		}
-		ev.absent = &absence{from: gen.started, to: gen.completed}
-		c.report(episodeKey(HazardRebalanceSlow, g.name, strconv.Itoa(int(gen.id))), ev)
-		return
-	}
+	brokerTimer := (gen.id == 1 || gen.emptiedBefore) && dur-timeout < time.Duration(float64(timeout)*hz.SlowRebalance)
 	last := ""
 	ev.Evidence = []Evidence{}
 	if jm := gh.joins[gen.id]; jm != nil {
@@ -509,20 +493,30 @@ func (c *Correlator) checkSlow(g *groupState, gh *groupHazard, gen *genState) {
 		if jm.first == jm.last {
 			ev.Evidence = ev.Evidence[:1]
 		}
-		if wait := jm.lastAt.Sub(gen.started); wait >= dur/2 {
+		switch wait := jm.lastAt.Sub(gen.started); {
+		case brokerTimer:
+		case wait >= dur/2:
 			ev.MemberID = jm.lastMember
 			last = fmt.Sprintf("; %s joined last, %v after the rebalance began", jm.lastMember, wait.Round(time.Millisecond))
 			if m := g.members[jm.lastMember]; m != nil {
 				ev.ClientID, ev.ClientHost = m.clientID, m.clientHost
 			}
-		} else {
+		default:
 			last = fmt.Sprintf("; the members seen joining had joined within %v: it waited for a member that did not "+
 				"rejoin in time, or for the leader's assignment", wait.Round(time.Millisecond))
 		}
 	}
-	ev.Summary = fmt.Sprintf("%s generation %d: the rebalance took %v, %d%% of the %v rebalance timeout%s; the group's "+
-		"partitions being moved (all of them with an eager assignor) were not consumed meanwhile",
-		g.name, gen.id, dur.Round(time.Millisecond), int(100*dur/timeout), timeout, last)
+	head := fmt.Sprintf("%s generation %d: the rebalance took %v, %d%% of the %v rebalance timeout",
+		g.name, gen.id, dur.Round(time.Millisecond), int(100*dur/timeout), timeout)
+	if brokerTimer {
+		ev.Severity = SeverityInfo
+		ev.Summary = head + ", but the group was empty when it began: the broker holds such a rebalance for " +
+			"group.initial.rebalance.delay.ms (3s by default), longer as members keep joining, up to the rebalance " +
+			"timeout; its own timer, not a slow member"
+	} else {
+		ev.Summary = head + last + "; the group's partitions being moved (all of them with an eager assignor) were not " +
+			"consumed meanwhile"
+	}
 	// It rests on the JoinGroups not seen earlier, of the members that
 	// joined and of those it waited for in vain: any connection.
 	ev.absent = &absence{from: gen.started, to: gen.completed}
