@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kwire/kwire/aggregate/wire"
+	"github.com/kwire/kwire/jsonout"
 )
 
 // Line is the final "aggregate" NDJSON line (docs/aggregate.md).
@@ -67,7 +68,7 @@ type LineAgent struct {
 
 func (ag *Aggregator) line(end, now time.Time) *Line {
 	m := ag.m
-	l := &Line{V: 1, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Unverified: ag.verify.count(), Late: m.late,
+	l := &Line{V: jsonout.SchemaVersion, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Unverified: ag.verify.count(), Late: m.late,
 		Withheld: m.cover.expiries, HazardsWithheld: m.cover.hazards}
 	m.caps.line(l, m)
 	for _, a := range m.agents {

@@ -10,9 +10,11 @@ import (
 )
 
 // fetch handles Fetch (key 1). A Fetch names no group: it is attributed to
-// one through its client's bindings (client host + client id). Positions
-// come from the request's fetch offsets; records, bytes, high watermark,
-// last stable offset and log start offset from the response.
+// one through its client's bindings (client host + client id). Records,
+// bytes, high watermark, last stable offset and log start offset come from
+// the response; the position from an answered Fetch: the offset after the
+// records it delivered, or its fetch offset if it delivered none (an
+// unanswered Fetch moved nothing the consumer has).
 //
 // Records and bytes are counted from batch headers as they are: a batch
 // that starts before the fetch offset (a compressed batch the consumer
@@ -37,16 +39,18 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 	ask := c.askedBy(req)
 	asked := ask.asked
 	offsets := c.fetchSession(e, req, resp, asked)
+	answered := resp != nil && resp.ErrorCode == 0
 	for _, p := range ask.sorted {
 		for _, f := range c.fetchTargets(a, k, p) {
-			if f != nil {
-				f.position, f.positionAt = asked[p], e.ReqTime.UTC()
+			if f != nil && answered {
+				f.position, f.positionAt = asked[p], e.RespTime.UTC()
 			}
 		}
 	}
 	if resp == nil {
 		return
 	}
+	at := e.RespTime.UTC()
 	nc := c.recordsNotCopied(e, resp)
 	rc := req.IsolationLevel == 1
 	if c.tcounts == nil {
@@ -71,10 +75,12 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 				if f == nil {
 					continue
 				}
-				f.got(rp, bp, e.RespTime.UTC(), a.member, k, n)
-				if off, ok := offsets[p]; ok && f.position < 0 {
-					f.position, f.positionAt = off, e.ReqTime.UTC() // from the session
+				if off, ok := offsets[p]; ok && answered {
+					if _, inReq := asked[p]; !inReq {
+						f.position, f.positionAt = off, at // from the session
+					}
 				}
+				f.got(rp, bp, at, a.member, k, n)
 			}
 		}
 	}
@@ -190,5 +196,8 @@ func (f *fetchState) got(rp *kmsg.FetchResponseTopicPartition, b *decode.Batches
 	f.batches += int64(b.Batches)
 	if b.NextOffset > f.delivered {
 		f.delivered = b.NextOffset
+	}
+	if b.NextOffset > f.position {
+		f.position = b.NextOffset // the records delivered move the position on
 	}
 }

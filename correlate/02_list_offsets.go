@@ -9,7 +9,10 @@ import (
 // listOffsets handles ListOffsets (key 2): a consumer looking up the
 // earliest (-2) or latest (-1) offset, e.g. to reset after
 // OFFSET_OUT_OF_RANGE. Attributed like a Fetch; the last answer per
-// partition is kept with the group's partition.
+// partition is kept with the group's partition, if the partition is the
+// group's: one its members fetch, commit or own. A client bound to the
+// group that looks up other partitions (an admin tool describing
+// another group) does not make them the group's.
 func (c *Correlator) listOffsets(e *decode.Exchange, req *kmsg.ListOffsetsRequest) {
 	resp, _ := e.Resp.(*kmsg.ListOffsetsResponse)
 	if resp == nil || req.ReplicaID >= 0 {
@@ -29,7 +32,10 @@ func (c *Correlator) listOffsets(e *decode.Exchange, req *kmsg.ListOffsetsReques
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			p := tp{t.Topic, rp.Partition}
-			ps := c.part(g, p)
+			ps := g.parts[p]
+			if ps == nil && g.owned(p) {
+				ps = c.part(g, p)
+			}
 			if ps == nil {
 				continue
 			}

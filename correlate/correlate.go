@@ -56,6 +56,9 @@ type Correlator struct {
 	// stable: partition -> its last stable offset as Fetch responses
 	// showed it (stable.go), at most MaxPartitionsPerGroup.
 	stable map[tp]*stableState
+	// ends: partition -> the newest evidence of its end (ends.go), at
+	// most MaxPartitionsPerGroup.
+	ends map[tp]*endState
 
 	now       time.Time // latest capture time seen
 	lastSweep time.Time
@@ -97,6 +100,7 @@ func (c *Correlator) Exchange(e *decode.Exchange) {
 	c.advance(e)
 	c.lossExchange(e)
 	c.learnTopics(e)
+	c.endEvidence(e)
 	if e.Req != nil {
 		c.dispatch(e)
 	}
@@ -288,6 +292,7 @@ func (c *Correlator) Tick(e *decode.Exchange) {
 	c.stats.Exchanges++
 	c.advance(e)
 	c.lossExchange(e)
+	c.endEvidence(e)
 	c.hazardTimers()
 	c.waited()
 }

@@ -58,10 +58,10 @@ func TestTopicIDFetch(t *testing.T) {
 				t.Fatalf("partitions = %+v, want orders/0 only", g.Partitions)
 			}
 			p := g.Partitions[0]
-			got := []any{p.Topic, *p.Position, p.Records, *p.HighWatermark, *p.Lag, *p.DeliveredTo, p.Owner}
-			want := []any{"orders", 3, 5, 10, 7, 5, "m1"}
+			got := []any{p.Topic, *p.Position, p.Records, *p.HighWatermark, *p.EndOffset, *p.PositionLag, *p.DeliveredTo, p.Owner}
+			want := []any{"orders", 5, 5, 10, 10, 5, 5, "m1"}
 			if d := diff(want, got); d != "" {
-				t.Errorf("topic, position, records, hwm, lag, delivered, owner (-want +got):\n%s", d)
+				t.Errorf("topic, position, records, hwm, end, position lag, delivered, owner (-want +got):\n%s", d)
 			}
 			if n := s.Stats.UnresolvedTopicIDs; n != 0 {
 				t.Errorf("UnresolvedTopicIDs = %d, want 0", n)
@@ -110,7 +110,7 @@ func TestFetchSession(t *testing.T) {
 	for _, p := range findGroup(s, "g").Partitions {
 		got = append(got, row{p.Partition, *p.Position, p.Records, p.Fetches})
 	}
-	want := []row{{0, 2, 2, 2}, {1, 0, 3, 2}}
+	want := []row{{0, 2, 2, 2}, {1, 3, 3, 2}} // partition 1: its 3 records delivered at epoch 1
 	if d := diff(want, got); d != "" {
 		t.Errorf("partitions (-want +got):\n%s", d)
 	}

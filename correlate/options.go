@@ -115,6 +115,11 @@ type Limits struct {
 	// (share_ack_lost) because a partition held maxShareHeld (1024) not
 	// yet acknowledged. Omitted while zero.
 	ShareHeldDropped int64 `json:"share_held_dropped,omitempty"`
+	// EndsDropped counts partition ends not learned because
+	// MaxPartitionsPerGroup partitions' ends were known already: those
+	// groups' lag is measured against their own Fetches. Omitted while
+	// zero.
+	EndsDropped int64 `json:"ends_dropped,omitempty"`
 }
 
 // Stats are a Correlator's counters.

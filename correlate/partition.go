@@ -194,3 +194,13 @@ func (g *groupState) partOf(p tp) *partState {
 	}
 	return g.parts[p]
 }
+
+// owned reports whether a live member of g is assigned p.
+func (g *groupState) owned(p tp) bool {
+	for _, m := range g.members {
+		if m.status == statusLive && m.assigned && slices.Contains(m.assignment[p.topic], p.partition) {
+			return true
+		}
+	}
+	return false
+}

@@ -121,15 +121,21 @@ type Member struct {
 // Fetch is what Fetches asked for and got for one partition. Pointers are
 // null when unknown.
 type Fetch struct {
-	// Position is the fetch offset last asked for.
-	Position      *int64 `json:"position"`
+	// Position is the consumer's position after its last answered Fetch:
+	// the offset after the records it delivered, its fetch offset if it
+	// delivered none. An unanswered Fetch does not move it.
+	Position *int64 `json:"position"`
+	// HighWatermark, LastStable and LogStart are what the last Fetch
+	// response with the partition said.
 	HighWatermark *int64 `json:"high_watermark"`
 	LastStable    *int64 `json:"last_stable_offset"`
 	LogStart      *int64 `json:"log_start_offset"`
-	// Lag is HighWatermark - Position; for a read_committed consumer
-	// (ReadCommitted), LastStable - Position: it reads no further until
-	// the open transactions there end (KIP-98).
-	Lag *int64 `json:"lag"`
+	// PositionLag is the end (HighWatermark; for a read_committed
+	// consumer, LastStable: it reads no further until the open
+	// transactions there end, KIP-98) minus Position: what the consumer
+	// has still to fetch. A group's Partition measures it against the
+	// partition's EndOffset.
+	PositionLag *int64 `json:"position_lag"`
 	// ReadCommitted: the last Fetch was read_committed (isolation level
 	// 1).
 	ReadCommitted bool `json:"read_committed,omitempty"`
@@ -173,6 +179,18 @@ type Partition struct {
 	Partition int32  `json:"partition"`
 	// Owner is the live member assigned the partition, "" if none known.
 	Owner string `json:"owner"`
+	// EndOffset is where the partition ends by the newest evidence on
+	// the wire, any client's: a Fetch response's high watermark (last
+	// stable offset for a read_committed group), the offset after a
+	// Produce response's records, a ListOffsets answer for the latest
+	// offset. EndOffsetFrom says which (fetch, produce, list_offsets).
+	EndOffset     *int64     `json:"end_offset"`
+	EndOffsetAt   *time.Time `json:"end_offset_at"`
+	EndOffsetFrom string     `json:"end_offset_from,omitempty"`
+	// Lag is EndOffset - Committed, as kafka-consumer-groups.sh prints
+	// it: what the group would read again from its committed offset;
+	// null when either is unknown.
+	Lag *int64 `json:"lag"`
 	// Committed is the committed offset now: the last accepted commit,
 	// or a later OffsetFetch answer (CommittedSource "offset_fetch").
 	Committed           *int64     `json:"committed"`
@@ -285,13 +303,8 @@ func (f *fetchState) snapshot() Fetch {
 		Fetches: f.fetches, NotCopied: f.notCopied, LastFetch: timePtr(f.lastFetch), FetchedBy: f.fetchedBy,
 		ReadCommitted: f.readCommitted,
 	}
-	end := f.hwm
-	if f.readCommitted && f.lso >= 0 {
-		end = f.lso
-	}
-	if end >= 0 && f.position >= 0 {
-		lag := end - f.position
-		o.Lag = &lag
+	if end := f.end(); end >= 0 && f.position >= 0 {
+		o.PositionLag = i64(end - f.position)
 	}
 	if f.errCode != 0 {
 		o.LastErrorCode, o.LastError, o.LastErrorAt = f.errCode, errName(f.errCode), timePtr(f.errAt)

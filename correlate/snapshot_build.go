@@ -37,7 +37,7 @@ func (c *Correlator) groupSnapshot(g *groupState) Group {
 	owners := g.owners()
 	o.Partitions = make([]Partition, 0, len(g.parts))
 	for _, p := range sortedTPs(g.parts) {
-		o.Partitions = append(o.Partitions, g.parts[p].snapshot(p, owners[p]))
+		o.Partitions = append(o.Partitions, c.partSnapshot(g.parts[p], p, owners[p]))
 	}
 	return o
 }
@@ -87,16 +87,31 @@ func (m *memberState) snapshot() Member {
 	return o
 }
 
-func (ps *partState) snapshot(p tp, owner string) Partition {
+// partSnapshot returns a group's partition p: its end is the newest
+// evidence of any client's (endState), its own last Fetch's if newer.
+func (c *Correlator) partSnapshot(ps *partState, p tp, owner string) Partition {
 	o := Partition{
 		Topic: p.topic, Partition: p.partition, Owner: owner, CommittedGeneration: ps.committedGen,
 		Commits: make([]Commit, 0, len(ps.commits.all())), CommitsDropped: ps.commitsDropped,
 		Fetch: ps.fetch.snapshot(),
 	}
+	end, endAt, from, ok := c.end(p, ps.fetch.readCommitted)
+	if own := ps.fetch.end(); own >= 0 && (!ok || ps.fetch.lastFetch.After(endAt)) {
+		end, endAt, from, ok = own, ps.fetch.lastFetch, endFetch, true
+	}
+	if ok {
+		o.EndOffset, o.EndOffsetAt, o.EndOffsetFrom = &end, timePtr(endAt), from
+		if ps.fetch.position >= 0 {
+			o.PositionLag = i64(end - ps.fetch.position)
+		}
+	}
 	if ps.hasCommitted {
 		off := ps.committed
 		o.Committed, o.CommittedAt = &off, timePtr(ps.committedAt)
 		o.CommittedBy, o.CommittedSource = ps.committedBy, ps.committedSource
+		if ok {
+			o.Lag = i64(end - off)
+		}
 	}
 	for _, r := range ps.commits.all() {
 		o.Commits = append(o.Commits, Commit{

@@ -108,9 +108,16 @@ func TestReadCommittedAccounting(t *testing.T) {
 			if n := int64(len(markers[tp{p.Topic, p.Partition}])); p.Records > 0 && p.ControlRecords != n {
 				t.Errorf("%s %s/%d: %d control records, the responses held %d markers", g.Group, p.Topic, p.Partition, p.ControlRecords, n)
 			}
-			if !p.ReadCommitted || p.Lag == nil || p.LastStable == nil || p.Position == nil || *p.Lag != *p.LastStable-*p.Position {
-				t.Errorf("%s %s/%d: read_committed %v, lag %v: want last stable %v - position %v", g.Group, p.Topic, p.Partition,
-					p.ReadCommitted, ptrStr64(p.Lag), ptrStr64(p.LastStable), ptrStr64(p.Position))
+			if !p.ReadCommitted || p.PositionLag == nil || p.EndOffset == nil || p.Position == nil || *p.PositionLag != *p.EndOffset-*p.Position {
+				t.Errorf("%s %s/%d: read_committed %v, position lag %v: want end %v - position %v", g.Group, p.Topic, p.Partition,
+					p.ReadCommitted, ptrStr64(p.PositionLag), ptrStr64(p.EndOffset), ptrStr64(p.Position))
+			}
+			if p.EndOffsetAt != nil && p.LastFetch != nil && p.EndOffsetAt.Equal(*p.LastFetch) && (p.LastStable == nil || *p.EndOffset != *p.LastStable) {
+				t.Errorf("%s %s/%d: end %v from the group's own last Fetch, whose last stable offset is %v", g.Group, p.Topic, p.Partition,
+					ptrStr64(p.EndOffset), ptrStr64(p.LastStable))
+			}
+			if p.Committed != nil && (p.Lag == nil || *p.Lag != *p.EndOffset-*p.Committed) {
+				t.Errorf("%s %s/%d: lag %v, want end %v - committed %d", g.Group, p.Topic, p.Partition, ptrStr64(p.Lag), ptrStr64(p.EndOffset), *p.Committed)
 			}
 			if p.Records > 0 && (p.Committed == nil || *p.Committed != committed[g.Group][p.Topic][strconv.Itoa(int(p.Partition))]) {
 				t.Errorf("%s %s/%d: committed %v, the broker says %d", g.Group, p.Topic, p.Partition, ptrStr64(p.Committed),

@@ -44,7 +44,9 @@ func appendExchange(b []byte, e *decode.Exchange, names *decode.Topics, c *excha
 	if len(e.RecordsNotCopied) > 0 || !fastRequest(e.Req) || !fastResponse(e.Resp) {
 		return b, false
 	}
-	b = append(b, `{"v":1,"type":"exchange","ts":"`...)
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, SchemaVersion, 10)
+	b = append(b, `,"type":"exchange","ts":"`...)
 	b = c.ts.append(b, e.ReqTime)
 	b = append(b, `","conn":`...)
 	b = c.conn(b, e.Conn)

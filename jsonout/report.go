@@ -97,10 +97,10 @@ func groupReport(b *strings.Builder, g *correlate.Group) {
 	if len(g.Partitions) > 0 {
 		b.WriteString("partitions:\n")
 		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "topic\tpart\tcommitted\tposition\thigh wm\tlag\trecords\tbytes\towner\t")
+		fmt.Fprintln(tw, "topic\tpart\tcommitted\tposition\tend\tlag\trecords\tbytes\towner\t")
 		for _, p := range g.Partitions {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", p.Topic, p.Partition, opt(p.Committed), opt(p.Position),
-				opt(p.HighWatermark), opt(p.Lag), p.Records, p.Bytes, short(orDash(p.Owner)))
+				opt(p.EndOffset), opt(p.Lag), p.Records, p.Bytes, short(orDash(p.Owner)))
 		}
 		tw.Flush()
 	}

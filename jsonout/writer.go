@@ -17,7 +17,7 @@ import (
 )
 
 // SchemaVersion is the "v" of every NDJSON line.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // TimeFormat is how capture times are written: RFC 3339, UTC, microseconds.
 const TimeFormat = "2006-01-02T15:04:05.000000Z07:00"

@@ -25,7 +25,7 @@ func TestEnvelope(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines, want 2:\n%s", len(lines), buf.String())
 	}
-	for i, want := range []string{`{"v":1,"type":"commit","ts":"0001-01-01T00:00:00.000000Z","group":"g"`, `{"v":1,"type":"summary","ts":"2026-11-29T10:00:00.000000Z","time":`} {
+	for i, want := range []string{`{"v":2,"type":"commit","ts":"0001-01-01T00:00:00.000000Z","group":"g"`, `{"v":2,"type":"summary","ts":"2026-11-29T10:00:00.000000Z","time":`} {
 		if !strings.HasPrefix(lines[i], want) {
 			t.Errorf("line %d:\n-want prefix %s\n+got  %s", i+1, want, lines[i])
 		}

@@ -373,7 +373,8 @@ func (s *Shards) Stats() correlate.Stats {
 }
 
 // addLimits adds a shard's limit counters to into. Every shard learns
-// every topic id (Metadata goes to all), so that one is the largest; the
+// every topic id (Metadata goes to all) and every partition end (Tick), so
+// those are the largest; the
 // others are counted where the state they drop is kept. (Past a limit,
 // the shards' tables are not the one correlator's: what each forgets
 // differs, see docs/sharding.md.)
@@ -388,6 +389,7 @@ func addLimits(into *correlate.Limits, l correlate.Limits) {
 	into.SessionsEvicted += l.SessionsEvicted
 	into.TopicIDsEvicted = max(into.TopicIDsEvicted, l.TopicIDsEvicted)
 	into.ShareHeldDropped += l.ShareHeldDropped
+	into.EndsDropped = max(into.EndsDropped, l.EndsDropped)
 	into.TxnsEvicted += l.TxnsEvicted
 }
 

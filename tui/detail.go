@@ -326,10 +326,10 @@ func (v *detailView) partitions(b *strings.Builder, g *correlate.Group, width in
 			errText = p.LastError
 		}
 		rows = append(rows, []cell{c(p.Topic), cf("%d", p.Partition), c(orDash(p.Owner)), c(opt(p.Position)), c(opt(p.Committed)),
-			c(opt(p.HighWatermark)), lag, c(errText)})
+			c(opt(p.EndOffset)), lag, c(errText)})
 	}
 	writeTable(b, width, []col{{title: "TOPIC", shrink: 8}, {title: "PART", right: true}, {title: "OWNER", shrink: 10, mid: true},
-		{title: "POSITION", right: true}, {title: "COMMITTED", right: true}, {title: "HWM", right: true}, {title: "LAG", right: true},
+		{title: "POSITION", right: true}, {title: "COMMITTED", right: true}, {title: "END", right: true}, {title: "LAG", right: true},
 		{title: "FETCH ERROR", shrink: 6}}, rows)
 }
 

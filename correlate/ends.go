@@ -1,0 +1,210 @@
+package correlate
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/decode"
+)
+
+// endState is the newest evidence on the wire of where a partition ends:
+// the high watermark (and last stable offset) of any Fetch response, a
+// consumer's or a follower's; the offset after the records a Produce
+// response acknowledged; a ListOffsets answer for the latest offset.
+// A group's lag is measured against it, not against the group's own last
+// Fetch: a consumer whose processing hangs fetches no more, and its own
+// last high watermark grows old while the others' move on.
+type endState struct {
+	hwm, lso int64 // -1 unknown
+	hwmAt    time.Time
+	lsoAt    time.Time
+	from     string // what gave hwm: fetch, produce or list_offsets
+	lsoFrom  string // what gave lso: fetch or list_offsets
+}
+
+// End sources, as EndFrom says them.
+const (
+	endFetch       = "fetch"
+	endProduce     = "produce"
+	endListOffsets = "list_offsets"
+)
+
+// endEvidence learns partition ends from e's response. Every correlator
+// of a sharded run takes it from every exchange (Tick too), so that each
+// group's lag is measured against the same end.
+func (c *Correlator) endEvidence(e *decode.Exchange) {
+	if e.Resp == nil || e.Req == nil {
+		return
+	}
+	at := e.RespTime.UTC()
+	switch resp := e.Resp.(type) {
+	case *kmsg.FetchResponse:
+		if resp.ErrorCode != 0 {
+			return
+		}
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			topic, ok := c.endTopic(t.Topic, t.TopicID)
+			if !ok {
+				continue
+			}
+			for j := range t.Partitions {
+				rp := &t.Partitions[j]
+				if rp.ErrorCode != 0 || rp.HighWatermark < 0 {
+					continue
+				}
+				if s := c.endOf(tp{topic, rp.Partition}); s != nil {
+					s.setHWM(rp.HighWatermark, at, endFetch)
+					if rp.LastStableOffset >= 0 {
+						s.setLSO(rp.LastStableOffset, at, endFetch)
+					}
+				}
+			}
+		}
+	case *kmsg.ProduceResponse:
+		req, _ := e.Req.(*kmsg.ProduceRequest)
+		if req == nil {
+			return
+		}
+		counts := c.produceCounts(e, req)
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			topic, ok := c.endTopic(t.Topic, t.TopicID)
+			if !ok {
+				continue
+			}
+			for j := range t.Partitions {
+				rp := &t.Partitions[j]
+				n, ok := counts[tp{topic, rp.Partition}]
+				if rp.ErrorCode != 0 || rp.BaseOffset < 0 || !ok || n <= 0 {
+					continue
+				}
+				if s := c.endOf(tp{topic, rp.Partition}); s != nil {
+					s.setHWM(rp.BaseOffset+n, at, endProduce)
+				}
+			}
+		}
+	case *kmsg.ListOffsetsResponse:
+		req, _ := e.Req.(*kmsg.ListOffsetsRequest)
+		if req == nil || req.Version == 0 {
+			return
+		}
+		latest := make(map[tp]bool)
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if p.Timestamp == -1 {
+					latest[tp{t.Topic, p.Partition}] = true
+				}
+			}
+		}
+		for _, t := range resp.Topics {
+			for _, rp := range t.Partitions {
+				p := tp{t.Topic, rp.Partition}
+				if !latest[p] || rp.ErrorCode != 0 || rp.Offset < 0 {
+					continue
+				}
+				s := c.endOf(p)
+				switch {
+				case s == nil:
+				case req.IsolationLevel == 1:
+					s.setLSO(rp.Offset, at, endListOffsets)
+				default:
+					s.setHWM(rp.Offset, at, endListOffsets)
+				}
+			}
+		}
+	}
+}
+
+// produceCounts returns the offsets each partition's records of a Produce
+// request take; a partition whose records were not copied (eBPF --snap)
+// or are cut short is left out.
+func (c *Correlator) produceCounts(e *decode.Exchange, req *kmsg.ProduceRequest) map[tp]int64 {
+	out := make(map[tp]int64)
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		topic, ok := c.endTopic(t.Topic, t.TopicID)
+		if !ok {
+			continue
+		}
+		for _, p := range t.Partitions {
+			b := decode.ScanBatches(p.Records)
+			if b.Partial || b.Batches == 0 {
+				continue
+			}
+			out[tp{topic, p.Partition}] = b.Records
+		}
+	}
+	if len(e.RecordsNotCopied) > 0 {
+		clear(out) // which partitions is not said for requests: trust none
+	}
+	return out
+}
+
+// endTopic is topicKey without its side effects: an id not (yet)
+// resolved to a name gives no evidence.
+func (c *Correlator) endTopic(name string, id [16]byte) (string, bool) {
+	if id == ([16]byte{}) {
+		return name, name != ""
+	}
+	return c.topicName(id)
+}
+
+// endOf returns p's end state, made if there is room (MaxPartitionsPerGroup
+// partitions in all; Limits.EndsDropped counts the others).
+func (c *Correlator) endOf(p tp) *endState {
+	if s := c.ends[p]; s != nil {
+		return s
+	}
+	if c.ends == nil {
+		c.ends = make(map[tp]*endState)
+	}
+	if len(c.ends) >= c.opts.MaxPartitionsPerGroup {
+		c.stats.Limits.EndsDropped++
+		return nil
+	}
+	s := &endState{hwm: -1, lso: -1}
+	c.ends[p] = s
+	return s
+}
+
+// setHWM keeps the newest: evidence captured earlier than what is known
+// (another broker's capture, a late direction) does not replace it.
+func (s *endState) setHWM(off int64, at time.Time, from string) {
+	if s.hwm >= 0 && at.Before(s.hwmAt) || at.Equal(s.hwmAt) && off < s.hwm {
+		return
+	}
+	s.hwm, s.hwmAt, s.from = off, at, from
+}
+
+func (s *endState) setLSO(off int64, at time.Time, from string) {
+	if s.lso >= 0 && at.Before(s.lsoAt) || at.Equal(s.lsoAt) && off < s.lso {
+		return
+	}
+	s.lso, s.lsoAt, s.lsoFrom = off, at, from
+}
+
+// end returns p's end for a consumer (read_committed: its last stable
+// offset), when and from what it was learned; ok false when unknown.
+func (c *Correlator) end(p tp, readCommitted bool) (off int64, at time.Time, from string, ok bool) {
+	s := c.ends[p]
+	switch {
+	case s == nil:
+		return -1, time.Time{}, "", false
+	case readCommitted && s.lso >= 0:
+		return s.lso, s.lsoAt, s.lsoFrom, true
+	case s.hwm >= 0:
+		return s.hwm, s.hwmAt, s.from, true
+	}
+	return -1, time.Time{}, "", false
+}
+
+// end returns the end f's last response gave its consumer (read_committed:
+// the last stable offset), -1 if unknown.
+func (f *fetchState) end() int64 {
+	if f.readCommitted && f.lso >= 0 {
+		return f.lso
+	}
+	return f.hwm
+}
