@@ -217,6 +217,7 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 	hi := halfIndex(dir)
 	h := &s.half[hi]
 	if h.closed {
+		s.resetAfterFIN(hi, tcp)
 		return false
 	}
 	h.noteAck(reassembly.Sequence(tcp.Ack), tcp.ACK && !tcp.RST)
@@ -354,6 +355,28 @@ func insertBySeq[T any](s []T, x T, seq func(T) reassembly.Sequence) []T {
 	copy(s[i+1:], s[i:])
 	s[i] = x
 	return s
+}
+
+// resetAfterFIN ends the other direction at a RST sent after its sender's
+// FIN: a client that closed (a TLS close_notify, then FIN) answers the
+// broker's last bytes with a bare RST, and the broker, reset, never sends
+// a FIN of its own. Without this, the broker's direction would stay open
+// to the end of the capture, and the requests it never answered with it.
+// The RST must be where a RST after that FIN is (its sequence the FIN's,
+// or one past it) and pass the checksum check a FIN or RST passes.
+func (s *stream) resetAfterFIN(hi int, tcp *layers.TCP) {
+	h, o := &s.half[hi], &s.half[1-hi]
+	if !tcp.RST || !h.fin || o.closed || !o.started {
+		return
+	}
+	if d := h.finSeq.Difference(reassembly.Sequence(tcp.Seq)); d < 0 || d > 1 {
+		return
+	}
+	if h.sums.damaged(&s.a.dec) {
+		s.a.st.DamagedPackets++
+		return
+	}
+	s.close(1-hi, CloseRST)
 }
 
 // acceptIgnored handles a packet of a connection the Sink ignores: nothing

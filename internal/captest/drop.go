@@ -69,3 +69,24 @@ func hasTCPPayload(lt layers.LinkType, data []byte) bool {
 	tcp, ok := p.Layer(layers.LayerTypeTCP).(*layers.TCP)
 	return ok && len(tcp.Payload) > 0
 }
+
+// DropResets returns src without its TCP packets that carry RST, and how
+// many it left out: the same capture as if the resets had not been seen.
+func DropResets(src []byte) ([]byte, int, error) {
+	f, err := readCapture(src, "drop resets")
+	if err != nil {
+		return nil, 0, err
+	}
+	var kept []record
+	for _, r := range f.recs {
+		if s, ok := parseSegment(r); ok && s.flags&flagRST != 0 {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	out, err := f.write(kept, src)
+	if err != nil {
+		return nil, 0, fmt.Errorf("drop resets: %w", err)
+	}
+	return out, len(f.recs) - len(kept), nil
+}

@@ -169,7 +169,21 @@ func (r *recorder) data(c *Conn, d Dir, b []byte) {
 		c.sent[d] += int64(n)
 		b = b[n:]
 	}
-	r.emit(c, d.other(), ACK, nil)
+	if d == ToClient && c.fin[ToServer] {
+		// Kafka clients close both ways at once (never a half-close):
+		// the client's kernel answers bytes that reach a closed socket
+		// with a bare RST, and the broker's socket, reset, sends no FIN
+		// of its own. A TLS broker's close_notify after the client's
+		// does this on every such close.
+		r.emit(c, ToServer, RST, nil)
+		c.dead = true
+		if c.closedBy == "" {
+			c.closedBy = "client"
+		}
+		close(c.done)
+	} else {
+		r.emit(c, d.other(), ACK, nil)
+	}
 	for i := before; i < len(fr.frames); i++ {
 		c.match(d, &fr.frames[i])
 	}
@@ -337,6 +351,13 @@ func (t *tapConn) readErr(err error) {
 // Write writes in chunks, recording each chunk once the kernel took it, so
 // a large response spreads over time the way it does on a real socket.
 func (t *tapConn) Write(p []byte) (int, error) {
+	if !t.c.closing.Load() && peerClosed(t.Conn) {
+		// The client closed before these bytes: its FIN comes first
+		// (data answers them with its RST). A TLS broker reads the
+		// client's close_notify, not the FIN after it, and writes its
+		// own close_notify next.
+		t.c.r.fin(t.c, ToServer, "client")
+	}
 	var total int
 	for len(p) > 0 {
 		n, err := t.Conn.Write(p[:min(len(p), t.c.r.chunk)])
