@@ -323,6 +323,7 @@ type liveRun struct {
 	hintAt     time.Time
 	hinted     bool
 	pub        *publisher // --publish (publish.go)
+	own        *ownConns  // the publisher's connections, left out of the capture
 	nextPub    time.Time
 	drops      uint64    // kernel or ring drops given to the correlator
 	nextDrops  time.Time // when to look at them again
@@ -331,6 +332,9 @@ type liveRun struct {
 
 // Chunk implements capture.Sink.
 func (r *liveRun) Chunk(c *capture.Chunk) {
+	if r.own != nil && r.own.skip(c) {
+		return // --publish's own traffic (owntraffic.go)
+	}
 	if r.pub != nil && c.Kind == capture.Close && c.Reason == capture.CloseEOF {
 		r.pub.stopping(time.Now()) // what the decoder gives now, it gives at the end
 	}
