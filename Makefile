@@ -44,7 +44,9 @@ test: vet test-deps realkafka-deps java-driver
 # for the real Apache Kafka brokers and the Java client driver (issue 37;
 # their jars come from Maven Central, cached in ~/.m2), tmux for the
 # terminal UI's end-to-end test, kcat (librdkafka on OpenSSL) for the eBPF
-# TLS probes' OpenSSL test; each of the last two skips without its tool.
+# TLS probes' OpenSSL test; each of the last two skips without its tool;
+# systemd-analyze (systemd) and setpriv (util-linux) for the deploy/ units'
+# tests (TestDeployUnits, TestDeployUnitCapabilities).
 test-deps:
 	command -v gcc >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
 	command -v tmux >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux; } \
@@ -52,6 +54,8 @@ test-deps:
 	command -v kcat >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y kcat; } \
 	  || echo "test-deps: kcat could not be installed; the eBPF TLS test with OpenSSL will skip"
 	{ command -v java >/dev/null && command -v mvn >/dev/null; } || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless maven; }
+	command -v systemd-analyze >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y systemd; }
+	command -v setpriv >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y util-linux; }
 
 # kwire against tshark's Kafka dissector on the public captures of other
 # projects (EXTERNAL, beside the clone; its README says where each came
