@@ -14,12 +14,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kwire/kwire/internal/realkafka"
 )
 
 // TestDeployUnitCapabilities: the agent unit's capability set is what
-// kwire live needs. kwire (built as make build does) runs as nobody, as
+// kwire live needs. kwire (built as make build does: no cgo) runs as nobody, as
 // the unit runs it (setpriv: that user, the unit's capabilities in the
 // ambient and bounding sets, no_new_privs), on loopback traffic of a kfake
 // cluster: with the set it captures and decodes the traffic (and drops
@@ -38,12 +36,15 @@ func TestDeployUnitCapabilities(t *testing.T) {
 	if len(set) == 0 {
 		t.Fatal("the unit gives no capability")
 	}
-	bin := realkafka.BuildKwire(t)
-	for d := filepath.Dir(bin); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil { // nobody must reach the binary
-			t.Fatal(err)
-		}
+	dir, err := os.MkdirTemp("", "kwire-deploy-")
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // nobody must reach the binary
+		t.Fatal(err)
+	}
+	bin := buildBinary(t, dir)
 
 	kf, ports := newCluster(t, kfake.SeedTopics(1, "cap-topic"))
 	cl := newClient(t, kf, kgo.ClientID("cap-client"), kgo.DefaultProduceTopic("cap-topic"))
