@@ -44,7 +44,9 @@ test: vet test-deps realkafka-deps java-driver
 # for the real Apache Kafka brokers and the Java client driver (issue 37;
 # their jars come from Maven Central, cached in ~/.m2), tmux for the
 # terminal UI's end-to-end test, kcat (librdkafka on OpenSSL) for the eBPF
-# TLS probes' OpenSSL test; each of the last two skips without its tool.
+# TLS probes' OpenSSL test; each of the last two skips without its tool;
+# systemd-analyze (systemd) and setpriv (util-linux) for the deploy/ units'
+# tests (TestDeployUnits, TestDeployUnitCapabilities).
 test-deps:
 	command -v gcc >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
 	command -v tmux >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux; } \
@@ -52,6 +54,8 @@ test-deps:
 	command -v kcat >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y kcat; } \
 	  || echo "test-deps: kcat could not be installed; the eBPF TLS test with OpenSSL will skip"
 	{ command -v java >/dev/null && command -v mvn >/dev/null; } || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless maven; }
+	command -v systemd-analyze >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y systemd; }
+	command -v setpriv >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y util-linux; }
 
 # kwire against tshark's Kafka dissector on the public captures of other
 # projects (EXTERNAL, beside the clone; its README says where each came
@@ -183,12 +187,22 @@ bench-rss: build
 BENCH_LIVE_MBPS    ?= 1000,2000,3000,0
 BENCH_LIVE_SECONDS ?= 15
 BENCH_LIVE_RING_MB ?= 64
+BENCH_LIVE_COUNT   ?= 3
 SOAK               ?= 10m
 .PHONY: bench-live soak
 
 bench-live:
 	KWIRE_BENCH_LIVE=1 KWIRE_BENCH_LIVE_MBPS=$(BENCH_LIVE_MBPS) KWIRE_BENCH_LIVE_SECONDS=$(BENCH_LIVE_SECONDS) KWIRE_BENCH_LIVE_RING_MB=$(BENCH_LIVE_RING_MB) \
 	  $(GO) test -run '^$$' -bench BenchmarkLive -benchtime 1x -timeout 30m -v ./cmd/kwire
+
+# kwire live's CPU on Ethernet-sized packets, as a broker's NIC gives them
+# (root): a 200 MB capture of Ethernet MSS replayed onto a veth at its
+# captured pace (docs/deploy.md, "Cost on a busy broker").
+.PHONY: bench-live-replay
+bench-live-replay:
+	$(MAKE) --no-print-directory bench-capture BENCH_SIZE=200MB BENCH_MSS=1448
+	KWIRE_BENCH_REPLAY=$(BENCH_DIR)/bulk-200m-mss1448.pcapng KWIRE_BENCH_PORTS=$(BENCH_PORTS) \
+	  $(GO) test -run '^$$' -bench BenchmarkLiveReplay -benchtime 1x -count $(BENCH_LIVE_COUNT) -timeout 30m -v ./cmd/kwire
 
 # kwire live's resident memory over $(SOAK) of steady traffic with group
 # churn (root): start vs end RSS.

@@ -13,6 +13,7 @@ require (
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/arch v0.33.0
 	golang.org/x/crypto v0.57.0
 	golang.org/x/net v0.59.0

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -51,6 +52,10 @@ type fileReader struct {
 	// damage is what rs skipped, copied once the file is done: Run's
 	// goroutine reads it, not the reading one.
 	damage fileDamage
+	// lo and hi are the earliest and latest packet times so far; span
+	// is their copy, made once the file is done, as damage is.
+	lo, hi time.Time
+	span   FileSpan
 
 	// The next packet: data is owned by the reader, valid until next.
 	data []byte
@@ -218,6 +223,12 @@ func (r *fileReader) next() {
 			r.ci.Length = r.ci.CaptureLength
 		}
 		r.last = r.ci.Timestamp
+		if r.records == 1 || r.last.Before(r.lo) {
+			r.lo = r.last
+		}
+		if r.last.After(r.hi) {
+			r.hi = r.last
+		}
 		return
 	case err == io.EOF:
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -411,6 +422,9 @@ func (fs *Files) fileDone(r *fileReader) {
 		st.FilesTruncated++
 	}
 	r.damage = r.rs.dmg
+	if r.records > 0 {
+		r.span = FileSpan{Path: r.path, First: r.lo, Last: r.hi}
+	}
 	st.OrigLenShort += uint64(r.damage.origShort)
 	if r.damage.resyncs > 0 {
 		st.FilesResynced++
@@ -463,6 +477,40 @@ func (fs *Files) Quirks() []FileQuirk {
 		}
 	}
 	return out
+}
+
+// FileSpan is the time a capture file covers: its earliest and latest
+// packet times.
+type FileSpan struct {
+	Path        string
+	First, Last time.Time
+}
+
+// Apart returns, when the files were not captured together, the first
+// stretch of time longer than minGap that none of them covers, between
+// two of them: before is the file that covered the time up to it, after
+// the one that covers the time from it. Files with no packet do not
+// count; ok is false when there is no such stretch (one file, files that
+// overlap, or rotated files that follow each other). Call it after Run
+// returns, from the same goroutine.
+func (fs *Files) Apart(minGap time.Duration) (before, after FileSpan, ok bool) {
+	var spans []FileSpan
+	for _, r := range fs.readers {
+		if r.span.Path != "" {
+			spans = append(spans, r.span)
+		}
+	}
+	slices.SortStableFunc(spans, func(a, b FileSpan) int { return a.First.Compare(b.First) })
+	for i := 1; i < len(spans); i++ {
+		// before: of the files so far, the one that ends last.
+		if i == 1 || spans[i-1].Last.After(before.Last) {
+			before = spans[i-1]
+		}
+		if spans[i].First.Sub(before.Last) > minGap {
+			return before, spans[i], true
+		}
+	}
+	return FileSpan{}, FileSpan{}, false
 }
 
 // Stats returns the counters so far; see Source.

@@ -214,7 +214,7 @@ func testLiveLoopback(t *testing.T, iface string) {
 	}
 
 	dir := t.TempDir()
-	w, err := CreatePcapng(filepath.Join(dir, "lo.pcapng"), iface, 600)
+	w, err := CreatePcapng(filepath.Join(dir, "lo.pcapng"), iface, &Rotation{Bytes: 600})
 	if err != nil {
 		t.Fatal(err)
 	}

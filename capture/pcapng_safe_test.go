@@ -43,7 +43,7 @@ func TestPcapngWriterRefuses(t *testing.T) {
 			if tc.plant != nil {
 				tc.plant(t, dir, victim)
 			}
-			w, err := CreatePcapng(filepath.Join(dir, "out.pcapng"), "test0", tc.rotate)
+			w, err := CreatePcapng(filepath.Join(dir, "out.pcapng"), "test0", &Rotation{Bytes: tc.rotate})
 			if tc.want != "" {
 				want := strings.ReplaceAll(tc.want, "VICTIM", victim)
 				if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrPcapngExists) {
@@ -90,7 +90,7 @@ func TestPcapngRotateRefusesLink(t *testing.T) {
 	dir := t.TempDir()
 	victim := filepath.Join(t.TempDir(), "victim")
 	plantFile(t, victim, "mine")
-	w, err := CreatePcapng(filepath.Join(dir, "out.pcapng"), "test0", 100)
+	w, err := CreatePcapng(filepath.Join(dir, "out.pcapng"), "test0", &Rotation{Bytes: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -16,26 +17,46 @@ import (
 )
 
 // PcapngWriter is a PacketWriter saving packets to a pcapng file, and to
-// numbered files after it when RotateBytes is set: cap.pcapng, then
+// numbered files after it when Rotation.Bytes is set: cap.pcapng, then
 // cap.1.pcapng, cap.2.pcapng... (kwire analyze merges them by time). Each
 // link type gets an interface block the first time it is written. It is
 // not safe for concurrent use.
 type PcapngWriter struct {
-	path        string
-	iface       string
-	rotateBytes int64
+	path  string
+	iface string
+	rot   Rotation
 
 	f     *os.File
 	bw    *bufio.Writer
 	ng    *pcapgo.NgWriter
 	ifIDs map[layers.LinkType]int
-	size  int64 // bytes of packets in the current file
-	files []string
+	size  int64       // bytes of packets in the current file
+	files []string    // on disk: the finished ones, oldest first, then the current one
+	ended []time.Time // when each finished file of files was finished
+	gone  int         // files deleted by Rotation.Keep and MaxAge
+}
+
+// Rotation says when a PcapngWriter starts a new file and which of the
+// files it finished it deletes, as tcpdump's -C and -W do, so that a
+// capture left running cannot fill the disk. The zero Rotation writes
+// one file.
+type Rotation struct {
+	// Bytes starts a new file once the current one holds that many bytes
+	// of packets (0: never).
+	Bytes int64
+	// Keep is the most files kept on disk, the one being written
+	// included: the oldest are deleted first (0: all are kept).
+	Keep int
+	// MaxAge deletes a file once it has been finished for that long,
+	// looked at on every rotation and Flush (0: never).
+	MaxAge time.Duration
+	// Now is the clock MaxAge is measured by (nil: time.Now).
+	Now func() time.Time
 }
 
 // CreatePcapng creates path for writing packets captured on interface
-// iface. With rotateBytes > 0, a new file is started once the current one
-// holds that many bytes of packets.
+// iface, rotating as rot says (nil: one file). Only files the writer
+// created are ever deleted.
 //
 // A capture holds raw payloads, SASL PLAIN passwords among them: every
 // file is created new, readable by its owner only (0600), and never
@@ -45,9 +66,18 @@ type PcapngWriter struct {
 // its owner and mode. The error wraps ErrPcapngExists then. With rotation,
 // numbered files left by an earlier run are refused at the start, not
 // when the capture reaches them.
-func CreatePcapng(path, iface string, rotateBytes int64) (*PcapngWriter, error) {
-	w := &PcapngWriter{path: path, iface: iface, rotateBytes: rotateBytes}
-	if rotateBytes > 0 {
+func CreatePcapng(path, iface string, rot *Rotation) (*PcapngWriter, error) {
+	w := &PcapngWriter{path: path, iface: iface}
+	if rot != nil {
+		w.rot = *rot
+	}
+	if w.rot.Now == nil {
+		w.rot.Now = time.Now
+	}
+	if w.rot.Keep < 0 || w.rot.MaxAge < 0 {
+		return nil, errors.New("pcapng: negative Rotation.Keep or MaxAge")
+	}
+	if w.rot.Bytes > 0 {
 		if err := checkNumbered(path); err != nil {
 			return nil, err
 		}
@@ -123,7 +153,7 @@ func (w *PcapngWriter) WritePacket(lt layers.LinkType, ci gopacket.CaptureInfo, 
 	if w.f == nil {
 		return errors.New("pcapng: write after close")
 	}
-	if w.rotateBytes > 0 && w.size >= w.rotateBytes {
+	if w.rot.Bytes > 0 && w.size >= w.rot.Bytes {
 		if err := w.rotate(); err != nil {
 			return err
 		}
@@ -162,12 +192,39 @@ func (w *PcapngWriter) addInterface(lt layers.LinkType) (int, error) {
 	return id, err
 }
 
-// rotate closes the current file and opens the next one.
+// rotate closes the current file, opens the next one and deletes what
+// Rotation says is too many or too old.
 func (w *PcapngWriter) rotate() error {
 	if err := w.closeFile(); err != nil {
 		return err
 	}
-	return w.open(numbered(w.path, len(w.files)))
+	w.ended = append(w.ended, w.rot.Now())
+	if err := w.open(numbered(w.path, w.gone+len(w.files))); err != nil {
+		return err
+	}
+	return w.prune()
+}
+
+// prune deletes the oldest finished files while there are more than
+// Rotation.Keep, and those finished longer than Rotation.MaxAge ago. A
+// file already gone (deleted by the operator) is fine; any other failure
+// is an error, which stops the writing: a cap that no longer holds must
+// not fill the disk.
+func (w *PcapngWriter) prune() error {
+	now := w.rot.Now()
+	for len(w.ended) > 0 {
+		tooMany := w.rot.Keep > 0 && len(w.files) > w.rot.Keep
+		tooOld := w.rot.MaxAge > 0 && now.Sub(w.ended[0]) >= w.rot.MaxAge
+		if !tooMany && !tooOld {
+			return nil
+		}
+		if err := os.Remove(w.files[0]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete the oldest capture file: %w", err)
+		}
+		w.files, w.ended = w.files[1:], w.ended[1:]
+		w.gone++
+	}
+	return nil
 }
 
 // numbered inserts n before the extension: cap.pcapng -> cap.1.pcapng.
@@ -176,7 +233,8 @@ func numbered(path string, n int) string {
 	return fmt.Sprintf("%s.%d%s", strings.TrimSuffix(path, ext), n, ext)
 }
 
-// Flush writes buffered packets to the file.
+// Flush writes buffered packets to the file, and deletes the files
+// finished longer than Rotation.MaxAge ago.
 func (w *PcapngWriter) Flush() error {
 	if w.f == nil {
 		return nil
@@ -186,7 +244,10 @@ func (w *PcapngWriter) Flush() error {
 			return err
 		}
 	}
-	return w.bw.Flush()
+	if err := w.bw.Flush(); err != nil {
+		return err
+	}
+	return w.prune()
 }
 
 func (w *PcapngWriter) closeFile() error {
@@ -202,8 +263,11 @@ func (w *PcapngWriter) closeFile() error {
 	return err
 }
 
-// Files returns the names of the files written so far, in order.
+// Files returns the names of the files written and not deleted, in order.
 func (w *PcapngWriter) Files() []string { return append([]string(nil), w.files...) }
+
+// Deleted counts the files written and deleted (Rotation.Keep, MaxAge).
+func (w *PcapngWriter) Deleted() int { return w.gone }
 
 // Close flushes and closes the current file.
 func (w *PcapngWriter) Close() error {

@@ -2,8 +2,11 @@ package capture
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -23,7 +26,7 @@ func TestPcapngWriter(t *testing.T) {
 		{at: 6, toCli: true, flags: "FA", seq: 505},
 	}
 	dir := t.TempDir()
-	w, err := CreatePcapng(filepath.Join(dir, "out.pcapng"), "test0", 100)
+	w, err := CreatePcapng(filepath.Join(dir, "out.pcapng"), "test0", &Rotation{Bytes: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,4 +64,82 @@ func TestPcapngWriter(t *testing.T) {
 	if d := diffLines(want.lines(true), got.lines(true)); d != "" {
 		t.Errorf("read back (-want +got):\n%s", d)
 	}
+}
+
+// TestPcapngRotationCap: with Rotation.Keep and MaxAge, the oldest files
+// the writer finished are deleted (tcpdump's -W), whatever else is in the
+// directory is not, and a file the operator deleted first is no error.
+// Every packet starts a new file (Bytes: 1); the clock moves a minute
+// between packets.
+func TestPcapngRotationCap(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		keep    int
+		maxAge  time.Duration
+		packets int
+		later   time.Duration // then the clock moves this far and Flush runs
+		want    []int         // files left: 0 is out.pcapng, n out.n.pcapng
+	}{
+		{"no cap", 0, 0, 6, time.Hour, []int{0, 1, 2, 3, 4, 5}},
+		{"keep 3", 3, 0, 10, 0, []int{7, 8, 9}},
+		{"keep 1", 1, 0, 4, 0, []int{3}},
+		// Finished at minutes 1..4; at minute 4, those of minutes 1 and
+		// 2 are 90 s old or more.
+		{"max age", 0, 90 * time.Second, 5, 0, []int{2, 3, 4}},
+		{"max age, later", 0, 90 * time.Second, 5, 10 * time.Minute, []int{4}},
+		{"keep and max age", 2, 90 * time.Second, 5, 0, []int{3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			plantFile(t, filepath.Join(dir, "notes.txt"), "not the writer's\n")
+			now := base
+			w, err := CreatePcapng(filepath.Join(dir, "out.pcapng"), "test0",
+				&Rotation{Bytes: 1, Keep: tc.keep, MaxAge: tc.maxAge, Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tc.packets {
+				if i == 1 && tc.want[0] != 0 {
+					os.Remove(filepath.Join(dir, "out.pcapng")) // the operator was first: no error
+				}
+				writeSomePackets(t, w, 1)
+				now = now.Add(time.Minute)
+			}
+			now = now.Add(tc.later - time.Minute)
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"notes.txt"}
+			for _, n := range tc.want {
+				want = append(want, filepath.Base(numberedOrFirst(filepath.Join(dir, "out.pcapng"), n)))
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range entries {
+				got = append(got, e.Name())
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if d := diffLines(want, got); d != "" {
+				t.Errorf("files in the directory (-want +got):\n%s", d)
+			}
+			if len(w.Files()) != len(tc.want) || w.Deleted() != tc.packets-len(tc.want) {
+				t.Errorf("Files %v, Deleted %d: want %d files kept, %d deleted", w.Files(), w.Deleted(), len(tc.want), tc.packets-len(tc.want))
+			}
+		})
+	}
+}
+
+// numberedOrFirst is the name of the writer's file n of path.
+func numberedOrFirst(path string, n int) string {
+	if n == 0 {
+		return path
+	}
+	return numbered(path, n)
 }

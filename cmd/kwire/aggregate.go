@@ -30,6 +30,7 @@ than the watermark (late_exchanges) and the batches agents dropped
 Examples:
   kwire aggregate --from kafka://k1:9092,k2:9092/kwire --json
   kwire aggregate --from kafka://k1:9093/kwire --tls --sasl-mechanism SCRAM-SHA-512 --user kwire --password-file pw
+  kwire aggregate --from kafka://k1:9093/kwire --tls-ca-file ca.pem --tls-cert-file agg.pem --tls-key-file agg-key.pem
   kwire aggregate --from kafka://k1:9092/kwire --agent-key-file agents.keys --json
 
 Without --agent-key-file (or $KWIRE_AGENT_KEYS), anyone who can write to

@@ -47,6 +47,8 @@ type agentSpec struct {
 	// whatever its agent (nil: unsigned).
 	keyFile   string
 	forgeWith *wire.Key
+	// tls are the TLS flags of its --publish (nil: plaintext).
+	tls *tlsFlags
 }
 
 // publishAgents runs each agent (run 1) through the agent's own code, fed
@@ -67,6 +69,9 @@ func publishAgents(t *testing.T, url string, specs []agentSpec) (batches int) {
 			src = cutSource{files, a.since, a.cut}
 		}
 		pf := &publishFlags{kafka: kafkaFlags{url: url}, bufferMB: 64, keyFile: a.keyFile, name: a.host}
+		if a.tls != nil {
+			pf.kafka.tlsFiles = *a.tls
+		}
 		if a.keyFile != "" {
 			if pf.key, pf.agentName, err = pf.agentKey(); err != nil || pf.agentName != a.host {
 				t.Fatalf("agent %s: key of %q: %v", a.host, pf.agentName, err)

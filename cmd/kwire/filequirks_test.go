@@ -218,3 +218,71 @@ func TestJoinUnseenStable(t *testing.T) {
 		t.Errorf("summary groups %+v (%s): want gs-group stable in generation 6", groups, stderr)
 	}
 }
+
+// shiftPcap adds d (whole seconds) to the time of every record of a
+// little-endian pcap (captest.ToPcap).
+func shiftPcap(t *testing.T, pcap []byte, d time.Duration) []byte {
+	t.Helper()
+	out := append([]byte(nil), pcap...)
+	const fileHdr, recHdr = 24, 16
+	for off := fileHdr; off < len(out); {
+		if off+recHdr > len(out) {
+			t.Fatalf("record at %d cut short", off)
+		}
+		sec := binary.LittleEndian.Uint32(out[off:])
+		binary.LittleEndian.PutUint32(out[off:], sec+uint32(d/time.Second))
+		off += recHdr + int(binary.LittleEndian.Uint32(out[off+8:]))
+	}
+	return out
+}
+
+// TestFilesApart: captures merged by time that do not overlap (two runs
+// of a test, hours apart) are analysed with a warning naming the file
+// that ends and the one that begins after the gap; per-broker captures
+// of one run, one capture cut in two (rotated files), or one file, are
+// not.
+func TestFilesApart(t *testing.T) {
+	pcap, err := captest.ToPcap(readFile(t, filepath.Join(testdataDir(), "g_stable.pcapng")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first, second := write("first.pcap", pcap), write("later.pcap", shiftPcap(t, pcap, 3*time.Hour))
+	var halves []string
+	for i, w := range [][2]float64{{0, 0.5}, {0.5, 1}} {
+		b, err := captest.Window(pcap, w[0], w[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		halves = append(halves, write("half"+strconv.Itoa(i)+".pcap", b))
+	}
+	brokers, _ := filepath.Glob(filepath.Join(testdataDir(), "g_xbroker.b?.pcapng"))
+	const warning = "kwire: warning: the capture files do not overlap in time"
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string // "" for no warning
+	}{
+		{"hours apart", []string{second, first}, warning + ": " + first + " ends at "},
+		{"hours apart/after the gap", []string{second, first}, ", " + second + " begins 2h"},
+		{"per-broker captures", brokers, ""},
+		{"rotated", halves, ""},
+		{"one file", []string{first}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, cmd := range []string{"analyze", "read"} {
+				_, stderr := runOutput(append([]string{cmd, "--json"}, tc.files...))
+				if tc.want == "" && strings.Contains(stderr, warning) || !strings.Contains(stderr, tc.want) {
+					t.Errorf("kwire %s: stderr %q, want %q", cmd, stderr, tc.want)
+				}
+			}
+		})
+	}
+}

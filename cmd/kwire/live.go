@@ -60,7 +60,7 @@ are found and probed).
 Examples:
   kwire live -i any --port 9092
   kwire live -i eth0 --port 9092-9094 --json | jq 'select(.type=="generation")'
-  kwire live -i lo --port 19092 --metrics 127.0.0.1:9464 -w kafka.pcapng --rotate-mb 1024
+  kwire live -i lo --port 19092 --metrics 127.0.0.1:9464 -w kafka.pcapng --rotate-mb 1024 --rotate-keep 20
   kwire live -i eth0 --port 9092 --tui
 
 Flags:
@@ -75,6 +75,8 @@ type liveFlags struct {
 	noPartitionLabels bool
 	write             string
 	rotateMB          int
+	rotateKeep        int
+	rotateMaxAge      time.Duration
 	statsEvery        time.Duration
 	idleTimeout       time.Duration
 	maxConns          int
@@ -97,6 +99,8 @@ func (f *liveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noPartitionLabels, "no-partition-labels", false, "aggregate metrics per topic instead of per partition (fewer series)")
 	fs.StringVar(&f.write, "w", "", "also save the captured packets to `FILE` (pcapng), a new file readable by its owner only (payloads and passwords are in it): never an existing file, nor through a symbolic link")
 	fs.IntVar(&f.rotateMB, "rotate-mb", 0, "with -w, start a new file (FILE.1.pcapng, ...) every `MiB` written; 0: one file")
+	fs.IntVar(&f.rotateKeep, "rotate-keep", 0, "with --rotate-mb, keep at most `N` files, the one being written included: the oldest are deleted (as tcpdump's -W; 0: keep all)")
+	fs.DurationVar(&f.rotateMaxAge, "rotate-max-age", 0, "with --rotate-mb, delete a file once it has been finished this long (e.g. 24h; 0: never)")
 	fs.DurationVar(&f.statsEvery, "stats-every", 10*time.Second, "write a stats line this often")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 5*time.Minute, "forget a connection after this long without a packet")
 	fs.IntVar(&f.maxConns, "max-conns", 100000, "most connections tracked at once; packets of more are dropped and counted")
@@ -149,6 +153,10 @@ func cmdLive(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "kwire live: %s\n\n", f.probe.check(&f))
 	case f.checkTUI() != "":
 		fmt.Fprintf(stderr, "kwire live: %s\n\n", f.checkTUI())
+	case (f.rotateKeep != 0 || f.rotateMaxAge != 0) && (f.rotateMB == 0 || f.write == ""):
+		fmt.Fprint(stderr, "kwire live: --rotate-keep and --rotate-max-age need -w FILE and --rotate-mb\n\n")
+	case f.rotateKeep < 0, f.rotateMaxAge < 0:
+		fmt.Fprint(stderr, "kwire live: --rotate-keep and --rotate-max-age must not be negative\n\n")
 	case f.iface == "" && !f.probe.ebpf:
 		fmt.Fprintf(stderr, "kwire live: -i IFACE is required (interfaces here: %s)\n\n", strings.Join(capture.Interfaces(), ", "))
 	case f.ringMB < 1, f.rotateMB < 0, f.statsEvery <= 0, f.idleTimeout <= 0, f.maxConns < 1, f.maxBufferMB < 1:
@@ -188,7 +196,8 @@ func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error 
 	lo := &capture.LiveOptions{Interface: f.iface, RingBytes: f.ringMB << 20, TickEvery: f.tickEvery()}
 	if f.write != "" {
 		var err error
-		if pw, err = capture.CreatePcapng(f.write, f.iface, int64(f.rotateMB)<<20); err != nil {
+		rot := &capture.Rotation{Bytes: int64(f.rotateMB) << 20, Keep: f.rotateKeep, MaxAge: f.rotateMaxAge}
+		if pw, err = capture.CreatePcapng(f.write, f.iface, rot); err != nil {
 			return fmt.Errorf("-w: %w", err)
 		}
 		lo.Write = pw
@@ -227,7 +236,11 @@ func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error 
 		if err := pw.Close(); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("-w: %w", err))
 		}
-		fmt.Fprintf(stderr, "kwire: saved %d packets to %s\n", src.Stats().Live.PacketsWritten, strings.Join(pw.Files(), ", "))
+		deleted := ""
+		if n := pw.Deleted(); n > 0 {
+			deleted = fmt.Sprintf(" (%d older files deleted: --rotate-keep, --rotate-max-age)", n)
+		}
+		fmt.Fprintf(stderr, "kwire: saved %d packets to %s%s\n", src.Stats().Live.PacketsWritten, strings.Join(pw.Files(), ", "), deleted)
 	}
 	return runErr
 }
@@ -323,6 +336,7 @@ type liveRun struct {
 	hintAt     time.Time
 	hinted     bool
 	pub        *publisher // --publish (publish.go)
+	own        *ownConns  // the publisher's connections, left out of the capture
 	nextPub    time.Time
 	drops      uint64    // kernel or ring drops given to the correlator
 	nextDrops  time.Time // when to look at them again
@@ -331,6 +345,9 @@ type liveRun struct {
 
 // Chunk implements capture.Sink.
 func (r *liveRun) Chunk(c *capture.Chunk) {
+	if r.own != nil && r.own.skip(c) {
+		return // --publish's own traffic (owntraffic.go)
+	}
 	if r.pub != nil && c.Kind == capture.Close && c.Reason == capture.CloseEOF {
 		r.pub.stopping(time.Now()) // what the decoder gives now, it gives at the end
 	}

@@ -590,3 +590,39 @@ func loadAvg() string {
 	}
 	return "?"
 }
+
+// BenchmarkLiveReplay replays a capture (KWIRE_BENCH_REPLAY: an Ethernet
+// pcapng, e.g. `make bench-capture BENCH_MSS=1448`, whose packets are
+// Ethernet-sized as a broker's are, not loopback's 64 KiB) onto a veth at
+// its captured pace while `kwire live` captures the other end in its own
+// process, and reports kwire's CPU per packet and per MB: what
+// docs/deploy.md's "Cost on a busy broker" quotes. Root only, opt-in
+// (make bench-live-replay).
+func BenchmarkLiveReplay(b *testing.B) {
+	path := os.Getenv("KWIRE_BENCH_REPLAY")
+	if path == "" {
+		b.Skip("set KWIRE_BENCH_REPLAY to an Ethernet pcapng (make bench-live-replay)")
+	}
+	needCapture(b)
+	for b.Loop() {
+		benchLiveReplay(b, path, os.Getenv("KWIRE_BENCH_PORTS"))
+	}
+}
+
+func benchLiveReplay(b *testing.B, path, ports string) {
+	tx, rx := newVeth(b)
+	live := startLiveProc(b, "-i", rx, "--port", ports, "--json", "--stats-every", "1s")
+	start := time.Now()
+	sent := replayFile(b, tx, path)
+	elapsed := time.Since(start)
+	st, cpu := live.stop(b)
+	// Per packet and per byte: on a loaded VM the replay falls behind
+	// the captured pace, and kwire's cost is the packets', not the
+	// clock's (kwire idles in between).
+	b.ReportMetric(cpu.Seconds()*1e6/st["packets"], "kwire-cpu-us/packet")
+	b.ReportMetric(cpu.Seconds()*1e3/(st["bytes"]/1e6), "kwire-cpu-ms/MB")
+	b.ReportMetric(st["kernel_drops"], "kernel-drops")
+	b.Logf("%d frames replayed in %v; kwire captured %v packets, %.0f MB: CPU %v, %.2f µs a packet, %.2f ms a MB; kernel drops %v, gaps %v",
+		sent, elapsed.Round(time.Millisecond), st["packets"], st["bytes"]/1e6, cpu, cpu.Seconds()*1e6/st["packets"], cpu.Seconds()*1e3/(st["bytes"]/1e6),
+		st["kernel_drops"], st["gaps"])
+}

@@ -176,6 +176,10 @@ func TestLiveErrors(t *testing.T) {
 		{"unknown interface", []string{"-i", "kwire-nope0"}, false, 1, []string{`no such network interface "kwire-nope0"`, "any, ", "lo"}},
 		{"no CAP_NET_RAW", []string{"-i", "lo"}, true, 1, []string{"kwire: " + errNoCapNetRaw + " (operation not permitted)"}},
 		{"file argument", []string{"-i", "lo", "x.pcapng"}, false, 2, []string{"files are for kwire analyze"}},
+		{"rotate-keep without rotation", []string{"-i", "lo", "-w", "x.pcapng", "--rotate-keep", "3"}, false, 2,
+			[]string{"--rotate-keep and --rotate-max-age need -w FILE and --rotate-mb"}},
+		{"negative rotate-max-age", []string{"-i", "lo", "-w", "x.pcapng", "--rotate-mb", "1", "--rotate-max-age", "-1h"}, false, 2,
+			[]string{"--rotate-keep and --rotate-max-age must not be negative"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -134,7 +134,7 @@ func brokerPorts(t *testing.T, out []byte) string {
 // newVeth creates a veth pair (MTU 65535: the captures come from loopback,
 // whose segments reach 64 KiB) and returns its ends' names; it is removed
 // when the test ends.
-func newVeth(t *testing.T) (tx, rx string) {
+func newVeth(t testing.TB) (tx, rx string) {
 	t.Helper()
 	tx, rx = fmt.Sprintf("kwr%dt", os.Getpid()%100000), fmt.Sprintf("kwr%dr", os.Getpid()%100000)
 	ip := func(args ...string) error {
@@ -182,6 +182,12 @@ func replay(t *testing.T, dev string, capture []byte) int {
 	if err := os.WriteFile(path, capture, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return replayFile(t, dev, path)
+}
+
+// replayFile is replay of the capture in file path.
+func replayFile(t testing.TB, dev, path string) int {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

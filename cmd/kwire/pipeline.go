@@ -229,12 +229,23 @@ func (p *pipeline) runFiles(files []string, cf *commonFlags, summary bool, stder
 		fmt.Fprintf(stderr, "kwire: warning: %s: %d record(s) give an original length below their captured length (some capture libraries write them so): read with the captured length, as tshark does (orig_len_short in stats)\n", q.Path, q.OrigLenShort)
 	}
 	warnDamage(stderr, src.Damage())
+	if a, b, ok := src.Apart(filesApart); ok {
+		fmt.Fprintf(stderr, "kwire: warning: the capture files do not overlap in time: %s ends at %s, %s begins %s later: "+
+			"they are analysed as one capture with nothing in between (a group seen on both sides looks silent for that long); were they captured together?\n",
+			a.Path, a.Last.UTC().Format(time.RFC3339Nano), b.Path, b.First.Sub(a.Last).Round(time.Second))
+	}
 	if p.shards != nil && p.shards.CrossBinds() > 0 {
 		fmt.Fprintf(stderr, "kwire: warning: --shards %d: %d client(s) bound to consumer groups that different shards correlate: "+
 			"what those groups' lines say may differ from one correlator's (run with --shards 1)\n", p.shards.N(), p.shards.CrossBinds())
 	}
 	return runErr
 }
+
+// filesApart is the stretch of time no capture file covers beyond which
+// merged files are said not to overlap: longer than any client stays
+// silent (heartbeats are seconds apart), so that rotated files, which
+// follow each other, are not.
+const filesApart = time.Minute
 
 // warnDamage says once per capture file read past damage where the first
 // damaged record was and what was skipped.

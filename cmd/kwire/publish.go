@@ -408,6 +408,8 @@ func maxTime(a, b time.Time) time.Time {
 // startPublish connects kwire live's agent (--publish) and says so in
 // status.
 func (r *liveRun) startPublish(f *liveFlags, status *string) error {
+	r.own = newOwnConns()
+	f.publish.kafka.own = r.own
 	pub, err := newPublisher(&f.publish, newAgent(f.publish.agentName), func() (capture.Stats, decode.Stats) { return r.src.Stats(), r.p.dec.Stats() })
 	if err != nil {
 		return err
@@ -418,7 +420,7 @@ func (r *liveRun) startPublish(f *liveFlags, status *string) error {
 		*status += ", batches signed"
 	}
 	pub.clock, r.p.agent, r.pub = &r.clock, pub, pub
-	*status += fmt.Sprintf(", publishing to %s as agent %s", f.publish.kafka.url, pub.agent)
+	*status += fmt.Sprintf(", publishing to %s as agent %s (its own connections left out of the capture)", f.publish.kafka.url, pub.agent)
 	return nil
 }
 
@@ -429,8 +431,8 @@ func (r *liveRun) publishStats() {
 		return
 	}
 	s := r.pub.Stats()
-	fmt.Fprintf(r.stderr, "kwire: publish: %d batches (%d items, %d bytes) delivered, %d batches (%d items) dropped, %d transport errors, %d bytes waiting\n",
-		s.Batches, s.Items, s.Bytes, s.BatchesDropped, s.ItemsDropped, s.ProduceErrors, r.pub.inflight.Load())
+	fmt.Fprintf(r.stderr, "kwire: publish: %d batches (%d items, %d bytes) delivered, %d batches (%d items) dropped, %d transport errors, %d bytes waiting, %d own connections not analysed\n",
+		s.Batches, s.Items, s.Bytes, s.BatchesDropped, s.ItemsDropped, s.ProduceErrors, r.pub.inflight.Load(), r.own.n.Load())
 }
 
 // stopPublish sends the agent's last batches and final counters.

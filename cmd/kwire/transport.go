@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -29,14 +29,19 @@ type kafkaFlags struct {
 	envPass   string // the environment variable holding the password
 	url       string
 	tls       bool
+	tlsFiles  tlsFlags // the CA, and the client certificate of mutual TLS (transport_tls.go)
 	mechanism string
 	user      string
 	passFile  string
+	// own, when set, records the connections kwire opens to that
+	// cluster (kwire live --publish: left out of the capture).
+	own *ownConns
 }
 
 func (k *kafkaFlags) register(fs *flag.FlagSet, urlFlag, urlHelp string) {
 	fs.StringVar(&k.url, urlFlag, "", urlHelp)
-	fs.BoolVar(&k.tls, k.prefix+"tls", false, "connect to that Kafka cluster over TLS (system roots)")
+	fs.BoolVar(&k.tls, k.prefix+"tls", false, "connect to that Kafka cluster over TLS (system roots, or --"+k.prefix+"tls-ca-file)")
+	k.tlsFiles.register(fs, k.prefix)
 	fs.StringVar(&k.mechanism, k.prefix+"sasl-mechanism", "", "SASL `MECHANISM` for that cluster: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 	fs.StringVar(&k.user, k.prefix+"user", "", "SASL user name")
 	fs.StringVar(&k.passFile, k.prefix+"password-file", "", "read the SASL password from `FILE` (else from $"+k.envPass+")")
@@ -103,10 +108,11 @@ func (k *kafkaFlags) options() ([]kgo.Opt, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
-	if k.tls {
-		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+	cfg, err := k.tlsConfig()
+	if err != nil {
+		return nil, "", err
 	}
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.Dialer(dialer(cfg, k.own))}
 	if k.mechanism == "" {
 		if k.user != "" || k.passFile != "" {
 			return nil, "", fmt.Errorf("--%suser and --%spassword-file need --%ssasl-mechanism", k.prefix, k.prefix, k.prefix)
@@ -214,11 +220,11 @@ func checkTopic(ctx context.Context, cl *kgo.Client, cluster, topic string, auto
 }
 
 // checkTopic is checkTopic on k's cluster, through a client of its own
-// made with opts (k's options). A failed SASL authentication is said to
-// be one, at once, instead of "cannot reach the Kafka cluster" after
-// topicCheckTimeout.
+// made with opts (k's options). A failed SASL authentication or TLS
+// handshake is said to be one, at once, with what to do, instead of
+// "cannot reach the Kafka cluster" after topicCheckTimeout.
 func (k *kafkaFlags) checkTopic(ctx context.Context, opts []kgo.Opt, topic string, autoCreate bool) error {
-	w := &authWatch{failed: make(chan struct{})}
+	w := &authWatch{failed: make(chan struct{}), tls: k.tlsFailure}
 	cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.DisableClientMetrics(), kgo.WithHooks(w))...)
 	if err != nil {
 		return err
@@ -234,10 +240,25 @@ func (k *kafkaFlags) checkTopic(ctx context.Context, opts []kgo.Opt, topic strin
 		}
 	}()
 	_, err = checkTopic(ctx, cl, k.cluster(), topic, autoCreate)
-	if err != nil && (w.closed() || errors.Is(err, kerr.SaslAuthenticationFailed)) {
+	switch {
+	case err == nil:
+	case w.tlsFailed() != nil:
+		return k.tlsFailed(w.tlsFailed())
+	case k.tlsFailure(err) != "":
+		return k.tlsFailed(err)
+	case w.closed() || errors.Is(err, kerr.SaslAuthenticationFailed):
 		return k.authFailed(err, w.closed())
 	}
 	return err
+}
+
+// tlsFailed is the error for a TLS handshake with the cluster that failed
+// (or for plaintext that a TLS listener refused).
+func (k *kafkaFlags) tlsFailed(err error) error {
+	if !k.tls && !k.tlsFiles.set() {
+		return fmt.Errorf("the Kafka cluster at %s refused a plaintext connection: %v: %s", k.cluster(), err, k.tlsFailure(err))
+	}
+	return fmt.Errorf("TLS with the Kafka cluster at %s failed: %v: %s", k.cluster(), err, k.tlsFailure(err))
 }
 
 // authFailed is the error for credentials the cluster refused; closed
@@ -255,34 +276,61 @@ func (k *kafkaFlags) authFailed(err error, closed bool) error {
 // credentials by closing the connection while the client reads its
 // SASLAuthenticate answer (Kafka before 1.0 does, and kfake; later
 // versions answer SASL_AUTHENTICATION_FAILED, which reaches the caller
-// as an error). kgo takes a closed connection for a network failure and
-// retries it until the deadline.
+// as an error), or the TLS handshake fail (a certificate refused either
+// way: with TLS 1.3 the client hears the broker's refusal only at its
+// first read). kgo takes either for a network failure and retries it
+// until the deadline.
 type authWatch struct {
 	failed chan struct{}
 	once   sync.Once
+	tls    func(error) string // kafkaFlags.tlsFailure
+	tlsErr error              // set before failed is closed
 }
 
 // OnBrokerRead implements kgo.HookBrokerRead.
 func (w *authWatch) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if err != nil && key == int16(kmsg.SASLAuthenticate) {
+	switch {
+	case err == nil:
+	case w.tls(err) != "":
+		w.once.Do(func() { w.tlsErr = err; close(w.failed) })
+	case key == int16(kmsg.SASLAuthenticate):
 		w.once.Do(func() { close(w.failed) })
 	}
 }
 
-// closed says whether the hook saw the connection closed.
+// OnBrokerConnect implements kgo.HookBrokerConnect: the handshake is part
+// of opening the connection.
+func (w *authWatch) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil && w.tls(err) != "" {
+		w.once.Do(func() { w.tlsErr = err; close(w.failed) })
+	}
+}
+
+// closed says whether the hook saw the connection closed in answer to
+// the SASL credentials.
 func (w *authWatch) closed() bool {
 	select {
 	case <-w.failed:
-		return true
+		return w.tlsErr == nil
 	default:
 		return false
+	}
+}
+
+// tlsFailed is the TLS failure the hook saw, if any.
+func (w *authWatch) tlsFailed() error {
+	select {
+	case <-w.failed: // tlsErr was set before
+		return w.tlsErr
+	default:
+		return nil
 	}
 }
 
 // warn writes to stderr what is unsafe in k's settings: SASL PLAIN
 // without TLS sends the password in the clear.
 func (k *kafkaFlags) warn(stderr io.Writer) {
-	if strings.EqualFold(k.mechanism, "PLAIN") && !k.tls {
+	if strings.EqualFold(k.mechanism, "PLAIN") && !k.tls && !k.tlsFiles.set() {
 		fmt.Fprintf(stderr, "kwire: warning: SASL PLAIN without --%stls sends the password in the clear to %s: whoever captures that traffic reads it; add --%stls, or use SCRAM-SHA-512\n",
 			k.prefix, k.cluster(), k.prefix)
 	}
