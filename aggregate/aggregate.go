@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kwire/kwire/aggregate/wire"
+	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/decode"
 	"github.com/kwire/kwire/jsonout"
 )
 
@@ -63,7 +65,28 @@ type Options struct {
 	// of the agents' topic not signed with a key of the agent it names
 	// is dropped and counted (verify.go). Without, nothing is verified.
 	Keys []wire.Key
+	// Tap, when set, gets what the aggregator correlates (kwire aggregate
+	// --metrics); not with Group.
+	Tap Tap
 }
+
+// Tap is a second consumer of what an Aggregator correlates, on its
+// goroutine: every exchange and every event it writes as they come, and,
+// every TapEvery (and at the end), the state the final summary and stats
+// would show then: the snapshot (with the coverage's patch), the agents'
+// summed stats and the latest capture time of any agent's item.
+// *metrics.Exporter is one.
+type Tap interface {
+	Exchange(e *decode.Exchange)
+	Event(ev correlate.Event)
+	Snapshot(s *correlate.Snapshot)
+	Stats(cs capture.Stats, ds decode.Stats)
+	LastPacket(t time.Time)
+}
+
+// TapEvery is how often (wall time) a Tap gets the state: a snapshot
+// copies it all.
+const TapEvery = 2 * time.Second
 
 // Aggregator merges the agents' batches by capture time behind a
 // watermark and correlates them, writing the correlator's events, the
@@ -80,6 +103,8 @@ type Aggregator struct {
 	decode         *wire.Options
 	stdout, stderr io.Writer
 	verify         *verifier
+	tap            Tap
+	nextTap        time.Time
 }
 
 // keepRecords: a records buffer grown beyond it is not kept for the next
@@ -110,7 +135,7 @@ func (opts *Options) merger(next func(*wire.Item, *agentState)) *merger {
 // Correlate, MaxLateness, MaxSkew, QuietAfter, MaxFrame, ClockWindow,
 // the caps and Stderr.
 func New(opts *Options, stdout io.Writer) *Aggregator {
-	ag := &Aggregator{stdout: stdout, stderr: cmp.Or[io.Writer](opts.Stderr, io.Discard), text: opts.Text, decode: opts.decodeOptions()}
+	ag := &Aggregator{stdout: stdout, stderr: cmp.Or[io.Writer](opts.Stderr, io.Discard), text: opts.Text, decode: opts.decodeOptions(), tap: opts.Tap}
 	ag.out = jsonout.New(stdout, &jsonout.Options{Text: opts.Text, LineFlush: true})
 	ag.verify = newVerifier(opts.Keys, ag.stderr)
 	ag.m = opts.merger(ag.item)
@@ -146,6 +171,28 @@ func (ag *Aggregator) Release(now time.Time, caughtUp bool) {
 		mode = releaseCaughtUp
 	}
 	ag.m.release(now, mode)
+	if ag.tap != nil && !now.Before(ag.nextTap) {
+		ag.nextTap = now.Add(TapEvery)
+		snap, _ := ag.snapshot()
+		ag.tapState(snap)
+	}
+}
+
+// snapshot is the correlator's state as the summary shows it: the
+// members whose expiry the coverage withholds live, its hazards without
+// the withheld ones. It returns those members too.
+func (ag *Aggregator) snapshot() (*correlate.Snapshot, []Unobserved) {
+	snap := ag.corr.Snapshot()
+	return snap, ag.m.cover.patch(snap)
+}
+
+// tapState gives the tap the state: snap, the agents' summed stats, the
+// latest capture time.
+func (ag *Aggregator) tapState(snap *correlate.Snapshot) {
+	cs, ds, _ := ag.m.totals()
+	ag.tap.Stats(cs, ds)
+	ag.tap.Snapshot(snap)
+	ag.tap.LastPacket(ag.m.end)
 }
 
 // Finish correlates everything still waiting, closes the correlator at
@@ -161,6 +208,9 @@ func (ag *Aggregator) Finish() error {
 // one instance of the group (group.go).
 func Run(ctx context.Context, opts *Options, stdout io.Writer) error {
 	if opts.Group != "" {
+		if opts.Tap != nil {
+			return errors.New("aggregate: a Tap is not supported with Group")
+		}
 		return runGroup(ctx, opts, stdout)
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(opts.Client), kgo.ConsumeTopics(opts.Topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
@@ -230,6 +280,9 @@ func (ag *Aggregator) item(it *wire.Item, a *agentState) {
 	case wire.KindExchange:
 		ag.records = it.ExpandRecords(ag.records)
 		ag.m.cover.exchange(a.agent.Host, it.Exchange)
+		if ag.tap != nil {
+			ag.tap.Exchange(it.Exchange)
+		}
 		ag.corr.Exchange(it.Exchange)
 		if cap(ag.records) > keepRecords {
 			ag.records = nil
@@ -261,6 +314,9 @@ func (ag *Aggregator) event(ev correlate.Event) {
 // write writes an event: but commit events in text (the final report
 // shows them).
 func (ag *Aggregator) write(ev correlate.Event) {
+	if ag.tap != nil {
+		ag.tap.Event(ev)
+	}
 	if _, ok := ev.(*correlate.CommitEvent); ok && ag.text {
 		return
 	}
@@ -272,8 +328,10 @@ func (ag *Aggregator) write(ev correlate.Event) {
 func (ag *Aggregator) finish(stdout io.Writer) error {
 	end := ag.m.end
 	ag.corr.Close(end)
-	snap := ag.corr.Snapshot()
-	unobs := ag.m.cover.patch(snap)
+	snap, unobs := ag.snapshot()
+	if ag.tap != nil {
+		ag.tapState(snap)
+	}
 	ag.out.Summary(snap)
 	cs, ds, _ := ag.m.totals()
 	ag.out.Stats(end, cs, ds)

@@ -143,8 +143,8 @@ func TestHostileClientCannotBlind(t *testing.T) {
 			return refusedCommits(t, conn, at, hostileParts)
 		}, map[string]float64{
 			// Groups only named share a tenth of the 50,000 rows.
-			`kwire_metrics_label_values_folded{label="partition"}`: float64(2*hostileParts - 5000),
-			`kwire_metrics_label_values_folded{label="group"}`:     0,
+			`kwire_metrics_label_values_folded{label="partition"}`:     float64(2*hostileParts - 5000),
+			`kwire_metrics_label_values_folded{label="consumergroup"}`: 0,
 		}, nil, 5000*2 + 2000},
 		{"find_coordinator_then_refused_commits", func(at time.Time) []*decode.Exchange {
 			return append(refusedCommits(t, conn, at, hostileParts), findCoordinators(t, conn, at.Add(time.Second), 12000, 0))
@@ -152,11 +152,11 @@ func TestHostileClientCannotBlind(t *testing.T) {
 			// correlate's table (10,000) keeps the real group and 9,999
 			// names, the most recently named; a tenth of 10,000 are
 			// labelled (the refused commits' two first).
-			`kwire_metrics_label_values_folded{label="group"}`: 9999 - 1000,
+			`kwire_metrics_label_values_folded{label="consumergroup"}`: 9999 - 1000,
 		}, map[string]float64{
 			// The coordinator events of the names correlate still had
 			// when the answer came, all but 1,000.
-			`kwire_metrics_folded_total{label="group"}`: 9000,
+			`kwire_metrics_folded_total{label="consumergroup"}`: 9000,
 		}, 5000},
 		{"refused_commit_of_many_topics", func(at time.Time) []*decode.Exchange {
 			return []*decode.Exchange{manyTopics(t, conn, at, 12000)}
@@ -221,12 +221,12 @@ func TestHostileClientCannotBlind(t *testing.T) {
 				}
 			}
 			want := map[string]float64{
-				`kwire_group_members{group="orders-group"}`:    float64(live),
-				`kwire_group_generation{group="orders-group"}`: float64(g.Generation),
-				`kwire_rebalances_total{group="orders-group"}`: float64(genByGr["orders-group"]),
+				`kafka_consumergroup_members{consumergroup="orders-group"}`: float64(live),
+				`kwire_group_generation{consumergroup="orders-group"}`:      float64(g.Generation),
+				`kwire_rebalances_total{consumergroup="orders-group"}`:      float64(genByGr["orders-group"]),
 			}
 			for _, p := range g.Partitions {
-				want[fmt.Sprintf("kwire_fetch_records_total{group=%q,partition=\"%d\",topic=%q}", g.Group, p.Partition, p.Topic)] = float64(p.Records)
+				want[fmt.Sprintf("kwire_fetch_records_total{consumergroup=%q,partition=\"%d\",topic=%q}", g.Group, p.Partition, p.Topic)] = float64(p.Records)
 			}
 			for name, v := range tt.folded {
 				want[name] = v
@@ -241,7 +241,7 @@ func TestHostileClientCannotBlind(t *testing.T) {
 					t.Errorf("%s = %v, want at least %v", name, got, v)
 				}
 			}
-			wantFolded := fmt.Sprintf("%d groups, %d topics, %d partitions", int(m[`kwire_metrics_label_values_folded{label="group"}`]),
+			wantFolded := fmt.Sprintf("%d groups, %d topics, %d partitions", int(m[`kwire_metrics_label_values_folded{label="consumergroup"}`]),
 				int(m[`kwire_metrics_label_values_folded{label="topic"}`]), int(m[`kwire_metrics_label_values_folded{label="partition"}`]))
 			if f := x.Folded(); !strings.Contains(f, wantFolded) {
 				t.Errorf("Folded() = %q, want it to say %q", f, wantFolded)
@@ -257,7 +257,7 @@ func TestFoldedNothing(t *testing.T) {
 		t.Errorf("Folded() = %q, want \"\"", f)
 	}
 	m := scrape(t, p.x)
-	for _, l := range []string{"group", "topic", "partition", "member_id", "transactional_id"} {
+	for _, l := range []string{"consumergroup", "topic", "partition", "member_id", "transactional_id", "broker"} {
 		name := fmt.Sprintf("kwire_metrics_label_values_folded{label=%q}", l)
 		if v, ok := m[name]; !ok || v != 0 {
 			t.Errorf("%s = %v (present %v), want 0", name, v, ok)

@@ -31,6 +31,7 @@ const (
 	defaultMaxPartitions = 50000
 	defaultMaxMembers    = 20000
 	defaultMaxTxnIDs     = 10000
+	defaultMaxBrokers    = 1000
 )
 
 // labelSet admits up to max distinct values of a label. Values admitted
@@ -159,6 +160,9 @@ func (r *rowMaker) group(g *correlate.Group) groupRow {
 			continue
 		}
 		live++
+		if !r.c.caps.MemberInfo {
+			continue
+		}
 		if name == other || r.membersLeft <= 0 {
 			r.members = append(r.members, memberRow{group: name, id: other, clientID: other, host: other, n: 1})
 			r.fold.members++
@@ -180,7 +184,7 @@ func (r *rowMaker) group(g *correlate.Group) groupRow {
 	for _, p := range g.Partitions {
 		r.parts = append(r.parts, partRow{group: name, topic: r.topic(p.Topic, real || p.Records > 0), part: r.part(p.Partition, real),
 			records: p.Records, bytes: p.Bytes,
-			committed: val(p.Committed), position: val(p.Position), hwm: val(p.HighWatermark), lag: val(p.Lag)})
+			committed: val(p.Committed), position: val(p.Position), hwm: val(p.HighWatermark), lag: val(p.Lag), committedSum: val(p.Committed)})
 	}
 	gen := g.Generation
 	if name == other {
@@ -232,13 +236,17 @@ func mergeRows[K comparable, R any](rows []R, key func(*R) K, add func(into, r *
 	return out
 }
 
-// addPart adds partition row p into a row of other partitions: the
-// counters and lag summed, the offsets no one partition's.
+// addPart adds partition row p into a row of other partitions (or of a
+// topic): the counters, lag and committed offsets summed, the offsets no
+// one partition's.
 func addPart(into, p *partRow) {
 	into.records += p.records
 	into.bytes += p.bytes
 	if p.lag >= 0 {
 		into.lag = max(into.lag, 0) + p.lag
+	}
+	if p.committedSum >= 0 {
+		into.committedSum = max(into.committedSum, 0) + p.committedSum
 	}
 	into.committed, into.position, into.hwm = -1, -1, -1
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -22,6 +24,9 @@ type Options struct {
 	// NoPartitionLabels aggregates the per-partition metrics per group
 	// and topic, to keep label cardinality down on large clusters.
 	NoPartitionLabels bool
+	// MemberInfo exports kwire_group_member_info, one series per live
+	// member with its member id: every consumer restart makes new ones.
+	MemberInfo bool
 	// LatencyBuckets are the request latency histogram's upper bounds,
 	// in seconds (default 0.5 ms to 30 s, for Fetch long polls).
 	LatencyBuckets []float64
@@ -45,24 +50,28 @@ type Options struct {
 	// ids with a producer or a transaction (default 10000); ids only
 	// named in FindCoordinator answers get a tenth of it, apart.
 	MaxTransactionalIDs int
+	// MaxBrokers caps the broker label's values (default 1000): one per
+	// broker address requests went to.
+	MaxBrokers int
 }
 
 var defaultBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
-// maxKey bounds the API keys with cached counters; kmsg's keys are below.
-const maxKey = 128
-
 // Exporter holds the metrics. Exchange and Event must be called from one
-// goroutine (the pipeline's); Snapshot and Stats from any one goroutine;
-// Handler serves from any.
+// goroutine (the pipeline's); Snapshot, Stats and LastPacket from any one
+// goroutine; Handler serves from any.
 type Exporter struct {
 	opts Options
 	reg  *prometheus.Registry
 
 	requests, errors *prometheus.CounterVec
 	latency          *prometheus.HistogramVec
-	byKey            [maxKey]apiMetrics
-	errByKey         map[[2]int16]prometheus.Counter
+	// byAPI caches the children of an API key and broker address;
+	// brokers decides the broker label.
+	byAPI         map[apiBroker]*apiMetrics
+	errByKey      map[apiError]prometheus.Counter
+	brokers       labelSet
+	brokersFolded map[netip.AddrPort]struct{}
 
 	rebalances, memberEvents, commits, coordinators, hazards *prometheus.CounterVec
 	// labels decides the group label of events and state alike; folded
@@ -74,15 +83,28 @@ type Exporter struct {
 	state *stateCollector
 }
 
-// apiMetrics are one API key's children, looked up once.
+type apiBroker struct {
+	key    int16
+	broker netip.AddrPort
+}
+
+type apiError struct {
+	apiBroker
+	code int16
+}
+
+// apiMetrics are one API key's children at one broker, looked up once.
 type apiMetrics struct {
-	requests prometheus.Counter
-	latency  prometheus.Observer
+	key         apiBroker // broker foldedBroker past the cap
+	api, broker string    // label values
+	requests    prometheus.Counter
+	latency     prometheus.Observer
 }
 
 // New returns an Exporter with its own registry. opts may be nil.
 func New(opts *Options) *Exporter {
-	x := &Exporter{reg: prometheus.NewRegistry(), errByKey: map[[2]int16]prometheus.Counter{}}
+	x := &Exporter{reg: prometheus.NewRegistry(), byAPI: map[apiBroker]*apiMetrics{}, errByKey: map[apiError]prometheus.Counter{},
+		brokersFolded: map[netip.AddrPort]struct{}{}}
 	if opts != nil {
 		x.opts = *opts
 	}
@@ -94,30 +116,28 @@ func New(opts *Options) *Exporter {
 		def int
 	}{{&x.opts.MaxGroups, defaultMaxGroups}, {&x.opts.MaxTopics, defaultMaxTopics},
 		{&x.opts.MaxPartitions, defaultMaxPartitions}, {&x.opts.MaxMembers, defaultMaxMembers},
-		{&x.opts.MaxTransactionalIDs, defaultMaxTxnIDs}} {
+		{&x.opts.MaxTransactionalIDs, defaultMaxTxnIDs}, {&x.opts.MaxBrokers, defaultMaxBrokers}} {
 		if *c.v <= 0 {
 			*c.v = c.def
 		}
 	}
 	x.labels = newTiered(x.opts.MaxGroups)
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "kwire", Name: name, Help: help}, labels)
+	x.brokers = newLabelSet(x.opts.MaxBrokers)
+	counter := func(name string) *prometheus.CounterVec {
+		f := family(name)
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: f.Help}, f.Labels)
 	}
-	x.requests = counter("requests_total", "Kafka requests decoded, by API.", "api")
-	x.errors = counter("errors_total", "Responses carrying a Kafka error code (the first one in the response), by API and error.", "api", "error")
-	x.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "kwire", Name: "request_latency_seconds",
-		Help:    "Time from a request's last byte to its response's first byte on the wire, by API (responses seen only).",
-		Buckets: x.opts.LatencyBuckets,
-	}, []string{"api"})
-	x.rebalances = counter("rebalances_total", "Generations of a group completed (each one a rebalance).", "group")
-	x.memberEvents = counter("member_events_total", "Members joining, leaving or expiring, by group and action.", "group", "action")
-	x.commits = counter("commits_total", "Committed partitions, by group and outcome (accepted, rejected, unknown).", "group", "outcome")
-	x.coordinators = counter("coordinator_changes_total", "Coordinators learned or changed, by group.", "group")
-	x.hazards = counter("hazards_total", "Hazards detected, by group, kind and severity.", "group", "kind", "severity")
-	folded := counter("metrics_folded_total", "Events counted under the label value \"other\": their group was past the cap "+
-		"on group label values (kwire live --max-groups).", "label")
-	x.folded = folded.WithLabelValues("group")
+	x.requests = counter("kwire_requests_total")
+	x.errors = counter("kwire_response_errors_total")
+	lf := family("kwire_request_latency_seconds")
+	x.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: lf.Name, Help: lf.Help, Buckets: x.opts.LatencyBuckets}, lf.Labels)
+	x.rebalances = counter("kwire_rebalances_total")
+	x.memberEvents = counter("kwire_member_events_total")
+	x.commits = counter("kwire_offset_commits_total")
+	x.coordinators = counter("kwire_coordinator_changes_total")
+	x.hazards = counter("kwire_hazards_total")
+	folded := counter("kwire_metrics_folded_total")
+	x.folded = folded.WithLabelValues(groupLabel)
 	x.state = newStateCollector(&x.opts, x.labels)
 	x.reg.MustRegister(x.requests, x.errors, x.latency, x.rebalances, x.memberEvents, x.commits, x.coordinators, x.hazards, folded, x.state, newBuildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -133,10 +153,15 @@ func (x *Exporter) Handler() http.Handler {
 	return promhttp.HandlerFor(x.reg, promhttp.HandlerOpts{Registry: x.reg, EnableOpenMetrics: true})
 }
 
-// Exchange counts one exchange: its request, its error, its latency. It
-// implements decode.Handler's Exchange; e is only read during the call.
+// Exchange counts one exchange: its request, its error, its latency, by
+// API and broker. It implements decode.Handler's Exchange; e is only read
+// during the call.
 func (x *Exporter) Exchange(e *decode.Exchange) {
-	m := x.api(e.Key)
+	var server netip.AddrPort
+	if e.Conn != nil {
+		server = e.Conn.Server
+	}
+	m := x.api(apiBroker{e.Key, server})
 	m.requests.Inc()
 	if e.Response != decode.ResponseSeen || e.Resp == nil {
 		return
@@ -145,28 +170,45 @@ func (x *Exporter) Exchange(e *decode.Exchange) {
 		m.latency.Observe(d.Seconds())
 	}
 	if code := decode.ErrorCode(e.Resp); code != 0 {
-		k := [2]int16{e.Key, code}
+		k := apiError{m.key, code}
 		c := x.errByKey[k]
 		if c == nil {
-			c = x.errors.WithLabelValues(apiName(e.Key), errName(code))
+			c = x.errors.WithLabelValues(m.api, m.broker, errName(code))
 			x.errByKey[k] = c
 		}
 		c.Inc()
 	}
 }
 
-func (x *Exporter) api(key int16) *apiMetrics {
-	var m apiMetrics
-	p := &m
-	if key >= 0 && key < maxKey {
-		p = &x.byKey[key]
+// api returns the children of k, made on first use. Past the cap on
+// brokers, further addresses share the broker="other" children.
+func (x *Exporter) api(k apiBroker) *apiMetrics {
+	if m := x.byAPI[k]; m != nil {
+		return m
 	}
-	if p.requests == nil {
-		name := apiName(key)
-		p.requests, p.latency = x.requests.WithLabelValues(name), x.latency.WithLabelValues(name)
+	broker := ""
+	if k.broker.IsValid() {
+		broker = k.broker.String()
 	}
-	return p
+	if !x.brokers.admit(broker) {
+		if len(x.brokersFolded) < x.opts.MaxBrokers { // a count that saturates
+			x.brokersFolded[k.broker] = struct{}{}
+			x.state.brokersFolded.Store(int64(len(x.brokersFolded)))
+		}
+		k.broker, broker = foldedBroker, other
+		if m := x.byAPI[k]; m != nil {
+			return m
+		}
+	}
+	m := &apiMetrics{key: k, api: apiName(k.key), broker: broker}
+	m.requests, m.latency = x.requests.WithLabelValues(m.api, broker), x.latency.WithLabelValues(m.api, broker)
+	x.byAPI[k] = m
+	return m
 }
+
+// foldedBroker keys the children of the brokers past the cap: no broker
+// listens on port 0.
+var foldedBroker = netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
 
 // Event counts one correlator event. It implements correlate.Sink. Events
 // are told apart by Type(), so kinds added to correlate later (hazards)
@@ -226,23 +268,30 @@ func (x *Exporter) Folded() string {
 	x.state.mu.Lock()
 	f := x.state.fold
 	x.state.mu.Unlock()
-	n := x.foldedCount.Load()
-	if f == (foldCounts{}) && n == 0 {
+	n, brokers := x.foldedCount.Load(), x.state.brokersFolded.Load()
+	if f == (foldCounts{}) && n == 0 && brokers == 0 {
 		return ""
 	}
-	return fmt.Sprintf("metrics: past their caps (--max-groups, --metrics-max-*), %d groups, %d topics, %d partitions, %d members "+
-		"and %d transactional ids were exported as \"other\" in the last state, and %d events of groups counted under group=\"other\"",
-		f.groups, f.topics, f.partitions, f.members, f.txns, n)
+	return fmt.Sprintf("metrics: past their caps (--max-groups, --metrics-max-*), %d groups, %d topics, %d partitions, %d members, "+
+		"%d transactional ids and %d brokers were exported as \"other\" in the last state, and %d events of groups counted under consumergroup=\"other\"",
+		f.groups, f.topics, f.partitions, f.members, f.txns, brokers, n)
 }
 
 // Snapshot replaces the group, partition and consumption state exported
 // with the correlator's state in s. s is only read during the call.
 func (x *Exporter) Snapshot(s *correlate.Snapshot) { x.state.snapshot(s) }
 
-// Stats replaces the capture and decoder health counters exported; each
-// numeric field becomes a metric named after its JSON field (see the
-// package doc). The correlator's counters come with Snapshot.
+// Stats replaces the capture and decoder health counters exported
+// (health.go). The correlator's counters come with Snapshot.
 func (x *Exporter) Stats(cs capture.Stats, ds decode.Stats) { x.state.stats(cs, ds) }
+
+// LastPacket sets the capture time of the latest packet, which
+// kwire_last_packet_timestamp_seconds exports (a zero t: none yet).
+func (x *Exporter) LastPacket(t time.Time) {
+	if !t.IsZero() {
+		x.state.lastPacket.Store(t.UnixNano())
+	}
+}
 
 func apiName(key int16) string {
 	if n := kmsg.NameForKey(key); n != "" {

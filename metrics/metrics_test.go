@@ -30,15 +30,29 @@ type pipe struct {
 	cs      capture.Stats
 	ds      decode.Stats
 	genByGr map[string]int
+	// byAPI counts the exchanges by API and broker, latency those with
+	// a latency, as the decoder gave them.
+	byAPI, latency map[[2]string]int
 }
 
 type handler struct {
 	x    *Exporter
 	corr *correlate.Correlator
+	p    *pipe
 }
 
-func (h *handler) Exchange(e *decode.Exchange) { h.x.Exchange(e); h.corr.Exchange(e) }
-func (h *handler) Anomaly(*decode.Anomaly)     {}
+func (h *handler) Exchange(e *decode.Exchange) {
+	if h.p != nil {
+		k := [2]string{apiName(e.Key), e.Conn.Server.String()}
+		h.p.byAPI[k]++
+		if e.Response == decode.ResponseSeen && e.Resp != nil && e.Latency() >= 0 {
+			h.p.latency[k]++
+		}
+	}
+	h.x.Exchange(e)
+	h.corr.Exchange(e)
+}
+func (h *handler) Anomaly(*decode.Anomaly) {}
 
 func runCapture(t *testing.T, opts *Options) *pipe {
 	t.Helper()
@@ -48,15 +62,21 @@ func runCapture(t *testing.T, opts *Options) *pipe {
 // runCaptureOf is runCapture of the capture at path.
 func runCaptureOf(t *testing.T, path string, opts *Options) *pipe {
 	t.Helper()
-	p := &pipe{x: New(opts), genByGr: map[string]int{}}
+	return runCapturesOf(t, []string{path}, opts)
+}
+
+// runCapturesOf is runCapture of the captures at paths, merged by time.
+func runCapturesOf(t *testing.T, paths []string, opts *Options) *pipe {
+	t.Helper()
+	p := &pipe{x: New(opts), genByGr: map[string]int{}, byAPI: map[[2]string]int{}, latency: map[[2]string]int{}}
 	corr := correlate.New(nil, correlate.SinkFunc(func(ev correlate.Event) {
 		p.x.Event(ev)
 		if g, ok := ev.(*correlate.GenerationEvent); ok {
 			p.genByGr[g.Group]++
 		}
 	}))
-	dec := decode.New(&handler{x: p.x, corr: corr}, nil)
-	src, err := capture.OpenFiles([]string{path}, nil)
+	dec := decode.New(&handler{x: p.x, corr: corr, p: p}, nil)
+	src, err := capture.OpenFiles(paths, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,38 +130,72 @@ func TestExporter(t *testing.T) {
 	if len(p.snap.Groups) == 0 {
 		t.Fatal("no group in the capture")
 	}
-	parts := 0
+	parts, lags := 0, 0
+	endOffsets := map[string]int64{} // the highest high watermark of a partition, over the groups
 	for _, g := range p.snap.Groups {
-		check(fmt.Sprintf("kwire_rebalances_total{group=%q}", g.Group), float64(p.genByGr[g.Group]))
-		check(fmt.Sprintf("kwire_group_generation{group=%q}", g.Group), float64(g.Generation))
+		check(fmt.Sprintf("kwire_rebalances_total{consumergroup=%q}", g.Group), float64(p.genByGr[g.Group]))
+		check(fmt.Sprintf("kwire_group_generation{consumergroup=%q}", g.Group), float64(g.Generation))
+		lagSum, committedSum := map[string]int64{}, map[string]int64{}
 		for _, pt := range g.Partitions {
-			labels := fmt.Sprintf("{group=%q,partition=\"%d\",topic=%q}", g.Group, pt.Partition, pt.Topic)
+			labels := fmt.Sprintf("{consumergroup=%q,partition=\"%d\",topic=%q}", g.Group, pt.Partition, pt.Topic)
 			check("kwire_fetch_records_total"+labels, float64(pt.Records))
 			check("kwire_fetch_bytes_total"+labels, float64(pt.Bytes))
 			if pt.Committed != nil {
-				check("kwire_committed_offset"+labels, float64(*pt.Committed))
+				check("kafka_consumergroup_current_offset"+labels, float64(*pt.Committed))
+				committedSum[pt.Topic] += *pt.Committed
+			}
+			if pt.Lag != nil {
+				check("kafka_consumergroup_lag"+labels, float64(*pt.Lag))
+				lagSum[pt.Topic] += *pt.Lag
+				lags++
+			}
+			if pt.Position != nil {
+				check("kwire_fetch_offset"+labels, float64(*pt.Position))
+			}
+			if pt.HighWatermark != nil {
+				k := fmt.Sprintf("{partition=\"%d\",topic=%q}", pt.Partition, pt.Topic)
+				endOffsets[k] = max(endOffsets[k], *pt.HighWatermark)
 			}
 			if pt.Records > 0 {
 				parts++
 			}
 		}
+		for topic, n := range lagSum {
+			check(fmt.Sprintf("kafka_consumergroup_lag_sum{consumergroup=%q,topic=%q}", g.Group, topic), float64(n))
+		}
+		for topic, n := range committedSum {
+			check(fmt.Sprintf("kafka_consumergroup_current_offset_sum{consumergroup=%q,topic=%q}", g.Group, topic), float64(n))
+		}
 	}
-	if parts == 0 {
-		t.Error("no partition with records fetched: the group label is what this test is about")
+	if parts == 0 || lags == 0 || len(endOffsets) == 0 {
+		t.Errorf("%d partitions with records fetched, %d with a lag, %d with an end offset: the capture's consumers fetch and commit", parts, lags, len(endOffsets))
+	}
+	for k, v := range endOffsets {
+		check("kafka_topic_partition_current_offset"+k, float64(v))
+	}
+	// Per API and broker, and summed over brokers as the decoder counts.
+	brokers, perAPI := map[string]bool{}, map[string]float64{}
+	for k, n := range p.byAPI {
+		labels := fmt.Sprintf("{api=%q,broker=%q}", k[0], k[1])
+		check("kwire_requests_total"+labels, float64(n))
+		check("kwire_request_latency_seconds_count"+labels, float64(p.latency[k]))
+		brokers[k[1]] = true
+		perAPI[k[0]] += float64(n)
+	}
+	if len(brokers) != 3 {
+		t.Errorf("requests went to brokers %v, want the capture's 3", brokers)
 	}
 	for key, n := range p.ds.ByKey {
-		if n > 0 {
-			check(fmt.Sprintf("kwire_requests_total{api=%q}", apiName(int16(key))), float64(n))
+		if n > 0 && perAPI[apiName(int16(key))] != float64(n) {
+			t.Errorf("%s: %v requests over the brokers, the decoder counted %d", apiName(int16(key)), perAPI[apiName(int16(key))], n)
 		}
 	}
 	check("kwire_capture_packets_total", float64(p.cs.Packets))
 	check("kwire_capture_kernel_drops_total", 3)
 	check("kwire_capture_conns_open", 0)
 	check("kwire_decode_resyncs_total", float64(p.ds.Resyncs))
-	check("kwire_correlate_groups_dropped_total", 0)
-	if m[`kwire_request_latency_seconds_count{api="JoinGroup"}`] == 0 {
-		t.Error("no JoinGroup latency observed")
-	}
+	check(`kwire_correlate_limits_total{limit="groups_dropped"}`, 0)
+	check(`kwire_correlate_fetches_total{attribution="attributed"}`, float64(p.snap.Stats.FetchesAttributed))
 	in := version.Get()
 	check(fmt.Sprintf("kwire_build_info{goversion=%q,revision=%q,version=%q}", in.Go, in.Commit, in.Version), 1)
 }
@@ -156,14 +210,23 @@ func TestNoPartitionLabels(t *testing.T) {
 		}
 	}
 	for _, g := range p.snap.Groups {
-		sum := map[string]int64{}
+		sum, lagSum := map[string]int64{}, map[string]int64{}
 		for _, pt := range g.Partitions {
 			sum[pt.Topic] += pt.Records
+			if pt.Lag != nil {
+				lagSum[pt.Topic] += *pt.Lag
+			}
 		}
 		for topic, n := range sum {
-			name := fmt.Sprintf("kwire_fetch_records_total{group=%q,topic=%q}", g.Group, topic)
+			name := fmt.Sprintf("kwire_fetch_records_total{consumergroup=%q,topic=%q}", g.Group, topic)
 			if m[name] != float64(n) {
 				t.Errorf("%s = %v, want %d", name, m[name], n)
+			}
+		}
+		for topic, n := range lagSum {
+			name := fmt.Sprintf("kafka_consumergroup_lag_sum{consumergroup=%q,topic=%q}", g.Group, topic)
+			if v, ok := m[name]; !ok || v != float64(n) {
+				t.Errorf("%s = %v (present %v), want %d", name, v, ok, n)
 			}
 		}
 	}
@@ -188,9 +251,9 @@ func TestHazardEvents(t *testing.T) {
 	x.Event(&correlate.HazardEvent{Kind: correlate.HazardCommitRejected, Severity: correlate.SeverityWarn, Group: "g"})
 	m := scrape(t, x)
 	for name, want := range map[string]float64{
-		`kwire_hazards_total{group="g",kind="commit_rejected",severity="warn"}`:   1,
-		`kwire_hazards_total{group="g",kind="commit_regression",severity="high"}`: 2,
-		`kwire_hazards_total{group="g",kind="unknown",severity="unknown"}`:        1,
+		`kwire_hazards_total{consumergroup="g",kind="commit_rejected",severity="warn"}`:   1,
+		`kwire_hazards_total{consumergroup="g",kind="commit_regression",severity="high"}`: 2,
+		`kwire_hazards_total{consumergroup="g",kind="unknown",severity="unknown"}`:        1,
 	} {
 		if m[name] != want {
 			t.Errorf("%s = %v, want %v", name, m[name], want)
@@ -198,23 +261,30 @@ func TestHazardEvents(t *testing.T) {
 	}
 }
 
-// TestMemberInfo checks the member info metric: live members only, with
-// their process when the source knew it.
+// TestMemberInfo checks the member info metric: only when asked for
+// (Options.MemberInfo: a member id is new at every consumer restart),
+// live members only, with their process when the source knew it; the
+// member count either way.
 func TestMemberInfo(t *testing.T) {
-	x := New(nil)
-	x.Snapshot(&correlate.Snapshot{Groups: []correlate.Group{{Group: "g", Generation: 3, Members: []correlate.Member{
-		{MemberID: "m1", ClientID: "c1", ClientHost: "10.0.0.1", Status: "live", PID: 4242, Comm: "java"},
-		{MemberID: "m2", ClientID: "c2", ClientHost: "10.0.0.2", Status: "live"},
-		{MemberID: "m3", ClientID: "c3", ClientHost: "10.0.0.3", Status: "left", PID: 7},
-	}}}})
-	m := scrape(t, x)
-	for name, want := range map[string]bool{
-		`kwire_group_member_info{client_host="10.0.0.1",client_id="c1",comm="java",group="g",member_id="m1",pid="4242"}`: true,
-		`kwire_group_member_info{client_host="10.0.0.2",client_id="c2",comm="",group="g",member_id="m2",pid=""}`:         true,
-		`kwire_group_member_info{client_host="10.0.0.3",client_id="c3",comm="",group="g",member_id="m3",pid="7"}`:        false,
-	} {
-		if v, ok := m[name]; ok != want || ok && v != 1 {
-			t.Errorf("%s: present %v (value %v), want present %v", name, ok, v, want)
+	for _, on := range []bool{false, true} {
+		x := New(&Options{MemberInfo: on})
+		x.Snapshot(&correlate.Snapshot{Groups: []correlate.Group{{Group: "g", Generation: 3, Members: []correlate.Member{
+			{MemberID: "m1", ClientID: "c1", ClientHost: "10.0.0.1", Status: "live", PID: 4242, Comm: "java"},
+			{MemberID: "m2", ClientID: "c2", ClientHost: "10.0.0.2", Status: "live"},
+			{MemberID: "m3", ClientID: "c3", ClientHost: "10.0.0.3", Status: "left", PID: 7},
+		}}}})
+		m := scrape(t, x)
+		for name, want := range map[string]bool{
+			`kwire_group_member_info{client_host="10.0.0.1",client_id="c1",comm="java",consumergroup="g",member_id="m1",pid="4242"}`: on,
+			`kwire_group_member_info{client_host="10.0.0.2",client_id="c2",comm="",consumergroup="g",member_id="m2",pid=""}`:         on,
+			`kwire_group_member_info{client_host="10.0.0.3",client_id="c3",comm="",consumergroup="g",member_id="m3",pid="7"}`:        false,
+		} {
+			if v, ok := m[name]; ok != want || ok && v != 1 {
+				t.Errorf("MemberInfo %v: %s: present %v (value %v), want present %v", on, name, ok, v, want)
+			}
+		}
+		if v := m[`kafka_consumergroup_members{consumergroup="g"}`]; v != 2 {
+			t.Errorf("MemberInfo %v: kafka_consumergroup_members = %v, want 2", on, v)
 		}
 	}
 }
@@ -253,8 +323,8 @@ func TestShareMetrics(t *testing.T) {
 						if noParts {
 							continue
 						}
-						labels := fmt.Sprintf("group=%q,partition=%q,topic=%q", group, part, topic)
-						name := fmt.Sprintf("kwire_share_records_total{group=%q,kind=%q,partition=%q,topic=%q}", group, k, part, topic)
+						labels := fmt.Sprintf("consumergroup=%q,partition=%q,topic=%q", group, part, topic)
+						name := fmt.Sprintf("kwire_share_records_total{consumergroup=%q,kind=%q,partition=%q,topic=%q}", group, k, part, topic)
 						if k == "max_delivery_count" {
 							name = "kwire_share_max_delivery_count{" + labels + "}"
 						}
@@ -267,13 +337,13 @@ func TestShareMetrics(t *testing.T) {
 					continue
 				}
 				for _, k := range []string{"acquired", "redelivered", "accepted", "released", "rejected"} {
-					name := fmt.Sprintf("kwire_share_records_total{group=%q,kind=%q,topic=%q}", group, k, topic)
+					name := fmt.Sprintf("kwire_share_records_total{consumergroup=%q,kind=%q,topic=%q}", group, k, topic)
 					if got := m[name]; got != float64(sum[k]) {
 						t.Errorf("%s = %v, want %d", name, got, sum[k])
 					}
 				}
 			}
-			name := fmt.Sprintf("kwire_hazards_total{group=%q,kind=\"share_redelivery\",severity=\"warn\"}", group)
+			name := fmt.Sprintf("kwire_hazards_total{consumergroup=%q,kind=\"share_redelivery\",severity=\"warn\"}", group)
 			if m[name] != 1 {
 				t.Errorf("%s = %v, want 1", name, m[name])
 			}

@@ -1,10 +1,9 @@
 package metrics
 
 import (
-	"reflect"
 	"slices"
-	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,20 +21,24 @@ type stateCollector struct {
 	topics     *tiered // topic label values, admitted by snapshots
 	txnIDs     *tiered // transactional_id label values (txn.go)
 	partLabels []string
-	descs      map[string]*prometheus.Desc // fixed metrics by name
-	mu         sync.Mutex
-	groups     []groupRow
-	members    []memberRow
-	parts      []partRow
-	unattr     []partRow   // per topic (group and partition unused)
-	txns       []txnRow    // transactional ids (txn.go)
-	stable     []stableRow // transactional partitions (txn.go)
-	shares     []shareRow
-	cs         capture.Stats
-	ds         decode.Stats
-	cr         correlate.Stats
-	fold       foldCounts                  // of the last snapshot
-	health     map[string]*prometheus.Desc // health metrics, made on first use
+	descs      map[string]*prometheus.Desc // by family name
+	health     *healthCollector
+	// lastPacket is LastPacket's time in Unix nanoseconds (0: none);
+	// brokersFolded counts broker addresses past the cap.
+	lastPacket, brokersFolded atomic.Int64
+	mu                        sync.Mutex
+	groups                    []groupRow
+	members                   []memberRow
+	parts                     []partRow
+	sums                      []partRow   // per group and topic
+	unattr                    []partRow   // per topic (group and partition unused)
+	txns                      []txnRow    // transactional ids (txn.go)
+	stable                    []stableRow // transactional partitions (txn.go)
+	shares                    []shareRow
+	cs                        capture.Stats
+	ds                        decode.Stats
+	cr                        correlate.Stats
+	fold                      foldCounts // of the last snapshot
 }
 
 type groupRow struct {
@@ -51,13 +54,14 @@ type memberRow struct {
 	n                                    int
 }
 
-// partRow is one partition of a group (or, aggregated, one topic).
+// partRow is one partition of a group (or, summed, one topic).
 type partRow struct {
 	group, topic   string
 	part           string // partition label value (a number, or other)
 	records, bytes int64
-	// The offsets are -1 when unknown.
-	committed, position, hwm, lag int64
+	// The offsets are -1 when unknown; committedSum sums the committed
+	// offsets known of the partitions summed into the row.
+	committed, position, hwm, lag, committedSum int64
 }
 
 // shareRow is one partition of a share group (or, aggregated, one topic).
@@ -89,39 +93,20 @@ func (r *shareRow) count(kind string) int64 {
 	return r.counts.LockExpired
 }
 
-// Health fields that are levels, not counters.
-var gauges = map[string]bool{"capture_conns_open": true, "correlate_unresolved_topic_ids": true}
-
 func newStateCollector(o *Options, groups *tiered) *stateCollector {
 	c := &stateCollector{caps: *o, groupIDs: groups, topics: newTiered(o.MaxTopics),
-		txnIDs: newTiered(o.MaxTransactionalIDs), descs: map[string]*prometheus.Desc{}, health: map[string]*prometheus.Desc{}}
-	c.partLabels = []string{"group", "topic", "partition"}
+		txnIDs: newTiered(o.MaxTransactionalIDs), descs: map[string]*prometheus.Desc{}, health: newHealthCollector()}
+	c.partLabels = partLabels
 	if o.NoPartitionLabels {
-		c.partLabels = c.partLabels[:2]
+		c.partLabels = topicLabels
 	}
-	def := func(name, help string, labels ...string) {
-		c.descs[name] = prometheus.NewDesc("kwire_"+name, help, labels, nil)
+	for _, f := range families {
+		labels := f.Labels
+		if o.NoPartitionLabels {
+			labels = slices.DeleteFunc(slices.Clone(labels), func(l string) bool { return l == "partition" })
+		}
+		c.descs[f.Name] = desc(f.Name, labels)
 	}
-	def("group_members", "Live members of a group (as last seen).", "group")
-	def("group_member_info", "A live member of a group (1), with its client and, when the source knows it (eBPF), its process.",
-		"group", "member_id", "client_id", "client_host", "pid", "comm")
-	def("group_generation", "Latest generation of a group (KIP-848: member epoch).", "group")
-	def("fetch_records_total", "Records in record batches fetched by a group's consumers (batch headers, whole batches).", c.partLabels...)
-	def("fetch_bytes_total", "Bytes of record batches fetched by a group's consumers.", c.partLabels...)
-	def("lag", "High watermark minus fetch position (summed over partitions without partition labels).", c.partLabels...)
-	def("committed_offset", "Committed offset of a group partition.", c.partLabels...)
-	def("fetch_position", "Last fetch offset asked for by a group's consumer.", c.partLabels...)
-	def("high_watermark", "High watermark in the last Fetch response for a group partition.", c.partLabels...)
-	def("share_records_total", "Records of a share group (KIP-932) by kind: acquired (every delivery), redelivered (delivery "+
-		"count above 1), accepted, released, rejected, renewed (acknowledgements the broker took), lock_expired (not "+
-		"acknowledged before the acquisition lock ran out).", append(slices.Clone(c.partLabels), "kind")...)
-	def("share_max_delivery_count", "Highest delivery count of a share group partition's records acquired.", c.partLabels...)
-	def("share_held_records", "Records a share group's members hold: acquired, not yet acknowledged, lock not run out.", c.partLabels...)
-	def("unattributed_fetch_records_total", "Records fetched by consumers kwire could not tie to one group.", "topic")
-	def("unattributed_fetch_bytes_total", "Bytes fetched by consumers kwire could not tie to one group.", "topic")
-	def("metrics_label_values_folded", "Values of a label (group, topic, partition, member_id, transactional_id) exported as \"other\" in the "+
-		"last state taken, past the caps on series (kwire live --max-groups, --metrics-max-*).", "label")
-	c.defTxn(def)
 	return c
 }
 
@@ -138,12 +123,15 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 	}
 	parts, shares := r.parts, r.shares
 	if len(c.partLabels) == 2 {
-		parts = byTopic(parts)
 		shares = sharesByTopic(shares)
 		r.fold.partitions = 0 // no partition label to fold
 	} else {
 		parts = mergeRows(parts, func(p *partRow) [3]string { return [3]string{p.group, p.topic, p.part} }, addPart)
 		shares = mergeRows(shares, func(p *shareRow) [3]string { return [3]string{p.group, p.topic, p.part} }, addShare)
+	}
+	sums := byTopic(parts)
+	if len(c.partLabels) == 2 {
+		parts = nil
 	}
 	groups = mergeRows(groups, func(g *groupRow) string { return g.group }, func(into, g *groupRow) {
 		into.members += g.members
@@ -163,7 +151,7 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 	r.fold.txns = folded
 	stable := c.stableRows(s)
 	c.mu.Lock()
-	c.groups, c.members, c.parts, c.unattr, c.shares, c.cr = groups, members, parts, unattr, shares, s.Stats
+	c.groups, c.members, c.parts, c.sums, c.unattr, c.shares, c.cr = groups, members, parts, sums, unattr, shares, s.Stats
 	c.txns, c.stable, c.fold = txns, stable, r.fold
 	c.mu.Unlock()
 }
@@ -175,25 +163,13 @@ func val(p *int64) int64 {
 	return *p
 }
 
-// byTopic sums rows per group and topic, in order of first appearance;
-// offsets other than lag are dropped.
+// byTopic sums rows per group and topic, in order of first appearance:
+// records, bytes, lag and committed offsets; the other offsets are
+// dropped.
 func byTopic(rows []partRow) []partRow {
-	var out []partRow
-	at := map[[2]string]int{}
-	for _, r := range rows {
-		k := [2]string{r.group, r.topic}
-		i, ok := at[k]
-		if !ok {
-			at[k] = len(out)
-			out = append(out, partRow{group: r.group, topic: r.topic, lag: -1, committed: -1, position: -1, hwm: -1})
-			i = len(out) - 1
-		}
-		o := &out[i]
-		o.records += r.records
-		o.bytes += r.bytes
-		if r.lag >= 0 {
-			o.lag = max(o.lag, 0) + r.lag
-		}
+	out := mergeRows(slices.Clone(rows), func(r *partRow) [2]string { return [2]string{r.group, r.topic} }, addPart)
+	for i := range out {
+		out[i].part = ""
 	}
 	return out
 }
@@ -218,104 +194,99 @@ func (c *stateCollector) stats(cs capture.Stats, ds decode.Stats) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	metric := func(name string, typ prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], typ, v, labels...)
+	}
+	gauge := func(name string, v float64, labels ...string) { metric(name, prometheus.GaugeValue, v, labels...) }
+	count := func(name string, v float64, labels ...string) { metric(name, prometheus.CounterValue, v, labels...) }
 	for _, g := range c.groups {
-		ch <- prometheus.MustNewConstMetric(c.descs["group_members"], prometheus.GaugeValue, float64(g.members), g.group)
+		gauge("kafka_consumergroup_members", float64(g.members), g.group)
 		if g.generation >= 0 {
-			ch <- prometheus.MustNewConstMetric(c.descs["group_generation"], prometheus.GaugeValue, float64(g.generation), g.group)
+			gauge("kwire_group_generation", float64(g.generation), g.group)
 		}
 	}
 	for _, m := range c.members {
-		ch <- prometheus.MustNewConstMetric(c.descs["group_member_info"], prometheus.GaugeValue, float64(m.n), m.group, m.id, m.clientID, m.host, m.pid, m.comm)
+		gauge("kwire_group_member_info", float64(m.n), m.group, m.id, m.clientID, m.host, m.pid, m.comm)
 	}
 	for _, p := range c.parts {
-		labels := []string{p.group, p.topic}
-		if len(c.partLabels) == 3 {
-			labels = append(labels, p.part)
-		}
-		ch <- prometheus.MustNewConstMetric(c.descs["fetch_records_total"], prometheus.CounterValue, float64(p.records), labels...)
-		ch <- prometheus.MustNewConstMetric(c.descs["fetch_bytes_total"], prometheus.CounterValue, float64(p.bytes), labels...)
+		labels := []string{p.group, p.topic, p.part}
+		count("kwire_fetch_records_total", float64(p.records), labels...)
+		count("kwire_fetch_bytes_total", float64(p.bytes), labels...)
 		for _, o := range []struct {
 			name string
 			v    int64
-		}{{"lag", p.lag}, {"committed_offset", p.committed}, {"fetch_position", p.position}, {"high_watermark", p.hwm}} {
+		}{{"kafka_consumergroup_lag", p.lag}, {"kafka_consumergroup_current_offset", p.committed}, {"kwire_fetch_offset", p.position}} {
 			if o.v >= 0 {
-				ch <- prometheus.MustNewConstMetric(c.descs[o.name], prometheus.GaugeValue, float64(o.v), labels...)
+				gauge(o.name, float64(o.v), labels...)
 			}
 		}
 	}
-	c.collectTxn(ch)
+	for _, p := range c.sums {
+		if len(c.partLabels) == 2 {
+			count("kwire_fetch_records_total", float64(p.records), p.group, p.topic)
+			count("kwire_fetch_bytes_total", float64(p.bytes), p.group, p.topic)
+		}
+		if p.lag >= 0 {
+			gauge("kafka_consumergroup_lag_sum", float64(p.lag), p.group, p.topic)
+		}
+		if p.committedSum >= 0 {
+			gauge("kafka_consumergroup_current_offset_sum", float64(p.committedSum), p.group, p.topic)
+		}
+	}
+	c.collectEndOffsets(gauge)
+	c.collectTxn(gauge, count)
 	for _, s := range c.shares {
 		labels := []string{s.group, s.topic}
 		if len(c.partLabels) == 3 {
 			labels = append(labels, s.part)
 		}
 		for _, kind := range shareKinds {
-			ch <- prometheus.MustNewConstMetric(c.descs["share_records_total"], prometheus.CounterValue, float64(s.count(kind)),
-				append(slices.Clone(labels), kind)...)
+			count("kwire_share_records_total", float64(s.count(kind)), append(slices.Clone(labels), kind)...)
 		}
-		ch <- prometheus.MustNewConstMetric(c.descs["share_max_delivery_count"], prometheus.GaugeValue, float64(s.counts.MaxDeliveryCount), labels...)
-		ch <- prometheus.MustNewConstMetric(c.descs["share_held_records"], prometheus.GaugeValue, float64(s.held), labels...)
+		gauge("kwire_share_max_delivery_count", float64(s.counts.MaxDeliveryCount), labels...)
+		gauge("kwire_share_held_records", float64(s.held), labels...)
 	}
 	for _, u := range c.unattr {
-		ch <- prometheus.MustNewConstMetric(c.descs["unattributed_fetch_records_total"], prometheus.CounterValue, float64(u.records), u.topic)
-		ch <- prometheus.MustNewConstMetric(c.descs["unattributed_fetch_bytes_total"], prometheus.CounterValue, float64(u.bytes), u.topic)
+		count("kwire_unattributed_fetch_records_total", float64(u.records), u.topic)
+		count("kwire_unattributed_fetch_bytes_total", float64(u.bytes), u.topic)
 	}
 	for _, f := range []struct {
 		label string
-		n     int
-	}{{"group", c.fold.groups}, {"topic", c.fold.topics}, {"partition", c.fold.partitions}, {"member_id", c.fold.members},
-		{"transactional_id", c.fold.txns}} {
-		ch <- prometheus.MustNewConstMetric(c.descs["metrics_label_values_folded"], prometheus.GaugeValue, float64(f.n), f.label)
+		n     int64
+	}{{groupLabel, int64(c.fold.groups)}, {"topic", int64(c.fold.topics)}, {"partition", int64(c.fold.partitions)},
+		{"member_id", int64(c.fold.members)}, {"transactional_id", int64(c.fold.txns)}, {"broker", c.brokersFolded.Load()}} {
+		gauge("kwire_metrics_label_values_folded", float64(f.n), f.label)
 	}
-	emit := func(name string, v float64) {
-		typ, full := prometheus.CounterValue, "kwire_"+name+"_total"
-		if gauges[name] {
-			typ, full = prometheus.GaugeValue, "kwire_"+name
-		}
-		d := c.health[name]
-		if d == nil {
-			section, field, _ := strings.Cut(name, "_")
-			d = prometheus.NewDesc(full, "kwire "+section+" stats field "+field+" (see docs/schema.md).", nil, nil)
-			c.health[name] = d
-		}
-		ch <- prometheus.MustNewConstMetric(d, typ, v)
+	if t := c.lastPacket.Load(); t != 0 {
+		gauge("kwire_last_packet_timestamp_seconds", float64(t)/1e9)
 	}
-	flatten("capture", reflect.ValueOf(c.cs), emit)
-	flatten("decode", reflect.ValueOf(c.ds), emit)
-	flatten("correlate", reflect.ValueOf(c.cr), emit)
+	c.health.collect(ch, statsFields(c.cs, c.ds, c.cr))
 }
 
-// flatten calls emit for every integer field of the struct v (or pointer
-// to one), named prefix_<json name>; nested structs (Stats.Live,
-// Stats.Limits) add their fields under the same prefix.
-func flatten(prefix string, v reflect.Value, emit func(string, float64)) {
-	if v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return
-		}
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
+// collectEndOffsets exports each partition's end offset: the highest
+// high watermark of it in the groups' latest Fetch responses (a
+// partition's offsets only grow; one group may not have fetched it
+// lately). Partitions folded into other have none.
+func (c *stateCollector) collectEndOffsets(gauge func(string, float64, ...string)) {
+	if len(c.partLabels) == 2 {
 		return
 	}
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || name == "-" {
+	type tp struct{ topic, part string }
+	var order []tp
+	end := map[tp]int64{}
+	for _, p := range c.parts {
+		k := tp{p.topic, p.part}
+		if p.hwm < 0 || p.topic == other || p.part == other {
 			continue
 		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
+		if v, ok := end[k]; !ok || p.hwm > v {
+			if !ok {
+				order = append(order, k)
+			}
+			end[k] = p.hwm
 		}
-		fv := v.Field(i)
-		switch fv.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			emit(prefix+"_"+name, float64(fv.Int()))
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			emit(prefix+"_"+name, float64(fv.Uint()))
-		case reflect.Struct, reflect.Pointer:
-			flatten(prefix, fv, emit)
-		}
+	}
+	for _, k := range order {
+		gauge("kafka_topic_partition_current_offset", float64(end[k]), k.topic, k.part)
 	}
 }

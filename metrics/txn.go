@@ -3,8 +3,6 @@ package metrics
 import (
 	"strconv"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kwire/kwire/correlate"
 )
 
@@ -28,23 +26,6 @@ type stableRow struct {
 	partition       int32
 	lso, unstable   int64 // lso -1 when aggregated
 	stuck, maxStuck float64
-}
-
-func (c *stateCollector) defTxn(def func(name, help string, labels ...string)) {
-	def("transactions_total", "Transactions of a transactional id that ended, by outcome: committed, aborted (EndTxn, or a new "+
-		"InitProducerID), timed_out (no EndTxn within the transaction timeout).", "transactional_id", "outcome")
-	def("transaction_fenced_requests_total", "Requests of fenced instances of a transactional id refused (zombie_producer).", "transactional_id")
-	def("transaction_open", "1 while a transactional id has a transaction open, else 0.", "transactional_id")
-	def("transaction_open_seconds", "Age of a transactional id's open transaction, by capture time.", "transactional_id")
-	def("transaction_producer_epoch", "Latest producer epoch of a transactional id.", "transactional_id")
-	labels := c.partLabels[1:] // topic[, partition]
-	def("last_stable_offset", "Last stable offset of a transactional partition in the last Fetch response with it.", labels...)
-	def("unstable_offsets", "High watermark minus last stable offset of a transactional partition: offsets open "+
-		"transactions hold back from read_committed consumers (summed without partition labels).", labels...)
-	def("last_stable_offset_stuck_seconds", "How long a transactional partition's last stable offset has stayed below its "+
-		"high watermark unmoved (0 when it is at it; the longest without partition labels).", labels...)
-	def("last_stable_offset_max_stuck_seconds", "The longest a transactional partition's last stable offset stayed below its "+
-		"high watermark unmoved.", labels...)
 }
 
 // txnRows makes the rows of s's transactional ids within the cap on
@@ -113,26 +94,25 @@ func (c *stateCollector) stableRows(s *correlate.Snapshot) []stableRow {
 	return out
 }
 
-func (c *stateCollector) collectTxn(ch chan<- prometheus.Metric) {
-	gauge := func(name string, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.GaugeValue, v, labels...)
-	}
+// collectTxn exports the transactions' rows through Collect's gauge
+// and count.
+func (c *stateCollector) collectTxn(gauge, count func(name string, v float64, labels ...string)) {
 	for _, t := range c.txns {
 		for _, o := range []struct {
 			outcome string
 			n       int64
 		}{{"committed", t.committed}, {"aborted", t.aborted}, {"timed_out", t.timedOut}} {
-			ch <- prometheus.MustNewConstMetric(c.descs["transactions_total"], prometheus.CounterValue, float64(o.n), t.id, o.outcome)
+			count("kwire_transactions_total", float64(o.n), t.id, o.outcome)
 		}
-		ch <- prometheus.MustNewConstMetric(c.descs["transaction_fenced_requests_total"], prometheus.CounterValue, float64(t.fenced), t.id)
+		count("kwire_transaction_fenced_requests_total", float64(t.fenced), t.id)
 		open := 0.0
 		if t.openSeconds >= 0 {
 			open = 1
-			gauge("transaction_open_seconds", t.openSeconds, t.id)
+			gauge("kwire_transaction_open_seconds", t.openSeconds, t.id)
 		}
-		gauge("transaction_open", open, t.id)
+		gauge("kwire_transaction_open", open, t.id)
 		if t.epoch >= 0 {
-			gauge("transaction_producer_epoch", float64(t.epoch), t.id)
+			gauge("kwire_transaction_producer_epoch", float64(t.epoch), t.id)
 		}
 	}
 	for _, p := range c.stable {
@@ -141,10 +121,10 @@ func (c *stateCollector) collectTxn(ch chan<- prometheus.Metric) {
 			labels = append(labels, strconv.Itoa(int(p.partition)))
 		}
 		if p.lso >= 0 {
-			gauge("last_stable_offset", float64(p.lso), labels...)
+			gauge("kwire_last_stable_offset", float64(p.lso), labels...)
 		}
-		gauge("unstable_offsets", float64(p.unstable), labels...)
-		gauge("last_stable_offset_stuck_seconds", p.stuck, labels...)
-		gauge("last_stable_offset_max_stuck_seconds", p.maxStuck, labels...)
+		gauge("kwire_unstable_offsets", float64(p.unstable), labels...)
+		gauge("kwire_last_stable_offset_stuck_seconds", p.stuck, labels...)
+		gauge("kwire_last_stable_offset_max_stuck_seconds", p.maxStuck, labels...)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/kwire/kwire/aggregate"
 	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/metrics"
 )
 
 const aggregateHelp = `Usage: kwire aggregate --from kafka://HOST:PORT[,HOST:PORT...]/TOPIC [flags]
@@ -32,6 +34,13 @@ Examples:
   kwire aggregate --from kafka://k1:9093/kwire --tls --sasl-mechanism SCRAM-SHA-512 --user kwire --password-file pw
   kwire aggregate --from kafka://k1:9093/kwire --tls-ca-file ca.pem --tls-cert-file agg.pem --tls-key-file agg-key.pem
   kwire aggregate --from kafka://k1:9092/kwire --agent-key-file agents.keys --json
+  kwire aggregate --from kafka://k1:9092/kwire --metrics 127.0.0.1:9465
+
+--metrics ADDR serves Prometheus metrics at http://ADDR/metrics: the same
+families as kwire live's (docs/metrics.md), of the merged, cluster-wide
+view: the groups as this aggregator rebuilds them from every agent, the
+requests every agent saw, the agents' health counters summed. Not with
+--group.
 
 Without --agent-key-file (or $KWIRE_AGENT_KEYS), anyone who can write to
 the topic can pose as any agent: see docs/aggregate.md, "Running agents
@@ -54,7 +63,10 @@ type aggregateFlags struct {
 	clockWindow time.Duration
 	maxAgents   int
 	maxRuns     int
+	metrics     metricsFlags
 	hook        *aggregate.Hook // tests of --group only
+	// listening, when set, is told the --metrics address (tests).
+	listening func(net.Addr)
 }
 
 func (f *aggregateFlags) register(fs *flag.FlagSet) {
@@ -72,6 +84,7 @@ func (f *aggregateFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.clockWindow, "clock-window", aggregate.DefaultClockWindow, "an agent whose capture clock is further than this from the other agents' is held back alone and reported, not waited for (0: never; for agents replaying captures of different times)")
 	fs.IntVar(&f.maxAgents, "max-agents", aggregate.DefaultMaxAgents, "agent runs remembered; beyond, runs that no longer send are forgotten and new ones refused while all still send (counted)")
 	fs.IntVar(&f.maxRuns, "max-runs", aggregate.DefaultMaxRuns, "runs of one host remembered; beyond, its oldest that no longer send are forgotten (counted)")
+	f.metrics.register(fs)
 }
 
 func cmdAggregate(args []string, stdout, stderr io.Writer) error {
@@ -90,6 +103,8 @@ func cmdAggregate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, "kwire aggregate: --max-lateness, --max-skew and --clock-window must not be negative, --quiet-after must be positive\n\n")
 	case f.maxAgents <= 0, f.maxRuns <= 0, f.common.limits.conns <= 0:
 		fmt.Fprint(stderr, "kwire aggregate: --max-agents, --max-runs and --max-conns must be positive\n\n")
+	case f.metrics.addr != "" && f.group != "":
+		fmt.Fprint(stderr, "kwire aggregate: --metrics is for one aggregator (without --group): each --group instance correlates only its part of the groups\n\n")
 	default:
 		ctx, stop := runContext(f.duration)
 		defer stop()
@@ -124,7 +139,21 @@ func runAggregate(ctx context.Context, f *aggregateFlags, stdout, stderr io.Writ
 	} else {
 		fmt.Fprintf(stderr, "kwire: verifying agents' batches with the keys of %s (%s)\n", keyNames(keys), source)
 	}
-	return aggregate.Run(ctx, &aggregate.Options{Client: opts, Topic: topic, Source: f.from.url, Group: f.group,
+	var tap aggregate.Tap
+	if f.metrics.addr != "" {
+		x := metrics.New(f.metrics.options(f.common.limits.groups))
+		srv, addr, err := serveMetrics(f.metrics.addr, x)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		fmt.Fprintf(stderr, "kwire: metrics on http://%s/metrics\n", addr)
+		if f.listening != nil {
+			f.listening(addr)
+		}
+		tap = x
+	}
+	return aggregate.Run(ctx, &aggregate.Options{Client: opts, Topic: topic, Source: f.from.url, Group: f.group, Tap: tap,
 		Text: f.common.textOutput(stdout), Correlate: f.correlateOptions(),
 		MaxLateness: f.maxLateness, MaxSkew: f.maxSkew, QuietAfter: f.quietAfter, IdleExit: f.idleExit,
 		MaxFrame: f.common.maxFrame, ClockWindow: f.clockWindow, MaxAgents: f.maxAgents, MaxRuns: f.maxRuns,

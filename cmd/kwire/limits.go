@@ -4,7 +4,6 @@ import (
 	"flag"
 
 	"github.com/kwire/kwire/correlate"
-	"github.com/kwire/kwire/metrics"
 )
 
 // limitFlags are the memory caps of the commands that read traffic, on
@@ -20,11 +19,9 @@ import (
 //	--max-clients     summary stats.limits.clients_evicted, transactional_ids_evicted
 //	--max-topic-ids   summary stats.limits.topic_ids_evicted
 //
-// kwire live's --metrics has caps of its own on label values, counted in
-// kwire_metrics_label_values_folded and kwire_metrics_folded_total: the
-// group label follows --max-groups, and --metrics-max-topics,
-// --metrics-max-partitions, --metrics-max-members and
-// --metrics-max-transactional-ids bound the others.
+// --metrics has caps of its own on label values (metricsFlags), counted
+// in kwire_metrics_label_values_folded and kwire_metrics_folded_total:
+// the group label follows --max-groups.
 //
 // The defaults repeat those of the packages (capture.Options,
 // decode.Options, correlate.Options), so that --help shows them.
@@ -35,8 +32,6 @@ type limitFlags struct {
 	// reorderMB is --max-reorder-mb of read and analyze (kwire live has
 	// its own, with its other capture flags).
 	reorderMB int
-	// The caps on metrics label values (kwire live --metrics).
-	metricsTopics, metricsPartitions, metricsMembers, metricsTxnIDs int
 }
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
@@ -58,15 +53,6 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&l.members, "max-members", 2000, "most members remembered per group, departed ones forgotten first (members_dropped)")
 	fs.IntVar(&l.partitions, "max-partitions", 100000, "most topic partitions tracked per group (partitions_dropped)")
 	fs.IntVar(&l.clients, "max-clients", 100000, "most clients (host and client id) remembered, least recently seen forgotten first (clients_evicted)")
-	if fs.Name() == "live" {
-		fs.IntVar(&l.metricsTopics, "metrics-max-topics", 10000, "with --metrics, most topic label values; further topics are exported as topic=\"other\" "+
-			"(kwire_metrics_label_values_folded). The group label follows --max-groups (groups only named in requests get a tenth of it)")
-		fs.IntVar(&l.metricsPartitions, "metrics-max-partitions", 50000, "with --metrics, most partition series per metric (groups only named in requests get a tenth of it apart); "+
-			"further partitions are exported as partition=\"other\", summed")
-		fs.IntVar(&l.metricsMembers, "metrics-max-members", 20000, "with --metrics, most members of kwire_group_member_info; further ones are one member_id=\"other\" series per group")
-		fs.IntVar(&l.metricsTxnIDs, "metrics-max-transactional-ids", 10000, "with --metrics, most transactional_id label values of ids with a producer "+
-			"(ids only named in requests get a tenth of it apart); further ones are transactional_id=\"other\", summed")
-	}
 	fs.IntVar(&l.topicIDs, "max-topic-ids", 100000, "most topic ids remembered with their names, and apart without, least recently seen forgotten first (topic_ids_evicted)")
 }
 
@@ -74,12 +60,6 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 func (l *limitFlags) correlate() *correlate.Options {
 	return &correlate.Options{MaxGroups: l.groups, MaxMembersPerGroup: l.members,
 		MaxPartitionsPerGroup: l.partitions, MaxClients: l.clients, MaxTopicIDs: l.topicIDs}
-}
-
-// metrics returns the metrics exporter's options with the caps asked for.
-func (l *limitFlags) metrics(noPartitionLabels bool) *metrics.Options {
-	return &metrics.Options{NoPartitionLabels: noPartitionLabels, MaxGroups: l.groups, MaxTopics: l.metricsTopics,
-		MaxPartitions: l.metricsPartitions, MaxMembers: l.metricsMembers, MaxTransactionalIDs: l.metricsTxnIDs}
 }
 
 // reorderPages returns the reassembly bounds of --max-reorder-mb, in

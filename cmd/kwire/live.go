@@ -41,12 +41,16 @@ bytes, every loss counter (kernel drops, gaps, resyncs) and events/s. q
 kwire writes the messages it held meanwhile and the final summary and
 stats. --tui excludes --json and --exchanges.
 
---metrics ADDR serves Prometheus metrics at http://ADDR/metrics: per group,
-topic and partition records and bytes fetched, offsets and lag; per group
-members, generation, rebalances, hazards; per API requests, errors and
-latency; capture health counters. 127.0.0.1:9464 serves this host only;
-:9464 (every interface) lets anyone who can reach the host read them,
-without authentication: group, topic and client names, hosts, traffic.
+--metrics ADDR serves Prometheus metrics at http://ADDR/metrics, every
+family listed in docs/metrics.md: consumer group members, committed
+offsets, lag and end offsets under kafka_exporter's names
+(kafka_consumergroup_lag{consumergroup,topic,partition}...); per group
+generation, rebalances, commits, hazards, records and bytes fetched; per
+API and broker requests, errors and latency; capture health counters; the
+time of the latest packet. A Grafana dashboard and alert rules ship in
+deploy/. 127.0.0.1:9464 serves this host only; :9464 (every interface)
+lets anyone who can reach the host read them, without authentication:
+group, topic and client names, hosts, traffic.
 Bind it to an address only the Prometheus server reaches.
 
 Once its sockets, probes, listener and files are open, kwire live drops
@@ -68,25 +72,24 @@ Flags:
 
 // liveFlags are kwire live's flags.
 type liveFlags struct {
-	common            commonFlags
-	iface             string
-	ringMB            int
-	metricsAddr       string
-	noPartitionLabels bool
-	write             string
-	rotateMB          int
-	rotateKeep        int
-	rotateMaxAge      time.Duration
-	statsEvery        time.Duration
-	idleTimeout       time.Duration
-	maxConns          int
-	maxBufferMB       int
-	maxMemoryMB       int
-	duration          time.Duration
-	exchanges         bool
-	tui               bool
-	probe             probeFlags   // --ebpf (live_ebpf.go)
-	publish           publishFlags // --publish (publish.go)
+	common       commonFlags
+	iface        string
+	ringMB       int
+	metrics      metricsFlags
+	write        string
+	rotateMB     int
+	rotateKeep   int
+	rotateMaxAge time.Duration
+	statsEvery   time.Duration
+	idleTimeout  time.Duration
+	maxConns     int
+	maxBufferMB  int
+	maxMemoryMB  int
+	duration     time.Duration
+	exchanges    bool
+	tui          bool
+	probe        probeFlags   // --ebpf (live_ebpf.go)
+	publish      publishFlags // --publish (publish.go)
 }
 
 func (f *liveFlags) register(fs *flag.FlagSet) {
@@ -95,8 +98,7 @@ func (f *liveFlags) register(fs *flag.FlagSet) {
 	// default 9092 instead of adding to it.
 	fs.StringVar(&f.iface, "i", "", "network `IFACE` to capture on (any: all of them)")
 	fs.IntVar(&f.ringMB, "ring-mb", 64, "kernel ring size in `MiB`: packets arriving while it is full are dropped and counted")
-	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` at /metrics: 127.0.0.1:9464 for this host only; :9464 serves every interface, to anyone who reaches the host")
-	fs.BoolVar(&f.noPartitionLabels, "no-partition-labels", false, "aggregate metrics per topic instead of per partition (fewer series)")
+	f.metrics.register(fs)
 	fs.StringVar(&f.write, "w", "", "also save the captured packets to `FILE` (pcapng), a new file readable by its owner only (payloads and passwords are in it): never an existing file, nor through a symbolic link")
 	fs.IntVar(&f.rotateMB, "rotate-mb", 0, "with -w, start a new file (FILE.1.pcapng, ...) every `MiB` written; 0: one file")
 	fs.IntVar(&f.rotateKeep, "rotate-keep", 0, "with --rotate-mb, keep at most `N` files, the one being written included: the oldest are deleted (as tcpdump's -W; 0: keep all)")
@@ -256,10 +258,10 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 		return false, err
 	}
 	r.clock.next = entry
-	if f.metricsAddr != "" {
-		r.metrics = metrics.New(f.common.limits.metrics(f.noPartitionLabels))
+	if f.metrics.addr != "" {
+		r.metrics = metrics.New(f.metrics.options(f.common.limits.groups))
 		r.p.tap = r.metrics
-		srv, addr, err := serveMetrics(f.metricsAddr, r.metrics)
+		srv, addr, err := serveMetrics(f.metrics.addr, r.metrics)
 		if err != nil {
 			return false, err
 		}
@@ -383,6 +385,7 @@ func (r *liveRun) Tick(now time.Time) {
 		r.nextSnap = now.Add(snapshotEvery)
 		r.metrics.Stats(r.src.Stats(), r.p.dec.Stats())
 		r.metrics.Snapshot(r.p.corr.Snapshot())
+		r.metrics.LastPacket(r.clock.t)
 	}
 	if !r.hinted && !now.Before(r.hintAt) {
 		r.hinted = true

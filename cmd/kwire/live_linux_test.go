@@ -100,16 +100,26 @@ func TestLive(t *testing.T) {
 	// While live: group-labelled fetch counters for every partition.
 	want := func(m map[string]float64) error {
 		for p := range 6 {
-			k := fmt.Sprintf(`kwire_fetch_records_total{group=%q,partition="%d",topic=%q}`, groupName, p, topic)
+			k := fmt.Sprintf(`kwire_fetch_records_total{consumergroup=%q,partition="%d",topic=%q}`, groupName, p, topic)
 			if m[k] < 1 {
 				return fmt.Errorf("%s = %v", k, m[k])
 			}
 		}
-		if m[fmt.Sprintf(`kwire_rebalances_total{group=%q}`, groupName)] < 3 {
-			return fmt.Errorf("kwire_rebalances_total{group=%q} < 3", groupName)
+		if m[fmt.Sprintf(`kwire_rebalances_total{consumergroup=%q}`, groupName)] < 3 {
+			return fmt.Errorf("kwire_rebalances_total{consumergroup=%q} < 3", groupName)
 		}
-		if m[`kwire_requests_total{api="Fetch"}`] < 1 || m[`kwire_capture_kernel_drops_total`] != 0 {
-			return fmt.Errorf("requests or drops wrong")
+		fetches := 0.0 // per broker
+		for k, v := range m {
+			if strings.HasPrefix(k, `kwire_requests_total{api="Fetch",broker="127.0.0.1:`) {
+				fetches += v
+			}
+		}
+		if fetches < 1 || m[`kwire_capture_kernel_drops_total`] != 0 {
+			return fmt.Errorf("%v Fetch requests to the brokers, %v kernel drops", fetches, m[`kwire_capture_kernel_drops_total`])
+		}
+		// A live capture's packet times are the wall clock's.
+		if last := m[`kwire_last_packet_timestamp_seconds`]; time.Since(time.Unix(int64(last), 0)).Abs() > time.Minute {
+			return fmt.Errorf("kwire_last_packet_timestamp_seconds = %v, %v ago", last, time.Since(time.Unix(int64(last), 0)))
 		}
 		return nil
 	}
