@@ -71,6 +71,11 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 				n = c.abort.countTxn(rp.RecordBatches, rp.AbortedTransactions, rc)
 				c.tcounts[p] = n
 			}
+			if g := c.groups[a.group]; g != nil && a.group != "" && bp != nil && rp.ErrorCode == 0 && b.Batches > 0 {
+				if ps := g.parts[p]; ps != nil {
+					ps.groupFetched(rp.RecordBatches)
+				}
+			}
 			for _, f := range c.fetchTargets(a, k, p) {
 				if f == nil {
 					continue

@@ -114,6 +114,7 @@ func (c *Correlator) commit(g *groupState, e *decode.Exchange, member string, ge
 	}
 	if ps := c.part(g, p); ps != nil {
 		ps.addCommit(r, c.opts.MaxCommitHistory, &c.stats.Limits)
+		c.wantTime(p, ps)
 	}
 	ev := &CommitEvent{
 		Group: g.name, MemberID: member, Generation: gen, Topic: p.topic, Partition: p.partition,

@@ -85,6 +85,7 @@ func (c *Correlator) offsetFetchGroup(e *decode.Exchange, group, member string, 
 		case ps == nil, ps.hasCommitted && ps.committed == fo.offset:
 		case fo.offset >= 0:
 			ps.setCommitted(fo.offset, at, "", -1, "offset_fetch")
+			c.wantTime(fo.p, ps)
 		case ps.hasCommitted && !at.Before(ps.committedAt):
 			ps.hasCommitted = false // the broker has none (any more)
 			ps.committedAt, ps.committedSource = at, "offset_fetch"

@@ -21,6 +21,13 @@ type endState struct {
 	lsoAt    time.Time
 	from     string // what gave hwm: fetch, produce or list_offsets
 	lsoFrom  string // what gave lso: fetch or list_offsets
+
+	// Lag in seconds (ends_time.go): batches seen, sorted by base
+	// offset; the end offsets seen at capture times; groups' partitions
+	// waiting for a batch that holds their committed offset.
+	batches []batchTime
+	marks   []endMark
+	waiting []*partState
 }
 
 // End sources, as EndFrom says them.
@@ -38,11 +45,13 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 		return
 	}
 	at := e.RespTime.UTC()
+	ms := at.UnixMilli()
 	switch resp := e.Resp.(type) {
 	case *kmsg.FetchResponse:
 		if resp.ErrorCode != 0 {
 			return
 		}
+		copied := len(e.RecordsNotCopied) == 0
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			topic, ok := c.endTopic(t.Topic, t.TopicID)
@@ -59,6 +68,10 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 					if rp.LastStableOffset >= 0 {
 						s.setLSO(rp.LastStableOffset, at, endFetch)
 					}
+					s.addMark(rp.HighWatermark, ms)
+					if copied {
+						s.fetchBatches(rp.RecordBatches)
+					}
 				}
 			}
 		}
@@ -67,7 +80,7 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 		if req == nil {
 			return
 		}
-		counts := c.produceCounts(e, req)
+		batches := c.produceBatches(e, req)
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			topic, ok := c.endTopic(t.Topic, t.TopicID)
@@ -76,13 +89,24 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 			}
 			for j := range t.Partitions {
 				rp := &t.Partitions[j]
-				n, ok := counts[tp{topic, rp.Partition}]
-				if rp.ErrorCode != 0 || rp.BaseOffset < 0 || !ok || n <= 0 {
+				bs := batches[tp{topic, rp.Partition}]
+				if rp.ErrorCode != 0 || rp.BaseOffset < 0 || len(bs) == 0 {
 					continue
 				}
-				if s := c.endOf(tp{topic, rp.Partition}); s != nil {
-					s.setHWM(rp.BaseOffset+n, at, endProduce)
+				s := c.endOf(tp{topic, rp.Partition})
+				if s == nil {
+					continue
 				}
+				for _, b := range bs {
+					b.base, b.last = b.base+rp.BaseOffset, b.last+rp.BaseOffset
+					if rp.LogAppendTime >= 0 { // the topic's timestamps are the broker's
+						b.first, b.max, b.logAppend = rp.LogAppendTime, rp.LogAppendTime, true
+					}
+					s.addBatch(b)
+				}
+				end := bs[len(bs)-1].last + rp.BaseOffset + 1
+				s.setHWM(end, at, endProduce)
+				s.addMark(end, ms)
 			}
 		}
 	case *kmsg.ListOffsetsResponse:
@@ -111,17 +135,23 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 					s.setLSO(rp.Offset, at, endListOffsets)
 				default:
 					s.setHWM(rp.Offset, at, endListOffsets)
+					s.addMark(rp.Offset, ms)
 				}
 			}
 		}
 	}
 }
 
-// produceCounts returns the offsets each partition's records of a Produce
-// request take; a partition whose records were not copied (eBPF --snap)
-// or are cut short is left out.
-func (c *Correlator) produceCounts(e *decode.Exchange, req *kmsg.ProduceRequest) map[tp]int64 {
-	out := make(map[tp]int64)
+// produceBatches returns the batches of each partition of a Produce
+// request, with their offsets relative to the base offset its response
+// gives: the batch headers the request still holds (kwire analyze keeps
+// a partition's only batch's header, decode.DropRecords). A partition
+// whose records are gone, or were not copied (eBPF --snap), is left out.
+func (c *Correlator) produceBatches(e *decode.Exchange, req *kmsg.ProduceRequest) map[tp][]batchTime {
+	if len(e.RecordsNotCopied) > 0 {
+		return nil // which partitions is not said for requests: trust none
+	}
+	out := make(map[tp][]batchTime)
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		topic, ok := c.endTopic(t.Topic, t.TopicID)
@@ -129,15 +159,17 @@ func (c *Correlator) produceCounts(e *decode.Exchange, req *kmsg.ProduceRequest)
 			continue
 		}
 		for _, p := range t.Partitions {
-			b := decode.ScanBatches(p.Records)
-			if b.Partial || b.Batches == 0 {
-				continue
+			var bs []batchTime
+			next := int64(0)
+			decode.ScanHeaders(p.Records, func(h *decode.BatchHeader) {
+				n := h.Last - h.Base // each batch of a request numbers its records from 0
+				bs = append(bs, batchTime{base: next, last: next + n, first: h.FirstTimestamp, max: h.MaxTimestamp})
+				next += n + 1
+			})
+			if len(bs) > 0 {
+				out[tp{topic, p.Partition}] = bs
 			}
-			out[tp{topic, p.Partition}] = b.Records
 		}
-	}
-	if len(e.RecordsNotCopied) > 0 {
-		clear(out) // which partitions is not said for requests: trust none
 	}
 	return out
 }

@@ -82,6 +82,15 @@ type partState struct {
 	committedSource string // "commit" or "offset_fetch"
 
 	listed *listedOffset // last ListOffsets answer
+
+	// pin is when the record at the committed offset was made, once a
+	// batch holding it was on the wire (ends_time.go); pinned says pin
+	// is the committed offset's.
+	pin    recordTime
+	pinned bool
+	// fetched are the last batches the group's Fetches delivered
+	// (maxFetchedBatches): the committed offset is most often in one.
+	fetched []batchTime
 }
 
 // listedOffset is a ListOffsets answer for one partition.

@@ -55,6 +55,12 @@ type Group struct {
 	// of the generation events.
 	Generations []GenerationEvent `json:"generations"`
 	Partitions  []Partition       `json:"partitions"`
+	// Lag and LagSeconds are its partitions' lag summed, and the
+	// largest of their lag in seconds (LagSecondsEstimated: that one
+	// is estimated); null when no partition's is known.
+	Lag                 *int64   `json:"lag"`
+	LagSeconds          *float64 `json:"lag_seconds"`
+	LagSecondsEstimated bool     `json:"lag_seconds_estimated,omitempty"`
 	// Errors counts the group's error answers by "API:ERROR_NAME".
 	Errors map[string]int64 `json:"errors"`
 	// Described is the last DescribeGroups answer; ListedState the state
@@ -191,6 +197,15 @@ type Partition struct {
 	// it: what the group would read again from its committed offset;
 	// null when either is unknown.
 	Lag *int64 `json:"lag"`
+	// LagSeconds is how long before the snapshot the record at the
+	// committed offset was made (0 when Lag is 0): from the header of a
+	// batch holding it seen on the wire, or, with LagSecondsEstimated,
+	// estimated from the offsets and times seen around it. TimestampType
+	// says whose clock: create_time (the producer's) or log_append_time
+	// (the broker's).
+	LagSeconds          *float64 `json:"lag_seconds"`
+	LagSecondsEstimated bool     `json:"lag_seconds_estimated,omitempty"`
+	TimestampType       string   `json:"timestamp_type,omitempty"`
 	// Committed is the committed offset now: the last accepted commit,
 	// or a later OffsetFetch answer (CommittedSource "offset_fetch").
 	Committed           *int64     `json:"committed"`

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"sort"
 )
@@ -37,7 +38,18 @@ func (c *Correlator) groupSnapshot(g *groupState) Group {
 	owners := g.owners()
 	o.Partitions = make([]Partition, 0, len(g.parts))
 	for _, p := range sortedTPs(g.parts) {
-		o.Partitions = append(o.Partitions, c.partSnapshot(g.parts[p], p, owners[p]))
+		pp := c.partSnapshot(g.parts[p], p, owners[p])
+		if pp.Lag != nil {
+			sum := *pp.Lag
+			if o.Lag != nil {
+				sum += *o.Lag
+			}
+			o.Lag = &sum
+		}
+		if pp.LagSeconds != nil && (o.LagSeconds == nil || *pp.LagSeconds > *o.LagSeconds) {
+			o.LagSeconds, o.LagSecondsEstimated = pp.LagSeconds, pp.LagSecondsEstimated
+		}
+		o.Partitions = append(o.Partitions, pp)
 	}
 	return o
 }
@@ -111,6 +123,13 @@ func (c *Correlator) partSnapshot(ps *partState, p tp, owner string) Partition {
 		o.CommittedBy, o.CommittedSource = ps.committedBy, ps.committedSource
 		if ok {
 			o.Lag = i64(end - off)
+			if lt, ok := c.lagSeconds(p, ps, end); ok {
+				secs := math.Round(lt.seconds*1000) / 1000
+				o.LagSeconds, o.LagSecondsEstimated = &secs, lt.estimated
+				if *o.Lag > 0 {
+					o.TimestampType = map[bool]string{false: "create_time", true: "log_append_time"}[lt.logAppend]
+				}
+			}
 		}
 	}
 	for _, r := range ps.commits.all() {

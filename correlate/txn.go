@@ -374,6 +374,7 @@ func (c *Correlator) applyTxnOffsets(t *txnState, at time.Time) {
 		for p, o := range t.offsets[group] {
 			if ps := c.part(g, p); ps != nil {
 				ps.setCommitted(o.offset, at.UTC(), o.member, o.gen, "commit")
+				c.wantTime(p, ps)
 			}
 		}
 	}

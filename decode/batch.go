@@ -39,6 +39,8 @@ const (
 	batchMagicOff     = 16
 	batchAttrOff      = 21
 	batchLastDeltaOff = 23
+	batchFirstTsOff   = 27
+	batchMaxTsOff     = 35
 	batchProducerOff  = 43 // producer id (int64), then epoch (int16)
 	batchNumRecsOff   = 57
 	batchHeaderLen    = 61
@@ -91,6 +93,49 @@ func ScanBatches(b []byte) Batches {
 		r.Bytes += size
 	}
 	return r
+}
+
+// BatchHeader is what a v2 record batch's header (KIP-98) says of it.
+type BatchHeader struct {
+	// Base is the batch's base offset (0 in a Produce request: the
+	// broker assigns offsets); Last its last record's offset.
+	Base, Last int64
+	// FirstTimestamp and MaxTimestamp are Unix milliseconds: the first
+	// record's and the largest of its records', or, with LogAppendTime
+	// set, the broker's append time (MaxTimestamp).
+	FirstTimestamp, MaxTimestamp int64
+	LogAppendTime                bool
+	Control                      bool
+	Records                      int32
+}
+
+// ScanHeaders calls fn with the header of each v2 batch in b: complete
+// batches, and a last one cut short after its header (a Fetch response's
+// size limit, or DropRecords keeping a Produce request's only batch's
+// header). It reads 61 bytes per batch; nothing is decompressed.
+func ScanHeaders(b []byte, fn func(*BatchHeader)) {
+	var h BatchHeader
+	for len(b) >= batchHeaderLen && b[batchMagicOff] == 2 {
+		size := int64(int32(binary.BigEndian.Uint32(b[batchLengthOff:]))) + 12
+		if size < batchHeaderLen {
+			return
+		}
+		attrs := binary.BigEndian.Uint16(b[batchAttrOff:])
+		h = BatchHeader{
+			Base:           int64(binary.BigEndian.Uint64(b)),
+			FirstTimestamp: int64(binary.BigEndian.Uint64(b[batchFirstTsOff:])),
+			MaxTimestamp:   int64(binary.BigEndian.Uint64(b[batchMaxTsOff:])),
+			LogAppendTime:  attrs&0x08 != 0,
+			Control:        attrs&0x20 != 0,
+			Records:        int32(binary.BigEndian.Uint32(b[batchNumRecsOff:])),
+		}
+		h.Last = h.Base + int64(int32(binary.BigEndian.Uint32(b[batchLastDeltaOff:])))
+		fn(&h)
+		if size > int64(len(b)) {
+			return
+		}
+		b = b[size:]
+	}
 }
 
 // BatchProducer returns the producer id and epoch in the header of the

@@ -214,21 +214,30 @@ func (d *Decoder) inTurn(cs *connState, key, version int16, corr int32) bool {
 }
 
 // DropRecords clears the record bytes of a Produce request (what
-// Options.DropProduceRecords does). A transactional request keeps each
-// partition's first batch header (61 bytes, still aliasing the frame):
-// its producer id and epoch identify the producer instance (BatchProducer).
+// Options.DropProduceRecords does), but for a header (61 bytes, still
+// aliasing the frame) a partition's records keep: a transactional
+// request's first batch's, whose producer id and epoch identify the
+// producer instance (BatchProducer); a partition's only batch's, whose
+// offsets and timestamps say when the records it appends were made
+// (ScanHeaders: lag in seconds).
 func DropRecords(r *kmsg.ProduceRequest) {
 	txn := r.TransactionID != nil
 	for i := range r.Topics {
 		for j := range r.Topics[i].Partitions {
 			rec := &r.Topics[i].Partitions[j].Records
-			if _, _, ok := BatchProducer(*rec); txn && ok {
+			if _, _, ok := BatchProducer(*rec); ok && (txn || onlyBatch(*rec)) {
 				*rec = (*rec)[:batchHeaderLen:batchHeaderLen]
 				continue
 			}
 			*rec = nil
 		}
 	}
+}
+
+// onlyBatch reports whether b, beginning with a batch header, holds that
+// batch and nothing after it.
+func onlyBatch(b []byte) bool {
+	return int64(int32(binary.BigEndian.Uint32(b[batchLengthOff:])))+12 == int64(len(b))
 }
 
 // begin counts a request whose header is known and returns its pending

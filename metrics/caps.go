@@ -184,13 +184,14 @@ func (r *rowMaker) group(g *correlate.Group) groupRow {
 	for _, p := range g.Partitions {
 		r.parts = append(r.parts, partRow{group: name, topic: r.topic(p.Topic, real || p.Records > 0), part: r.part(p.Partition, real),
 			records: p.Records, bytes: p.Bytes,
-			committed: val(p.Committed), position: val(p.Position), hwm: val(p.HighWatermark), lag: val(p.Lag), committedSum: val(p.Committed)})
+			committed: val(p.Committed), position: val(p.Position), hwm: val(p.HighWatermark), lag: val(p.Lag), committedSum: val(p.Committed),
+			lagSeconds: valFloat(p.LagSeconds)})
 	}
 	gen := g.Generation
 	if name == other {
 		gen = -1
 	}
-	return groupRow{group: name, members: live, generation: gen}
+	return groupRow{group: name, members: live, generation: gen, lagSeconds: valFloat(g.LagSeconds)}
 }
 
 // topic returns topic's label value. real: the topic is a real group's,
@@ -249,6 +250,7 @@ func addPart(into, p *partRow) {
 		into.committedSum = max(into.committedSum, 0) + p.committedSum
 	}
 	into.committed, into.position, into.hwm = -1, -1, -1
+	into.lagSeconds = max(into.lagSeconds, p.lagSeconds)
 }
 
 func addShare(into, s *shareRow) {

@@ -39,6 +39,8 @@ var families = []Family{
 	{"kafka_consumergroup_current_offset_sum", "gauge", topicLabels, "Committed offsets of a consumer group summed over a topic's partitions (those with one)."},
 	{"kafka_consumergroup_lag", "gauge", partLabels, "Lag of a consumer group's partition, as the summary's lag field (docs/schema.md) (with partition labels)."},
 	{"kafka_consumergroup_lag_sum", "gauge", topicLabels, "Lag of a consumer group summed over a topic's partitions (those with a lag)."},
+	{"kafka_consumergroup_lag_seconds", "gauge", partLabels, "Lag of a consumer group's partition in seconds: how long ago the record at its committed offset was made, as the summary's lag_seconds field (docs/schema.md) (with partition labels; the largest over a topic's partitions without)."},
+	{"kafka_consumergroup_lag_seconds_max", "gauge", groupLabels, "The largest lag in seconds of a consumer group's partitions."},
 	{"kafka_topic_partition_current_offset", "gauge", []string{"topic", "partition"}, "End offset (high watermark) of a partition in the latest Fetch response seen for it (with partition labels)."},
 
 	// Consumer groups, what only the wire shows.

@@ -149,7 +149,7 @@ var health = []healthFamily{
 		"clients_evicted", "correlate.limits.clients_evicted", "generations_dropped", "correlate.limits.generations_dropped",
 		"commits_dropped", "correlate.limits.commits_dropped", "fetch_sessions_evicted", "correlate.limits.fetch_sessions_evicted",
 		"topic_ids_evicted", "correlate.limits.topic_ids_evicted", "transactional_ids_evicted", "correlate.limits.transactional_ids_evicted",
-		"share_held_dropped", "correlate.limits.share_held_dropped"),
+		"share_held_dropped", "correlate.limits.share_held_dropped", "ends_dropped", "correlate.limits.ends_dropped"),
 }
 
 // notExported are the stats fields no family exports, and why.

@@ -45,6 +45,7 @@ type groupRow struct {
 	group      string
 	members    int
 	generation int32
+	lagSeconds float64 // the largest of its partitions', -1 unknown
 }
 
 // memberRow is one live member: its labels. n is 1, or, for the row of
@@ -62,6 +63,8 @@ type partRow struct {
 	// The offsets are -1 when unknown; committedSum sums the committed
 	// offsets known of the partitions summed into the row.
 	committed, position, hwm, lag, committedSum int64
+	// lagSeconds is -1 when unknown; summed rows keep the largest.
+	lagSeconds float64
 }
 
 // shareRow is one partition of a share group (or, aggregated, one topic).
@@ -136,6 +139,7 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 	groups = mergeRows(groups, func(g *groupRow) string { return g.group }, func(into, g *groupRow) {
 		into.members += g.members
 		into.generation = -1
+		into.lagSeconds = max(into.lagSeconds, g.lagSeconds)
 	})
 	members := mergeRows(r.members, func(m *memberRow) memberRow { k := *m; k.n = 0; return k },
 		func(into, m *memberRow) { into.n += m.n })
@@ -157,6 +161,13 @@ func (c *stateCollector) snapshot(s *correlate.Snapshot) {
 }
 
 func val(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+func valFloat(p *float64) float64 {
 	if p == nil {
 		return -1
 	}
@@ -204,6 +215,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if g.generation >= 0 {
 			gauge("kwire_group_generation", float64(g.generation), g.group)
 		}
+		if g.lagSeconds >= 0 {
+			gauge("kafka_consumergroup_lag_seconds_max", g.lagSeconds, g.group)
+		}
 	}
 	for _, m := range c.members {
 		gauge("kwire_group_member_info", float64(m.n), m.group, m.id, m.clientID, m.host, m.pid, m.comm)
@@ -220,11 +234,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(o.name, float64(o.v), labels...)
 			}
 		}
+		if p.lagSeconds >= 0 {
+			gauge("kafka_consumergroup_lag_seconds", p.lagSeconds, labels...)
+		}
 	}
 	for _, p := range c.sums {
 		if len(c.partLabels) == 2 {
 			count("kwire_fetch_records_total", float64(p.records), p.group, p.topic)
 			count("kwire_fetch_bytes_total", float64(p.bytes), p.group, p.topic)
+			if p.lagSeconds >= 0 {
+				gauge("kafka_consumergroup_lag_seconds", p.lagSeconds, p.group, p.topic)
+			}
 		}
 		if p.lag >= 0 {
 			gauge("kafka_consumergroup_lag_sum", float64(p.lag), p.group, p.topic)

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,8 @@ type groupRow struct {
 	live, members         int
 	lag                   int64
 	lagKnown              bool
+	lagSeconds            float64 // -1 unknown
+	lagEstimated          bool
 	parts                 int
 	hz                    [4]int // by severity rank
 	lastAt                time.Time
@@ -39,11 +42,12 @@ func newGroupRow(g *correlate.Group) groupRow {
 			r.live++
 		}
 	}
-	for _, p := range g.Partitions {
-		if p.Lag != nil {
-			r.lag += *p.Lag
-			r.lagKnown = true
-		}
+	if g.Lag != nil {
+		r.lag, r.lagKnown = *g.Lag, true
+	}
+	r.lagSeconds = -1
+	if g.LagSeconds != nil {
+		r.lagSeconds, r.lagEstimated = *g.LagSeconds, g.LagSecondsEstimated
 	}
 	for _, h := range g.Hazards {
 		r.hz[correlate.SeverityRank(h.Severity)] += h.Count
@@ -95,6 +99,7 @@ var groupSorts = []struct {
 	{"members", func(a, b *groupRow) bool { return a.live > b.live }},
 	{"rebalance", func(a, b *groupRow) bool { return a.lastAt.After(b.lastAt) }},
 	{"state", func(a, b *groupRow) bool { return a.state < b.state }},
+	{"lag seconds", func(a, b *groupRow) bool { return a.lagSeconds > b.lagSeconds }},
 }
 
 // groupsView is the home view: one row per group.
@@ -181,7 +186,7 @@ func (v *groupsView) render() {
 	})
 	t := v.table
 	t.Clear()
-	header(t, "GROUP", "STATE", "GEN", "LIVE/ALL", "LAG", "HAZARDS", "LAST REBALANCE", "PARTS", "PROTOCOL")
+	header(t, "GROUP", "STATE", "GEN", "LIVE/ALL", "LAG", "LAG(S)", "HAZARDS", "LAST REBALANCE", "PARTS", "PROTOCOL")
 	sel := 0
 	for i := range v.rows {
 		r := &v.rows[i]
@@ -213,6 +218,7 @@ func (r *groupRow) cells() []*tview.TableCell {
 		tview.NewTableCell(fmt.Sprint(r.gen)).SetAlign(tview.AlignRight),
 		tview.NewTableCell(fmt.Sprintf("%d/%d", r.live, r.members)).SetAlign(tview.AlignRight),
 		tview.NewTableCell(lag).SetAlign(tview.AlignRight),
+		tview.NewTableCell(lagSecondsText(r.lagSeconds, r.lagEstimated)).SetAlign(tview.AlignRight),
 		tview.NewTableCell(r.hazardText()).SetTextColor(colorOf(hazardColor(r.hz))),
 		tview.NewTableCell(tview.Escape(last)).SetMaxWidth(26),
 		tview.NewTableCell(fmt.Sprint(r.parts)).SetAlign(tview.AlignRight),
@@ -239,4 +245,17 @@ func colorOf(name string) tcell.Color {
 		return tcell.ColorDefault
 	}
 	return tcell.GetColor(name)
+}
+
+// lagSecondsText is a lag in seconds as the tables show it: "12.3", "~12.3"
+// when estimated, "-" when unknown.
+func lagSecondsText(s float64, estimated bool) string {
+	if s < 0 {
+		return "-"
+	}
+	t := strconv.FormatFloat(s, 'f', 1, 64)
+	if estimated {
+		t = "~" + t
+	}
+	return t
 }

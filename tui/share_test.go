@@ -41,7 +41,7 @@ func TestShareGroupViews(t *testing.T) {
 		reject []string
 	}{{
 		name: "groups",
-		want: []string{`^hsr-group +empty +1 +0/1 +- +W1 .* 1 share$`},
+		want: []string{`^hsr-group +empty +1 +0/1 +- +- +W1 .* 1 share$`},
 	}, {
 		name: "detail",
 		keys: keys(tcell.KeyEnter),

@@ -59,8 +59,8 @@ func TestViews(t *testing.T) {
 		name: "groups", frame: churnMid, w: 80, h: 24,
 		want: []string{
 			`^kwire \[1 Groups\]  2 Hazards \(\d+\)   3 Traffic  sort:name +\?:help q:quit$`,
-			`^GROUP +STATE +GEN +LIVE/ALL +LAG +HAZARDS +LAST REBALANCE`,
-			`^gc-group +stable +8 +3/4 +5 +I10 +11:38:33 member_left`, // gc-orders/2: committed 149, end 154
+			`^GROUP +STATE +GEN +LIVE/ALL +LAG +LAG\(S\) +HAZARDS +LAST REBALANCE`,
+			`^gc-group +stable +8 +3/4 +5 +0\.0 +I10 +11:38:33 member_left`, // gc-orders/2: committed 149, end 154, made 27 ms before
 			`^test\.pcapng │ 4017pkt 578kB │ drop 0 gap 0 resync 0 │ [\d.]+ ev/s +live 11:38:33$`,
 		},
 	}, {
@@ -90,8 +90,8 @@ func TestViews(t *testing.T) {
 		keys: keys(tcell.KeyEnter),
 		want: []string{
 			`^gc-member-1-1fa6e38bf95327b2\w+ +gc-member-1 +127\.0\.0\.1 +live`,
-			`^TOPIC +PART +OWNER +POSITION +COMMITTED +END +LAG +FETCH ERROR$`,
-			`^gc-orders +3 gc-member-2-160f59b1e59815ccec09d457a5d55a7f +152 +152 +152 +0 -$`,
+			`^TOPIC +PART +OWNER +POSITION +COMMITTED +END +LAG +LAG\(S\) +FETCH ERROR$`,
+			`^gc-orders +3 gc-member-2-160f59b1e59815ccec09d457a5d55a7f +152 +152 +152 +0 +0\.0 -$`,
 			`^RECENT COMMITS newest first$`,
 		},
 	}, {

@@ -58,6 +58,10 @@ type Truth struct {
 	// answers on the tap (see TxnTruth).
 	Transactions map[string]*TxnTruth `json:"transactions,omitempty"`
 
+	// Lag is, per group, the consumer health the scenario drove and when
+	// the record at each committed offset was made (see LagTruth).
+	Lag map[string]*LagTruth `json:"lag,omitempty"`
+
 	// Edit says which packets were left out of the files, if any.
 	Edit *EditInfo `json:"edit,omitempty"`
 	// Frames lists every connection with the frames the tap relayed in
@@ -108,6 +112,19 @@ type ConnFrames struct {
 type truthExtra struct {
 	committed  map[string]map[string]map[string]int64
 	endOffsets map[string]map[string]int64
+	lag        map[string]*LagTruth
+}
+
+// LagTruth is one group's health as a scenario drove it: State is what
+// its consumer was made to do (ok, lagging, stalled, stopped), Evidence
+// what the wire shows of it; RecordTimes, topic -> partition -> the
+// timestamp (Unix milliseconds, CreateTime, the producer's) of the record
+// at the group's committed offset, for partitions where one was produced
+// (a group caught up has none).
+type LagTruth struct {
+	State       string                      `json:"state"`
+	Evidence    string                      `json:"evidence,omitempty"`
+	RecordTimes map[string]map[string]int64 `json:"record_times"`
 }
 
 // truthClient returns a kgo client for end-of-scenario queries.
@@ -265,6 +282,7 @@ func (c *Cluster) baseTruth(name, doc string) *Truth {
 	counts.merge(c.produced)
 	t.Committed = c.truth.committed
 	t.EndOffsets = c.truth.endOffsets
+	t.Lag = c.truth.lag
 	t.Notes = slices.Clone(c.notes)
 	c.mu.Unlock()
 	var gnotes []string
