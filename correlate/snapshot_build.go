@@ -88,16 +88,8 @@ func (m *memberState) snapshot() Member {
 }
 
 func (ps *partState) snapshot(p tp, owner string) Partition {
-	o := Partition{
-		Topic: p.topic, Partition: p.partition, Owner: owner, CommittedGeneration: ps.committedGen,
-		Commits: make([]Commit, 0, len(ps.commits.all())), CommitsDropped: ps.commitsDropped,
-		Fetch: ps.fetch.snapshot(),
-	}
-	if ps.hasCommitted {
-		off := ps.committed
-		o.Committed, o.CommittedAt = &off, timePtr(ps.committedAt)
-		o.CommittedBy, o.CommittedSource = ps.committedBy, ps.committedSource
-	}
+	o := ps.offsets(p)
+	o.Owner, o.Commits = owner, make([]Commit, 0, len(ps.commits.all()))
 	for _, r := range ps.commits.all() {
 		o.Commits = append(o.Commits, Commit{
 			Time: r.at, MemberID: r.member, Generation: r.generation, Offset: r.offset,
@@ -146,5 +138,34 @@ func (b *binding) snapshot(group string) Binding {
 		Group: group, Members: sortedKeys(b.live), EndedMembers: sortedKeys(b.ended),
 		WithoutMember: b.memberless, InstanceID: b.instanceID, LearnedFrom: b.learnedFrom,
 		LearnedOnConn: b.conn, First: b.first, Last: b.last,
+	}
+}
+
+// offsets returns the output form of ps without its owner, commit
+// history and ListOffsets answer.
+func (ps *partState) offsets(p tp) Partition {
+	o := Partition{
+		Topic: p.topic, Partition: p.partition, CommittedGeneration: ps.committedGen,
+		CommitsDropped: ps.commitsDropped, Fetch: ps.fetch.snapshot(),
+	}
+	if ps.hasCommitted {
+		off := ps.committed
+		o.Committed, o.CommittedAt = &off, timePtr(ps.committedAt)
+		o.CommittedBy, o.CommittedSource = ps.committedBy, ps.committedSource
+	}
+	return o
+}
+
+// PartitionOffsets calls fn with every group partition's offsets now
+// (committed offset, fetch position, high watermark, lag...), groups by
+// name and their partitions in order: what Snapshot says of them, without
+// their owner and commit history or anything else, cheap enough to sample
+// them over time (the HTML report). p is only valid during the call.
+func (c *Correlator) PartitionOffsets(fn func(group string, p *Partition)) {
+	for _, g := range c.sortedGroups() {
+		for _, k := range sortedTPs(g.parts) {
+			o := g.parts[k].offsets(k)
+			fn(g.name, &o)
+		}
 	}
 }
