@@ -44,13 +44,17 @@ test: vet test-deps realkafka-deps java-driver
 # for the real Apache Kafka brokers and the Java client driver (issue 37;
 # their jars come from Maven Central, cached in ~/.m2), tmux for the
 # terminal UI's end-to-end test, kcat (librdkafka on OpenSSL) for the eBPF
-# TLS probes' OpenSSL test; each of the last two skips without its tool.
+# TLS probes' OpenSSL test, Chromium for the HTML report's tests (issue 38:
+# read in headless Chromium over the DevTools protocol). The tests of the
+# last three skip without their tool, but the report's fail under CI=true.
 test-deps:
 	command -v gcc >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
 	command -v tmux >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux; } \
 	  || echo "test-deps: tmux could not be installed; the terminal UI end-to-end test will skip"
 	command -v kcat >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y kcat; } \
 	  || echo "test-deps: kcat could not be installed; the eBPF TLS test with OpenSSL will skip"
+	command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } \
+	  || echo "test-deps: chromium could not be installed; the HTML report tests will skip"
 	{ command -v java >/dev/null && command -v mvn >/dev/null; } || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless maven; }
 
 # kwire against tshark's Kafka dissector on the public captures of other

@@ -21,7 +21,7 @@ const (
 	labelW    = 190.0 // left column: lane and row labels
 	plotLeft  = labelW + 8
 	plotRight = figWidth - 48 // room for the words that end a lane
-	axisH     = 30.0 // the time axis above the plot
+	axisH     = 30.0          // the time axis above the plot
 )
 
 func esc(s string) string { return html.EscapeString(s) }
