@@ -62,7 +62,18 @@ func (h *htmlReport) write(snap *correlate.Snapshot, cs capture.Stats, ds decode
 	return nil
 }
 
-// writeNow writes the report of the state now (kwire live's SIGUSR1).
+// check says whether a report can be written: kwire live checks it
+// before capturing (once it dropped its capabilities), not at exit.
+func (h *htmlReport) check() error {
+	f, err := os.CreateTemp(filepath.Dir(h.path), ".kwire-report-*.html")
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// writeReportNow writes the report of the state now (kwire live's SIGUSR1).
 func (p *pipeline) writeReportNow(cs capture.Stats, now time.Time) error {
 	snap := p.corr.Snapshot()
 	if snap.Time.IsZero() {
