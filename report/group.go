@@ -49,7 +49,14 @@ type memberRow struct {
 	Ref, Label, MemberID, ClientID, Host, Instance, Process string
 	Status, Joined, Gone, LastSeen, Reason, Assignment      string
 	Heartbeats, MaxGapMillis, SessionMillis                 int64
-	Hazards                                                 []*hazardView
+	Hazards                                                 []hazardLink
+}
+
+// hazardLink is a member's hazards of one kind: a link to the first, and
+// how many.
+type hazardLink struct {
+	*hazardView
+	N int
 }
 
 // member is what the figures know of one member id: its label (m1, m2...
@@ -227,10 +234,12 @@ func (gv *groupView) members(g *correlate.Group, ms *members) {
 		if m.LastSeen != nil {
 			r.LastSeen = clock(*m.LastSeen)
 		}
-		for _, hv := range gv.Hazards {
-			if hv.memberID == m.MemberID {
-				r.Hazards = append(r.Hazards, hv)
+		for _, hv := range memberHazards(gv.Hazards, m.MemberID) {
+			if i := slices.IndexFunc(r.Hazards, func(l hazardLink) bool { return l.Kind == hv.Kind }); i >= 0 {
+				r.Hazards[i].N++
+				continue
 			}
+			r.Hazards = append(r.Hazards, hazardLink{hv, 1})
 		}
 		gv.Members = append(gv.Members, r)
 	}

@@ -20,7 +20,11 @@ type chart struct {
 	Owner    memberRef
 }
 
-const plotH = 110.0
+// The offsets plot and, under it, the lag strip, in SVG units.
+const (
+	plotH = 110.0
+	lagH  = 30.0
+)
 
 // offsetCharts charts the group's partitions (those with hazards first,
 // then those lagging most, up to maxOffsetCharts) and tables them all.
@@ -131,8 +135,8 @@ func offsetChart(ts timeScale, pts []point, p *correlate.Partition, hs []*hazard
 	top := axisH + 8
 	y := func(v int64) float64 { return top + float64(hi-v)/float64(hi-lo)*plotH }
 	var s svg
-	s.open(axisH+plotH+20, "offsets of "+name)
-	s.axis(ts, top+plotH+4)
+	s.open(top+plotH+lagH+14, "offsets of "+name)
+	s.axis(ts, top+plotH+lagH+10)
 	for _, v := range []int64{lo, lo + (hi-lo)/2, hi} {
 		s.text(labelW-6, y(v)+4, "tick", "end", offsetText(v))
 		s.raw(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(plotLeft), num(y(v)), num(plotRight), num(y(v)))
@@ -156,7 +160,36 @@ func offsetChart(ts timeScale, pts []point, p *correlate.Partition, hs []*hazard
 		s.commitMark(ts, c, y(c.Offset), ms)
 	}
 	s.marks(ts, top+4, hs)
+	s.lagStrip(ts, pts, top+plotH+8)
 	return s.close()
+}
+
+// lagStrip draws the lag in records on a scale of its own, under the
+// offsets: committed offset to high watermark (shaded), and the
+// consumer's position to it (dashed). Offsets in the millions hide a lag
+// of a few hundred; this strip does not.
+func (s *svg) lagStrip(ts timeScale, pts []point, top float64) {
+	lag := func(v, end int64) int64 {
+		if v < 0 || end < 0 {
+			return -1
+		}
+		return max(end-v, 0)
+	}
+	peak := int64(0)
+	for _, pt := range pts {
+		peak = max(peak, lag(pt.committed, pt.hwm), lag(pt.position, pt.hwm))
+	}
+	y := func(v int64) float64 { return top + lagH - float64(v)/float64(max(peak, 1))*(lagH-4) }
+	s.raw(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(plotLeft), num(top+lagH), num(plotRight), num(top+lagH))
+	s.text(labelW-6, top+lagH/2+4, "tick", "end", "lag ≤ "+offsetText(peak))
+	committed := func(p point) int64 { return lag(p.committed, p.hwm) }
+	if d := stepPath(ts, pts, y, committed); d != "" {
+		s.raw(`<path class="lag-line" d="%s"><title>lag of the committed offset (records), at most %d</title></path>`, d, peak)
+	}
+	position := func(p point) int64 { return lag(p.position, p.hwm) }
+	if d := stepPath(ts, pts, y, position); d != "" {
+		s.raw(`<path class="l-pos" d="%s"><title>lag of the consumer's position (records)</title></path>`, d)
+	}
 }
 
 func (s *svg) commitMark(ts timeScale, c correlate.Commit, cy float64, ms *members) {
