@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kwire/kwire/correlate"
@@ -102,14 +103,61 @@ func (hv *hazardView) tip() string {
 	return fmt.Sprintf("%s %s at %s: %s", hv.Severity, hv.Kind, hv.Time, hv.Summary)
 }
 
-// marks draws hazard markers at y, linked to their entries.
+// marks draws hazard markers at y, linked to their entries. Past
+// maxMarks in a row, the hazards within binPx of each other are one
+// marker: the most severe, its tooltip counting them all by kind.
 func (s *svg) marks(ts timeScale, y float64, hs []*hazardView) {
-	for _, hv := range hs {
-		s.link(hv.href())
-		s.raw(`<g class="hz" data-hazard="%s">`, esc(hv.ID))
-		s.title(hv.tip())
-		s.marker(ts.x(hv.at), y, hv.Severity)
-		s.raw("</g>")
-		s.end()
+	if len(hs) <= maxMarks {
+		for _, hv := range hs {
+			s.mark(ts.x(hv.at), y, hv, hv.tip())
+		}
+		return
 	}
+	type bin struct {
+		top   *hazardView
+		kinds map[string]int
+		n     int
+	}
+	bins := map[int]*bin{}
+	for _, hv := range hs {
+		k := int(ts.x(hv.at) / binPx)
+		b := bins[k]
+		if b == nil {
+			b = &bin{top: hv, kinds: map[string]int{}}
+			bins[k] = b
+		}
+		b.n++
+		b.kinds[hv.Kind]++
+		if correlate.SeverityRank(hv.Severity) > correlate.SeverityRank(b.top.Severity) {
+			b.top = hv
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(bins)) {
+		b := bins[k]
+		var kinds []string
+		for _, kind := range slices.Sorted(maps.Keys(b.kinds)) {
+			kinds = append(kinds, fmt.Sprintf("%s ×%d", kind, b.kinds[kind]))
+		}
+		tip := b.top.tip()
+		if b.n > 1 {
+			tip = fmt.Sprintf("%d hazards here (%s); the most severe: %s", b.n, strings.Join(kinds, ", "), tip)
+		}
+		s.mark(ts.x(b.top.at), y, b.top, tip)
+	}
+}
+
+// Hazard markers in one row past which they are binned, and the bins'
+// width in SVG units.
+const (
+	maxMarks = 150
+	binPx    = 4.0
+)
+
+func (s *svg) mark(x, y float64, hv *hazardView, tip string) {
+	s.link(hv.href())
+	s.raw(`<g class="hz" data-hazard="%s">`, esc(hv.ID))
+	s.title(tip)
+	s.marker(x, y, hv.Severity)
+	s.raw("</g>")
+	s.end()
 }

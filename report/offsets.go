@@ -102,8 +102,9 @@ func pointsOf(r *Recorder, group string, p *correlate.Partition, end time.Time) 
 }
 
 // offsetChart draws the high watermark, the last stable offset (when it
-// differs), the consumer's position and the committed offset over time;
-// the lag, committed to high watermark, shaded; commits as marks.
+// differs), the consumer's position and the committed offset over time
+// (the lag is the distance between them, drawn again under them on a
+// scale of its own), commits as marks.
 func offsetChart(ts timeScale, pts []point, p *correlate.Partition, hs []*hazardView, ms *members, name string) template.HTML {
 	lo, hi := int64(-1), int64(-1)
 	widen := func(v int64) {
@@ -142,9 +143,6 @@ func offsetChart(ts timeScale, pts []point, p *correlate.Partition, hs []*hazard
 		s.raw(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(plotLeft), num(y(v)), num(plotRight), num(y(v)))
 	}
 	s.text(4, top+12, "row-label", "start", name)
-	if d := lagArea(ts, pts, y); d != "" {
-		s.raw(`<path class="lag-area" d="%s"><title>lag: committed offset to high watermark</title></path>`, d)
-	}
 	line := func(class, tip string, get func(point) int64) {
 		if d := stepPath(ts, pts, y, get); d != "" {
 			s.raw(`<path class="%s" d="%s"><title>%s</title></path>`, class, d, esc(tip))
@@ -227,20 +225,6 @@ func stepPath(ts timeScale, pts []point, y func(int64) float64, get func(point) 
 			continue
 		}
 		fmt.Fprintf(&d, "H%sV%s", num(x), num(y(v)))
-	}
-	return d.String()
-}
-
-// lagArea shades committed offset to high watermark, where both are known.
-func lagArea(ts timeScale, pts []point, y func(int64) float64) string {
-	var d strings.Builder
-	for i := 0; i+1 < len(pts); i++ {
-		pt := pts[i]
-		if pt.committed < 0 || pt.hwm < 0 || pt.hwm <= pt.committed {
-			continue
-		}
-		x0, x1 := ts.x(pt.at), ts.x(pts[i+1].at)
-		fmt.Fprintf(&d, "M%s %sH%sV%sH%sZ", num(x0), num(y(pt.hwm)), num(x1), num(y(pt.committed)), num(x0))
 	}
 	return d.String()
 }

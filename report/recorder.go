@@ -33,7 +33,7 @@ const (
 	samplesPer = 400
 	// maxPoints is the most points a series keeps (each a few dozen
 	// bytes of SVG path in the report).
-	maxPoints = 600
+	maxPoints = 400
 	// maxAnomalies is how many anomalies are listed with their time and
 	// connection; the rest are counted by kind.
 	maxAnomalies = 200

@@ -40,11 +40,11 @@ type Input struct {
 // of a capture with thousands of members or hazards stays small.
 const (
 	maxLanes        = 40  // member lanes drawn per group
-	maxMemberRows   = 500 // members listed per group
+	maxMemberRows   = 300 // members listed per group
 	maxOwnerRows    = 64  // partitions in the ownership figure
 	maxOffsetCharts = 24  // partitions charted per group
-	maxHazardItems  = 500 // hazards listed with their evidence
-	maxGenRows      = 500 // generations listed per group
+	maxHazardItems  = 200 // hazards listed with their evidence
+	maxGenRows      = 200 // generations listed per group (as many as a group remembers by default)
 )
 
 //go:embed page.html.tmpl
@@ -169,8 +169,8 @@ func span(in *Input) (from, to time.Time) {
 		}
 	}
 	for _, h := range in.Snapshot.Hazards {
-		if h.Time().Before(from) {
-			from = h.Time()
+		if t := h.Time(); !t.IsZero() && t.Before(from) {
+			from = t
 		}
 	}
 	return from.UTC(), to.UTC()

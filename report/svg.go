@@ -82,7 +82,8 @@ var tickSteps = []time.Duration{
 // bottom.
 func (s *svg) axis(ts timeScale, bottom float64) {
 	span := ts.to.Sub(ts.from)
-	step := tickSteps[len(tickSteps)-1]
+	day := 24 * time.Hour
+	step := (span/8/day + 1) * day // days apart, past the longest step
 	for _, st := range tickSteps {
 		if span/st <= 8 {
 			step = st
@@ -99,16 +100,16 @@ func (s *svg) axis(ts timeScale, bottom float64) {
 	if first.Before(ts.from) {
 		first = first.Add(step)
 	}
-	day := ""
+	date := ""
 	for t := first; !t.After(ts.to); t = t.Add(step) {
 		x := ts.x(t)
 		s.raw(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(x), num(axisH-4), num(x), num(bottom))
 		label := t.UTC().Format(layout)
-		if d := t.UTC().Format("2006-01-02"); d != day {
-			if day != "" {
+		if d := t.UTC().Format("2006-01-02"); d != date {
+			if date != "" {
 				label = d + " " + label
 			}
-			day = d
+			date = d
 		}
 		s.text(x, axisH-8, "tick", "middle", label)
 	}

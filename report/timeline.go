@@ -128,9 +128,10 @@ func (s *svg) storm(ts timeScale, run []genSpan, y, h float64) {
 	s.title(fmt.Sprintf("%d generations, %d to %d, in %s: %s", len(run), first.ev.Generation, last.ev.Generation,
 		dur(last.to.Sub(first.begin)), strings.Join(cs, ", ")))
 	s.raw(`<rect class="band" x="%s" y="%s" width="%s" height="%s" fill="url(#p-storm)"/>`, num(x0), num(y), num(max(x1-x0, 2)), num(h))
-	if x1-x0 >= 30 {
-		s.raw(`<rect class="count-bg" x="%s" y="%s" width="28" height="12"/>`, num((x0+x1)/2-14), num(y+h/2-6))
-		s.text((x0+x1)/2, y+h/2+4, "band-label", "middle", fmt.Sprintf("×%d", len(run)))
+	label := fmt.Sprintf("×%d", len(run))
+	if w := float64(len(label))*6 + 6; x1-x0 >= w+2 {
+		s.raw(`<rect class="count-bg" x="%s" y="%s" width="%s" height="12"/>`, num((x0+x1-w)/2), num(y+h/2-6), num(w))
+		s.text((x0+x1)/2, y+h/2+4, "band-label", "middle", label)
 	}
 	s.raw("</g>")
 	if first.ref != "" {
