@@ -47,7 +47,9 @@ func captureTimeline(in *Input, v *view, from, to time.Time, hz *hazards) templa
 	s.marks(ts, y+laneH/2, hz.all)
 	y += laneH
 	s.text(labelW-8, y+laneH/2+4, "row-label", "end", "lost / skipped")
-	if r := in.Recorder; r != nil {
+	if r := in.Recorder; r != nil && len(r.anomalies) == 0 {
+		s.text(plotLeft, y+laneH/2+4, "lane-note", "start", "none")
+	} else if r != nil {
 		for _, a := range r.anomalies {
 			x := ts.x(a.Time)
 			s.link("loss")
