@@ -13,6 +13,7 @@ import (
 
 // Ownership rows, in SVG units.
 const (
+	ownerSep  = "\x00" // between the owners of a share group's partition
 	ownerRowH = 16.0
 	minSeg    = 2.0 // narrower ownership segments are drawn together as churn
 	palette   = 8   // member fill classes o0..o7 (style.css)
@@ -27,7 +28,8 @@ type partKey struct {
 // assignments of the group's generations: a segment per owner, labelled
 // with the member, and a revocation mark where a partition was taken
 // away. An eager protocol revokes everything at a rebalance's start;
-// cooperative ones and KIP-848 only what moves.
+// cooperative ones and KIP-848 only what moves. A share group's partition
+// may have several owners at once (KIP-932): one segment names them all.
 func ownership(ts timeScale, g *correlate.Group, spans []genSpan, ms *members) template.HTML {
 	var parts []partKey
 	seen := map[partKey]bool{}
@@ -38,7 +40,11 @@ func ownership(ts timeScale, g *correlate.Group, spans []genSpan, ms *members) t
 			for t, ps := range gm.Assignment {
 				for _, p := range ps {
 					k := partKey{t, p}
-					owners[i][k] = gm.MemberID
+					if o := owners[i][k]; o != "" {
+						owners[i][k] = o + ownerSep + gm.MemberID
+					} else {
+						owners[i][k] = gm.MemberID
+					}
 					if !seen[k] {
 						seen[k] = true
 						parts = append(parts, k)
@@ -102,7 +108,8 @@ func (s *svg) ownerRow(ts timeScale, k partKey, spans []genSpan, owners []map[pa
 		}
 		from, to := spans[i].stable, spans[j-1].to
 		revoked := j < len(spans)
-		if !revoked { // the current owner: to its end, if it ended
+		ids := strings.Split(owner, ownerSep)
+		if !revoked && len(ids) == 1 { // the current owner: to its end, if it ended
 			if x := ms.byID[owner]; x != nil && x.m != nil && x.m.GoneAt != nil && x.m.GoneAt.Before(to) {
 				to = *x.m.GoneAt
 			}
@@ -120,26 +127,33 @@ func (s *svg) ownerRow(ts timeScale, k partKey, spans []genSpan, owners []map[pa
 			continue
 		}
 		flush()
-		s.segment(ts, ms.ref(owner), ms.byID[owner], from, to, y, revoked)
+		s.segment(ts, ids, ms, from, to, y, revoked)
 	}
 	flush()
 }
 
-func (s *svg) segment(ts timeScale, ref memberRef, x *member, from, to time.Time, y float64, revoked bool) {
+// segment draws the owners ids (member ids) of a partition from from to to.
+func (s *svg) segment(ts timeScale, ids []string, ms *members, from, to time.Time, y float64, revoked bool) {
 	x0, x1 := ts.x(from), ts.x(to)
 	class := "o-unknown"
-	if x != nil {
+	if x := ms.byID[ids[0]]; x != nil {
 		class = fmt.Sprintf("o%d", x.idx%palette)
 	}
-	s.raw(`<g class="seg" data-owner="%s">`, esc(ref.ID))
-	tip := fmt.Sprintf("%s %s owned it from %s to %s", ref.Label, ref.ID, clock(from), clock(to))
+	labels, who := make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		r := ms.ref(id)
+		labels[i], who[i] = orDash(r.Label), strings.TrimSpace(r.Label+" "+id)
+	}
+	label := strings.Join(labels, "+")
+	s.raw(`<g class="seg" data-owner="%s">`, esc(strings.Join(ids, " ")))
+	tip := fmt.Sprintf("%s owned it from %s to %s", strings.Join(who, " and "), clock(from), clock(to))
 	if revoked {
 		tip += ", then revoked"
 	}
 	s.title(tip)
 	s.raw(`<rect class="%s" x="%s" y="%s" width="%s" height="%s"/>`, class, num(x0), num(y+2), num(max(x1-x0, 1)), num(ownerRowH-4))
-	if x1-x0 >= 22 {
-		s.text((x0+x1)/2, y+ownerRowH/2+4, "seg-label", "middle", ref.Label)
+	if x1-x0 >= float64(len(label))*6+8 {
+		s.text((x0+x1)/2, y+ownerRowH/2+4, "seg-label", "middle", label)
 	}
 	if revoked {
 		s.raw(`<path class="revoke" d="M%s %sv%s"/>`, num(x1), num(y), num(ownerRowH))
