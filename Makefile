@@ -47,7 +47,9 @@ test: vet test-deps realkafka-deps java-driver
 # TLS probes' OpenSSL test; each of the last two skips without its tool;
 # prometheus and promtool for the test that scrapes kwire with a real
 # Prometheus and checks the shipped dashboard and alert rules
-# (TestPrometheus: skips without them, fails under CI=true);
+# (TestPrometheus: skips without them, fails under CI=true); Chromium
+# for the HTML report's tests (read in headless Chromium over the DevTools
+# protocol; they skip without it, but fail under CI=true);
 # systemd-analyze (systemd) and setpriv (util-linux) for the deploy/ units'
 # tests (TestDeployUnits, TestDeployUnitCapabilities).
 test-deps:
@@ -58,6 +60,8 @@ test-deps:
 	  || echo "test-deps: kcat could not be installed; the eBPF TLS test with OpenSSL will skip"
 	{ command -v prometheus >/dev/null && command -v promtool >/dev/null; } || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; } \
 	  || echo "test-deps: prometheus could not be installed; TestPrometheus will skip"
+	command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } \
+	  || echo "test-deps: chromium could not be installed; the HTML report tests will skip"
 	{ command -v java >/dev/null && command -v mvn >/dev/null; } || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless maven; }
 	command -v systemd-analyze >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y systemd; }
 	command -v setpriv >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y util-linux; }

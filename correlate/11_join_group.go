@@ -26,7 +26,7 @@ func (c *Correlator) joinGroup(e *decode.Exchange, req *kmsg.JoinGroupRequest) {
 	if resp == nil {
 		// Unanswered (the capture ended, or lost it): a rebalance began.
 		c.touch(g, g.members[req.MemberID], e.ReqTime, false)
-		g.openRebalance(e.ReqTime.UTC(), req.MemberID)
+		g.openRebalance(e.ReqTime.UTC(), req.MemberID, c.evidenceOf(e))
 		c.bind(e, g.name, req.MemberID, req.InstanceID)
 		return
 	}
@@ -37,7 +37,7 @@ func (c *Correlator) joinGroup(e *decode.Exchange, req *kmsg.JoinGroupRequest) {
 	case kerr.MemberIDRequired.Code:
 		// KIP-394: a new member's first join only gets it a member id;
 		// it joins with its second JoinGroup. One member, not two.
-		rb := g.openRebalance(e.ReqTime.UTC(), resp.MemberID)
+		rb := g.openRebalance(e.ReqTime.UTC(), resp.MemberID, c.evidenceOf(e))
 		if _, ok := rb.fresh[resp.MemberID]; !ok && resp.MemberID != "" {
 			rb.fresh[resp.MemberID] = e.ReqTime.UTC()
 		}
@@ -135,6 +135,7 @@ func (c *Correlator) memberJoinInfo(m *memberState, req *kmsg.JoinGroupRequest, 
 // joinedGeneration adds an accepted JoinGroup to its generation.
 func (c *Correlator) joinedGeneration(g *groupState, gen *genState, m *memberState, e *decode.Exchange, req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse) {
 	gen.joinsSeen = true
+	gen.witness(c.evidenceOf(e))
 	if t := e.ReqTime.UTC(); gen.started.IsZero() || t.Before(gen.started) || (t.Equal(gen.started) && m.id < gen.starter) {
 		gen.started, gen.starter = t, m.id
 	}

@@ -103,6 +103,7 @@ func (c *Correlator) synced(g *groupState, gen *genState, m *memberState, assign
 	if gm.assigned && m.generation <= gen.id {
 		m.assignment, m.assigned = gm.assignment, true
 	}
+	gen.witness(c.evidenceOf(e))
 	if t := e.RespTime.UTC(); t.After(gen.completed) {
 		gen.completed = t
 	}

@@ -138,6 +138,9 @@ func (c *Correlator) heartbeatBeat(g *groupState, m *memberState, e *decode.Exch
 	gen := c.generationFor(g, epoch, at)
 	if gen != nil {
 		changed = c.consumerReached(g, gen, m, at, join, sent)
+		if changed {
+			gen.witness(c.evidenceOf(e))
+		}
 	}
 	if join {
 		c.announceJoin(g, m, epoch, "", at)

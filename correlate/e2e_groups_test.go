@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
@@ -209,6 +210,34 @@ func checkGeneration(t *testing.T, gen *GenerationEvent, first, cutShort bool) {
 	}
 	if !leader {
 		t.Errorf("generation %d: leader %s is not a member", gen.Generation, gen.Leader)
+	}
+	checkGenerationEvidence(t, gen)
+}
+
+// checkGenerationEvidence: a generation's evidence (the HTML report's
+// links) holds the exchanges that made it, oldest first: its first
+// JoinGroup (at Started) and, once complete, a SyncGroup or heartbeat.
+func checkGenerationEvidence(t *testing.T, gen *GenerationEvent) {
+	t.Helper()
+	if len(gen.Evidence) == 0 {
+		t.Errorf("generation %d: no evidence", gen.Generation)
+		return
+	}
+	ev := gen.Evidence
+	if !slices.IsSortedFunc(ev, func(a, b Evidence) int { return a.TS.Compare(b.TS) }) {
+		t.Errorf("generation %d: evidence not oldest first: %+v", gen.Generation, ev)
+	}
+	if gen.Started != nil && !ev[0].TS.Equal(*gen.Started) {
+		t.Errorf("generation %d: first evidence %s %s, want the exchange at started %s", gen.Generation, ev[0].API, ev[0].TS, gen.Started)
+	}
+	want := map[string]bool{"JoinGroup": true, "SyncGroup": true, "ConsumerGroupHeartbeat": true, "ShareGroupHeartbeat": true}
+	for _, e := range ev {
+		if !want[e.API] || e.Conn.ID == 0 {
+			t.Errorf("generation %d: evidence %+v: want a group membership exchange on a connection", gen.Generation, e)
+		}
+	}
+	if gen.Complete && !slices.ContainsFunc(ev, func(e Evidence) bool { return e.API != "JoinGroup" }) {
+		t.Errorf("generation %d: complete, but no evidence of what completed it (a SyncGroup or heartbeat)", gen.Generation)
 	}
 }
 

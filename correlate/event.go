@@ -135,6 +135,11 @@ type GenerationEvent struct {
 	DurationMillis *int64     `json:"duration_ms"`
 	// Complete says every member's SyncGroup response (KIP-848: epoch) was seen.
 	Complete bool `json:"complete"`
+	// Evidence are the exchanges it rests on, oldest first (the first
+	// JoinGroups or heartbeats of it, and the SyncGroup or heartbeat that
+	// last completed it), for the HTML report to link to; not in the
+	// NDJSON (schema v1 has no such field for generations).
+	Evidence []Evidence `json:"-"`
 
 	at time.Time
 }

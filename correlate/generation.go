@@ -56,6 +56,20 @@ type genState struct {
 	replaced      map[string]string
 	emptiedBefore bool
 	emitted       bool
+	// evidence are the exchanges it rests on (witness).
+	evidence []Evidence
+}
+
+// witness records an exchange gen rests on: a JoinGroup answered with
+// it, a SyncGroup of it, a KIP-848 or share heartbeat that reached it or
+// changed a member's assignment of it. The first maxEvidence-1 are kept
+// (how it began) and the latest (what completed it so far).
+func (gen *genState) witness(ev Evidence) {
+	if len(gen.evidence) < maxEvidence {
+		gen.evidence = append(gen.evidence, ev)
+		return
+	}
+	gen.evidence[maxEvidence-1] = ev
 }
 
 // genMember is one member in one generation.
@@ -125,6 +139,7 @@ func (c *Correlator) generationFor(g *groupState, id int32, t time.Time) *genSta
 	}
 	if rb := g.pendJoin; rb != nil {
 		gen.started, gen.starter, gen.fresh = rb.first, rb.starter, rb.fresh
+		gen.witness(rb.firstEv)
 		g.pendJoin = nil
 	}
 	g.departures, g.subChange, g.subChangeBy, g.emptied = nil, "", "", false
@@ -253,7 +268,9 @@ func (c *Correlator) generationEvent(g *groupState, gen *genState) *GenerationEv
 		Members: make([]GenerationMember, 0, len(gen.members)), MembersFrom: gen.membersFrom,
 		Cause: c.cause(g, gen), Started: timePtr(gen.started), Completed: timePtr(gen.completed),
 		Complete: gen.complete(), at: gen.firstSeen,
+		Evidence: slices.Clone(gen.evidence),
 	}
+	slices.SortStableFunc(ev.Evidence, func(a, b Evidence) int { return a.TS.Compare(b.TS) })
 	if gen.prevID >= 0 && !g.epochs() {
 		ev.Missed = gen.missed()
 	}

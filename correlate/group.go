@@ -65,6 +65,7 @@ type groupState struct {
 // rebalance is a classic rebalance whose generation has not formed yet.
 type rebalance struct {
 	first   time.Time            // earliest JoinGroup request
+	firstEv Evidence             // its exchange
 	starter string               // the member that sent it ("" if it had no id yet)
 	fresh   map[string]time.Time // members joining anew (MEMBER_ID_REQUIRED)
 }
@@ -162,13 +163,13 @@ func (g *groupState) before(gen *genState) *genState {
 }
 
 // openRebalance returns the rebalance under way, starting one at t with
-// a JoinGroup of member (its id, "" when it has none yet).
-func (g *groupState) openRebalance(t time.Time, member string) *rebalance {
+// a JoinGroup of member (its id, "" when it has none yet), exchange ev.
+func (g *groupState) openRebalance(t time.Time, member string, ev Evidence) *rebalance {
 	if g.pendJoin == nil {
-		g.pendJoin = &rebalance{first: t, starter: member, fresh: make(map[string]time.Time)}
+		g.pendJoin = &rebalance{first: t, firstEv: ev, starter: member, fresh: make(map[string]time.Time)}
 	}
 	if t.Before(g.pendJoin.first) {
-		g.pendJoin.first, g.pendJoin.starter = t, member
+		g.pendJoin.first, g.pendJoin.firstEv, g.pendJoin.starter = t, ev, member
 	}
 	return g.pendJoin
 }

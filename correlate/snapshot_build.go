@@ -99,39 +99,11 @@ func (m *memberState) snapshot() Member {
 	return o
 }
 
-// partSnapshot returns a group's partition p: its end is the newest
-// evidence of any client's (endState), its own last Fetch's if newer.
+// partSnapshot returns a group's partition p (partOffsets), with its
+// owner and commit history.
 func (c *Correlator) partSnapshot(ps *partState, p tp, owner string) Partition {
-	o := Partition{
-		Topic: p.topic, Partition: p.partition, Owner: owner, CommittedGeneration: ps.committedGen,
-		Commits: make([]Commit, 0, len(ps.commits.all())), CommitsDropped: ps.commitsDropped,
-		Fetch: ps.fetch.snapshot(),
-	}
-	end, endAt, from, ok := c.end(p, ps.fetch.readCommitted)
-	if own := ps.fetch.end(); own >= 0 && (!ok || ps.fetch.lastFetch.After(endAt)) {
-		end, endAt, from, ok = own, ps.fetch.lastFetch, endFetch, true
-	}
-	if ok {
-		o.EndOffset, o.EndOffsetAt, o.EndOffsetFrom = &end, timePtr(endAt), from
-		if ps.fetch.position >= 0 {
-			o.PositionLag = i64(end - ps.fetch.position)
-		}
-	}
-	if ps.hasCommitted {
-		off := ps.committed
-		o.Committed, o.CommittedAt = &off, timePtr(ps.committedAt)
-		o.CommittedBy, o.CommittedSource = ps.committedBy, ps.committedSource
-		if ok {
-			o.Lag = i64(end - off)
-			if lt, ok := c.lagSeconds(p, ps, end); ok {
-				secs := math.Round(lt.seconds*1000) / 1000
-				o.LagSeconds, o.LagSecondsEstimated = &secs, lt.estimated
-				if *o.Lag > 0 {
-					o.TimestampType = map[bool]string{false: "create_time", true: "log_append_time"}[lt.logAppend]
-				}
-			}
-		}
-	}
+	o := c.partOffsets(ps, p)
+	o.Owner, o.Commits = owner, make([]Commit, 0, len(ps.commits.all()))
 	for _, r := range ps.commits.all() {
 		o.Commits = append(o.Commits, Commit{
 			Time: r.at, MemberID: r.member, Generation: r.generation, Offset: r.offset,
@@ -180,5 +152,56 @@ func (b *binding) snapshot(group string) Binding {
 		Group: group, Members: sortedKeys(b.live), EndedMembers: sortedKeys(b.ended),
 		WithoutMember: b.memberless, InstanceID: b.instanceID, LearnedFrom: b.learnedFrom,
 		LearnedOnConn: b.conn, First: b.first, Last: b.last,
+	}
+}
+
+// partOffsets returns the output form of ps without its owner, commit
+// history and ListOffsets answer: its end is the newest evidence of any
+// client's (endState), its own last Fetch's if newer; lag and lag in
+// seconds are measured against it.
+func (c *Correlator) partOffsets(ps *partState, p tp) Partition {
+	o := Partition{
+		Topic: p.topic, Partition: p.partition, CommittedGeneration: ps.committedGen,
+		CommitsDropped: ps.commitsDropped, Fetch: ps.fetch.snapshot(),
+	}
+	end, endAt, from, ok := c.end(p, ps.fetch.readCommitted)
+	if own := ps.fetch.end(); own >= 0 && (!ok || ps.fetch.lastFetch.After(endAt)) {
+		end, endAt, from, ok = own, ps.fetch.lastFetch, endFetch, true
+	}
+	if ok {
+		o.EndOffset, o.EndOffsetAt, o.EndOffsetFrom = &end, timePtr(endAt), from
+		if ps.fetch.position >= 0 {
+			o.PositionLag = i64(end - ps.fetch.position)
+		}
+	}
+	if ps.hasCommitted {
+		off := ps.committed
+		o.Committed, o.CommittedAt = &off, timePtr(ps.committedAt)
+		o.CommittedBy, o.CommittedSource = ps.committedBy, ps.committedSource
+		if ok {
+			o.Lag = i64(end - off)
+			if lt, ok := c.lagSeconds(p, ps, end); ok {
+				secs := math.Round(lt.seconds*1000) / 1000
+				o.LagSeconds, o.LagSecondsEstimated = &secs, lt.estimated
+				if *o.Lag > 0 {
+					o.TimestampType = map[bool]string{false: "create_time", true: "log_append_time"}[lt.logAppend]
+				}
+			}
+		}
+	}
+	return o
+}
+
+// PartitionOffsets calls fn with every group partition's offsets now
+// (committed offset, fetch position, high watermark, lag...), groups by
+// name and their partitions in order: what Snapshot says of them, without
+// their owner and commit history or anything else, cheap enough to sample
+// them over time (the HTML report). p is only valid during the call.
+func (c *Correlator) PartitionOffsets(fn func(group string, p *Partition)) {
+	for _, g := range c.sortedGroups() {
+		for _, k := range sortedTPs(g.parts) {
+			o := c.partOffsets(g.parts[k], k)
+			fn(g.name, &o)
+		}
 	}
 }

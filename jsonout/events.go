@@ -59,7 +59,7 @@ func textEvent(ev correlate.Event) string {
 	case *correlate.GenerationEvent:
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s GENERATION %s gen %d %s/%s: %d members, leader %s, cause %s", ts, e.Group, e.Generation,
-			e.ProtocolType, e.Protocol, len(e.Members), short(e.Leader), causeText(e.Cause))
+			e.ProtocolType, e.Protocol, len(e.Members), short(e.Leader), CauseText(e.Cause))
 		if e.DurationMillis != nil {
 			fmt.Fprintf(&b, ", rebalance %dms", *e.DurationMillis)
 		}
@@ -129,7 +129,8 @@ func textEvent(ev correlate.Event) string {
 	return fmt.Sprintf("%s %s", ts, strings.ToUpper(ev.Type()))
 }
 
-func causeText(c correlate.Cause) string {
+// CauseText says why a generation began, as the text output does.
+func CauseText(c correlate.Cause) string {
 	s := c.Kind
 	if c.Member != "" {
 		s += " " + short(c.Member)

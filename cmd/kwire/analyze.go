@@ -30,6 +30,13 @@ terminal): NDJSON events (generation, member, commit, coordinator, hazard),
 anomalies, a final "summary" object with the whole state and a "stats"
 line (schema: docs/schema.md).
 
+With --html FILE: also one self-contained HTML report of the capture,
+which any browser opens offline: an overview (span, files, brokers,
+groups, hazards by severity, everything lost or skipped), per group a
+timeline of its generations, members and hazards, partition ownership
+and offsets over time, and each hazard and generation with the
+exchanges it rests on and a Wireshark display filter for each.
+
 With --tui: a terminal UI (groups, group detail, hazards, traffic, loss
 counters) over a replay of the files, as fast as possible, at capture pace
 (--replay=real, --speed) or paused and stepped (--replay=paused); ? shows
@@ -43,6 +50,7 @@ Examples:
   kwire analyze b1.pcapng b2.pcapng b3.pcapng
   kwire analyze --json capture.pcapng | jq 'select(.type=="generation")'
   kwire analyze --fail-on=critical integration-test.pcapng
+  kwire analyze --html incident.html b1.pcapng b2.pcapng b3.pcapng
   kwire analyze --tui --replay=real capture.pcapng
 
 Flags:
@@ -56,6 +64,7 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("analyze", analyzeHelp, stderr)
 	cf.register(fs)
 	failOn := fs.String("fail-on", "", "exit with status 3 when any hazard of this `SEVERITY` or worse is found: warn or critical (for CI pipelines that capture their tests)")
+	html := fs.String("html", "", "also write an HTML report of the capture to `FILE` (one file, opens offline; readable by its owner only)")
 	cf.registerShards(fs)
 	var tf tuiFlags
 	tf.register(fs)
@@ -77,7 +86,14 @@ func cmdAnalyze(args []string, stdout, stderr io.Writer) error {
 			return errUsage
 		}
 	}
+	if *html != "" && (tf.on || cf.shards > 1) {
+		fmt.Fprint(stderr, "kwire analyze: --html samples one correlator as the files are read: leave --tui and --shards out\n")
+		return errUsage
+	}
 	p := newPipeline(&cf, stdout, false)
+	if *html != "" {
+		p.html = newHTMLReport(*html, fs.Args(), false)
+	}
 	run := func() error { return p.runFiles(fs.Args(), &cf, true, stderr) }
 	if tf.on {
 		run = func() error { return p.runTUI(fs.Args(), &cf, &tf) }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -43,26 +41,6 @@ type lagSummary struct {
 	} `json:"groups"`
 }
 
-func summaryOf(t *testing.T, out []byte) *lagSummary {
-	t.Helper()
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<26)
-	for sc.Scan() {
-		var head struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(sc.Bytes(), &head) == nil && head.Type == "summary" {
-			var s lagSummary
-			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-				t.Fatal(err)
-			}
-			return &s
-		}
-	}
-	t.Fatal("no summary line")
-	return nil
-}
-
 // TestLagSeconds is issue 41's lag in seconds on h_lag: a producer writes
 // every 100 ms and five groups are driven behind by known, growing times
 // (the truth keeps the timestamp of the record at each committed offset).
@@ -93,7 +71,8 @@ func TestLagSeconds(t *testing.T) {
 	}{{"whole", src, 0}, {"started late", cut, 3}} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errs := runOutput([]string{"analyze", "--json", tc.file})
-			s := summaryOf(t, out)
+			var s lagSummary
+			summaryLine(t, out, &s)
 			estimated, behind := 0, 0
 			for _, g := range s.Groups {
 				lt, ok := tr.Lag[g.Group]

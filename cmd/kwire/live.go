@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,10 @@ bytes, every loss counter (kernel drops, gaps, resyncs) and events/s. q
 kwire writes the messages it held meanwhile and the final summary and
 stats. --tui excludes --json and --exchanges.
 
+--report FILE writes an HTML report of what was captured (as kwire
+analyze --html does: one file, opens offline) at exit, and whenever kwire
+gets SIGUSR1 (kill -USR1 PID): the picture so far, replaced atomically.
+
 --metrics ADDR serves Prometheus metrics at http://ADDR/metrics, every
 family listed in docs/metrics.md: consumer group members, committed
 offsets, lag and end offsets under kafka_exporter's names
@@ -66,6 +71,7 @@ Examples:
   kwire live -i eth0 --port 9092-9094 --json | jq 'select(.type=="generation")'
   kwire live -i lo --port 19092 --metrics 127.0.0.1:9464 -w kafka.pcapng --rotate-mb 1024 --rotate-keep 20
   kwire live -i eth0 --port 9092 --tui
+  kwire live -i any --port 9092 --report /var/tmp/kafka-report.html
 
 Flags:
 `
@@ -88,6 +94,7 @@ type liveFlags struct {
 	duration     time.Duration
 	exchanges    bool
 	tui          bool
+	report       string
 	probe        probeFlags   // --ebpf (live_ebpf.go)
 	publish      publishFlags // --publish (publish.go)
 }
@@ -110,6 +117,7 @@ func (f *liveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxMemoryMB, "max-memory-mb", 0, "soft limit on kwire's memory, in `MiB`: the garbage collector works harder near it, and memory freed after a burst goes back to the system (0: --max-buffer + --max-reorder-mb + 256 MiB; -1: no limit; GOMEMLIMIT, when set, wins)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long, as on SIGINT (0: run until interrupted)")
 	fs.BoolVar(&f.exchanges, "exchanges", false, "also write a line per exchange, as kwire read does")
+	fs.StringVar(&f.report, "report", "", "write an HTML report of the capture to `FILE` at exit and on SIGUSR1 (one file, opens offline; readable by its owner only)")
 	fs.BoolVar(&f.tui, "tui", false, "show the terminal UI (groups, group detail, hazards, traffic, loss counters; ? lists the keys) instead of writing events; q stops the capture and writes the summary")
 	f.probe.register(fs)
 	f.publish.register(fs)
@@ -251,13 +259,23 @@ func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error 
 // and the status line first, then run until ctx is done (a signal or
 // --duration is the normal end) or, with --tui, the user quits the UI,
 // then the summary and final stats. ran is false when --metrics cannot
-// listen: then nothing ran, and the caller closes its source.
+// listen or --report's directory takes no file: then nothing ran, and the
+// caller closes its source.
 func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run func(context.Context, capture.Sink) error) (ran bool, err error) {
 	entry, err := r.p.entry(&f.common, true, r.stderr)
 	if err != nil {
 		return false, err
 	}
 	r.clock.next = entry
+	if f.report != "" {
+		r.p.html = newHTMLReport(f.report, []string{r.src.Interface()}, true)
+		if err := r.p.html.check(); err != nil { // now, not at exit
+			return false, err
+		}
+		r.usr1 = make(chan os.Signal, 1)
+		signal.Notify(r.usr1, syscall.SIGUSR1)
+		defer signal.Stop(r.usr1)
+	}
 	if f.metrics.addr != "" {
 		r.metrics = metrics.New(f.metrics.options(f.common.limits.groups))
 		r.p.tap = r.metrics
@@ -279,6 +297,9 @@ func (r *liveRun) serve(ctx context.Context, f *liveFlags, status string, run fu
 	// Everything privileged is open: sockets, eBPF programs, the
 	// listener, -w's file, the terminal.
 	status += r.dropLiveCaps(f)
+	if r.p.html != nil {
+		status += ", report to " + f.report + " at exit and on SIGUSR1"
+	}
 	fmt.Fprintln(r.stderr, status)
 	defer limitMemory(f.memoryLimit())()
 	ctx, cancel := context.WithCancel(ctx)
@@ -340,8 +361,9 @@ type liveRun struct {
 	pub        *publisher // --publish (publish.go)
 	own        *ownConns  // the publisher's connections, left out of the capture
 	nextPub    time.Time
-	drops      uint64    // kernel or ring drops given to the correlator
-	nextDrops  time.Time // when to look at them again
+	drops      uint64         // kernel or ring drops given to the correlator
+	nextDrops  time.Time      // when to look at them again
+	usr1       chan os.Signal // --report: write it now
 	err        error
 }
 
@@ -386,6 +408,15 @@ func (r *liveRun) Tick(now time.Time) {
 		r.metrics.Stats(r.src.Stats(), r.p.dec.Stats())
 		r.metrics.Snapshot(r.p.corr.Snapshot())
 		r.metrics.LastPacket(r.clock.t)
+	}
+	select {
+	case <-r.usr1: // nil without --report
+		if err := r.p.writeReportNow(r.src.Stats(), now); err != nil {
+			fmt.Fprintf(r.stderr, "kwire: %v\n", err)
+		} else {
+			fmt.Fprintf(r.stderr, "kwire: report written to %s (SIGUSR1)\n", r.p.html.path)
+		}
+	default:
 	}
 	if !r.hinted && !now.Before(r.hintAt) {
 		r.hinted = true

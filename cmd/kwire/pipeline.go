@@ -47,7 +47,10 @@ type pipeline struct {
 	// of corr, through ho.
 	shards   *route.Shards
 	corrOpts *correlate.Options
-	evs      []correlate.Event // event's, until written
+	// html, when set, records the run for the HTML report and writes
+	// it at the end (--html, --report; html.go).
+	html *htmlReport
+	evs  []correlate.Event // event's, until written
 }
 
 // events implements shardWriter.
@@ -122,6 +125,9 @@ func (p *pipeline) exchange(e *decode.Exchange) {
 		p.out.Exchange(e)
 	}
 	p.corr.Exchange(e)
+	if p.html != nil {
+		p.html.exchange(e, p.corr)
+	}
 	p.written()
 }
 
@@ -130,6 +136,9 @@ func (p *pipeline) anomaly(a *decode.Anomaly) {
 		p.agent.Anomaly(a)
 	}
 	p.out.Anomaly(a)
+	if p.html != nil {
+		p.html.rec.Anomaly(a)
+	}
 	p.corr.Anomaly(a) // loss the absence-based hazards check
 	p.written()
 }
@@ -155,6 +164,9 @@ func (p *pipeline) writeEvent(ev correlate.Event) {
 	}
 	if h, ok := ev.(*correlate.HazardEvent); ok {
 		p.hazards[correlate.SeverityRank(h.Severity)]++
+	}
+	if p.html != nil {
+		p.html.rec.Event(ev)
 	}
 	if _, ok := ev.(*correlate.CommitEvent); ok && p.text {
 		return
@@ -300,6 +312,9 @@ func (p *pipeline) finish(end, statsAt time.Time, cs capture.Stats, summary bool
 	p.out.Stats(statsAt, cs, ds)
 	if err := p.out.Flush(); err != nil {
 		return fmt.Errorf("write output: %w", err)
+	}
+	if p.html != nil && snap != nil {
+		return p.html.write(snap, cs, ds)
 	}
 	return nil
 }
