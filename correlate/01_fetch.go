@@ -40,6 +40,12 @@ func (c *Correlator) fetch(e *decode.Exchange, req *kmsg.FetchRequest) {
 	asked := ask.asked
 	offsets := c.fetchSession(e, req, resp, asked)
 	answered := resp != nil && resp.ErrorCode == 0
+	// A Fetch that only closes its session (final epoch, nothing asked:
+	// a client closing) is no sign of a consumer consuming.
+	closing := req.SessionEpoch == -1 && req.SessionID != 0 && len(req.Topics) == 0
+	if g := c.groups[a.group]; g != nil && a.group != "" && answered && !closing && e.RespTime.After(g.lastFetch) {
+		g.lastFetch = e.RespTime.UTC()
+	}
 	for _, p := range ask.sorted {
 		for _, f := range c.fetchTargets(a, k, p) {
 			if f != nil && answered {

@@ -61,6 +61,7 @@ type Correlator struct {
 	ends map[tp]*endState
 
 	now       time.Time // latest capture time seen
+	first     time.Time // earliest request time seen (health windows begin no earlier)
 	lastSweep time.Time
 	closed    bool
 	stats     Stats
@@ -178,6 +179,9 @@ func (c *Correlator) advance(e *decode.Exchange) {
 	}
 	if t.After(c.now) {
 		c.now = t.UTC()
+	}
+	if c.first.IsZero() || !e.ReqTime.IsZero() && e.ReqTime.Before(c.first) {
+		c.first = e.ReqTime.UTC()
 	}
 }
 

@@ -143,40 +143,68 @@ func (s *endState) find(off int64) (recordTime, bool) {
 	return recordTime{}, false
 }
 
-// estimate returns the time of the record at off from the points either
-// side of it (batches' first and last records, and end marks: the record
-// before a mark's end was appended by the mark's time), linearly; ok is
-// false without a point after it.
+// estimate returns the time of the record at off from the points around
+// it (batches' first and last records; end marks, the capture's clock,
+// only where batches leave a side open: the record before a mark's end
+// was appended by the mark's time): linearly between the nearest on either
+// side, or, for an offset older than every point, extrapolated back at
+// the rate of the two oldest, as kafka-lag-exporter does. ok is false
+// without a point after off.
 func (s *endState) estimate(off int64, fetched []batchTime) (recordTime, bool) {
-	lo, hi := recordTime{off: -1}, recordTime{off: -1}
-	consider := func(p recordTime) {
-		switch {
-		case p.off < off && (lo.off < 0 || p.off > lo.off):
-			lo = p
-		case p.off > off && (hi.off < 0 || p.off < hi.off):
-			hi = p
-		}
-	}
+	var pts []recordTime
 	for _, bs := range [][]batchTime{fetched, s.batches} {
 		for i := range bs {
 			b := &bs[i]
-			consider(b.at(b.base))
-			consider(b.at(b.last))
+			pts = append(pts, b.at(b.base), b.at(b.last))
 		}
 	}
-	if lo.off < 0 || hi.off < 0 { // end marks (the capture's clock) only where batches leave a side open
+	lo, hi := nearest(pts, off)
+	if lo < 0 || hi < 0 {
 		for _, m := range s.marks {
-			consider(recordTime{off: m.end - 1, ms: m.ms})
+			pts = append(pts, recordTime{off: m.end - 1, ms: m.ms})
+		}
+		lo, hi = nearest(pts, off)
+	}
+	if hi < 0 {
+		return recordTime{}, false
+	}
+	h := pts[hi]
+	if lo >= 0 {
+		l := pts[lo]
+		if h.ms <= l.ms {
+			return recordTime{off: off, ms: h.ms, logAppend: h.logAppend}, true
+		}
+		return recordTime{off: off, ms: l.ms + (h.ms-l.ms)*(off-l.off)/(h.off-l.off), logAppend: h.logAppend}, true
+	}
+	// Older than every point: back from the oldest at the rate between it
+	// and the next.
+	next := -1
+	for i, p := range pts {
+		if p.off > h.off && (next < 0 || p.off < pts[next].off) {
+			next = i
 		}
 	}
-	switch {
-	case hi.off < 0:
-		return recordTime{}, false
-	case lo.off < 0 || hi.ms <= lo.ms:
-		return recordTime{off: off, ms: hi.ms, logAppend: hi.logAppend}, true
+	if next < 0 || pts[next].ms <= h.ms {
+		return recordTime{}, false // one point, or no rate: unknown, not a guess
 	}
-	ms := lo.ms + (hi.ms-lo.ms)*(off-lo.off)/(hi.off-lo.off)
-	return recordTime{off: off, ms: ms, logAppend: hi.logAppend}, true
+	n := pts[next]
+	ms := h.ms - (h.off-off)*(n.ms-h.ms)/(n.off-h.off)
+	return recordTime{off: off, ms: ms, logAppend: h.logAppend}, true
+}
+
+// nearest returns the indexes in pts of the point with the largest offset
+// below off and of the one with the smallest above it, -1 for none.
+func nearest(pts []recordTime, off int64) (lo, hi int) {
+	lo, hi = -1, -1
+	for i, p := range pts {
+		switch {
+		case p.off < off && (lo < 0 || p.off > pts[lo].off):
+			lo = i
+		case p.off > off && (hi < 0 || p.off < pts[hi].off):
+			hi = i
+		}
+	}
+	return lo, hi
 }
 
 // wantTime pins ps's committed offset to its record's time, now if a

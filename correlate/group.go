@@ -37,6 +37,7 @@ type groupState struct {
 	emptied     bool
 
 	parts     map[tp]*partState
+	lastFetch time.Time // the last answered Fetch attributed to the group (health.go)
 	coord     coordState
 	errors    map[string]int64 // "API:ERROR_NAME" -> answers
 	described *Described

@@ -33,6 +33,9 @@ type Options struct {
 	// MaxCommitHistory caps the commits remembered per group partition
 	// (default 32); the committed offset itself is always kept.
 	MaxCommitHistory int
+	// HealthWindow is the capture time over which a group partition's
+	// health is judged (health.go); 0: 60 s.
+	HealthWindow time.Duration
 	// MaxFetchSessions caps the fetch sessions (KIP-227) tracked (default
 	// 10000); the least recently used are forgotten first.
 	MaxFetchSessions int
@@ -76,6 +79,9 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.MaxClients, defaultMaxClients)
 	setDefault(&r.MaxGenerations, defaultMaxGenerations)
 	setDefault(&r.MaxCommitHistory, defaultMaxCommitHistory)
+	if r.HealthWindow <= 0 {
+		r.HealthWindow = 60 * time.Second
+	}
 	setDefault(&r.MaxFetchSessions, defaultMaxFetchSessions)
 	setDefault(&r.MaxTopicIDs, defaultMaxTopicIDs)
 	setDefault(&r.ConsumerSessionTimeout, defaultConsumerSessionTO)

@@ -61,6 +61,8 @@ type Group struct {
 	Lag                 *int64   `json:"lag"`
 	LagSeconds          *float64 `json:"lag_seconds"`
 	LagSecondsEstimated bool     `json:"lag_seconds_estimated,omitempty"`
+	// Health is its partitions' worst health (Partition.Health).
+	Health *Health `json:"health,omitempty"`
 	// Errors counts the group's error answers by "API:ERROR_NAME".
 	Errors map[string]int64 `json:"errors"`
 	// Described is the last DescribeGroups answer; ListedState the state
@@ -206,6 +208,10 @@ type Partition struct {
 	LagSeconds          *float64 `json:"lag_seconds"`
 	LagSecondsEstimated bool     `json:"lag_seconds_estimated,omitempty"`
 	TimestampType       string   `json:"timestamp_type,omitempty"`
+	// Health is the partition's consumer health over the last
+	// Options.HealthWindow (health.go); absent without a committed
+	// offset and an end.
+	Health *Health `json:"health,omitempty"`
 	// Committed is the committed offset now: the last accepted commit,
 	// or a later OffsetFetch answer (CommittedSource "offset_fetch").
 	Committed           *int64     `json:"committed"`

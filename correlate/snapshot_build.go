@@ -38,7 +38,7 @@ func (c *Correlator) groupSnapshot(g *groupState) Group {
 	owners := g.owners()
 	o.Partitions = make([]Partition, 0, len(g.parts))
 	for _, p := range sortedTPs(g.parts) {
-		pp := c.partSnapshot(g.parts[p], p, owners[p])
+		pp := c.partSnapshot(g, g.parts[p], p, owners[p])
 		if pp.Lag != nil {
 			sum := *pp.Lag
 			if o.Lag != nil {
@@ -46,6 +46,7 @@ func (c *Correlator) groupSnapshot(g *groupState) Group {
 			}
 			o.Lag = &sum
 		}
+		o.Health = worseHealth(o.Health, pp.Health)
 		if pp.LagSeconds != nil && (o.LagSeconds == nil || *pp.LagSeconds > *o.LagSeconds) {
 			o.LagSeconds, o.LagSecondsEstimated = pp.LagSeconds, pp.LagSecondsEstimated
 		}
@@ -101,9 +102,12 @@ func (m *memberState) snapshot() Member {
 
 // partSnapshot returns a group's partition p (partOffsets), with its
 // owner and commit history.
-func (c *Correlator) partSnapshot(ps *partState, p tp, owner string) Partition {
+func (c *Correlator) partSnapshot(g *groupState, ps *partState, p tp, owner string) Partition {
 	o := c.partOffsets(ps, p)
 	o.Owner, o.Commits = owner, make([]Commit, 0, len(ps.commits.all()))
+	if o.Lag != nil {
+		o.Health = c.health(g, p, ps, *o.EndOffset, *o.Lag)
+	}
 	for _, r := range ps.commits.all() {
 		o.Commits = append(o.Commits, Commit{
 			Time: r.at, MemberID: r.member, Generation: r.generation, Offset: r.offset,

@@ -235,9 +235,9 @@ func DropRecords(r *kmsg.ProduceRequest) {
 }
 
 // onlyBatch reports whether b, beginning with a batch header, holds that
-// batch and nothing after it.
+// batch and nothing after it, or is such a header kept already.
 func onlyBatch(b []byte) bool {
-	return int64(int32(binary.BigEndian.Uint32(b[batchLengthOff:])))+12 == int64(len(b))
+	return len(b) == batchHeaderLen || int64(int32(binary.BigEndian.Uint32(b[batchLengthOff:])))+12 == int64(len(b))
 }
 
 // begin counts a request whose header is known and returns its pending

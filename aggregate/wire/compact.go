@@ -120,6 +120,7 @@ func (w *writer) produceRequest(m *kmsg.ProduceRequest) {
 				w.varint(id)
 				w.varint(int64(epoch))
 			}
+			w.produceHeader(t.Partitions[j].Records)
 		}
 	}
 }
@@ -139,12 +140,30 @@ func (d *batchDecoder) produceRequest(m *kmsg.ProduceRequest) {
 			p := &t.Partitions[j]
 			p.Default()
 			p.Partition = r.int32()
+			rb := kmsg.RecordBatch{Magic: 2, ProducerID: -1, ProducerEpoch: -1}
+			keep := false
 			if txn {
 				// The first batch's header, records left out, as
 				// analyze keeps it.
 				if id, epoch := r.varint(), r.int16(); id >= 0 {
-					p.Records = (&kmsg.RecordBatch{Magic: 2, ProducerID: id, ProducerEpoch: epoch}).AppendTo(nil)
+					rb.ProducerID, rb.ProducerEpoch, keep = id, epoch, true
 				}
+			}
+			if d.times && r.byte() == 1 {
+				rb.LastOffsetDelta = r.int32()
+				rb.NumRecords = rb.LastOffsetDelta + 1
+				rb.FirstTimestamp = r.varint()
+				rb.MaxTimestamp = rb.FirstTimestamp + r.varint()
+				keep = true
+			}
+			if keep {
+				if d.total < v2HeaderLen { // headers count against the expansion budget too
+					r.fail("record bytes above the expansion budget")
+					return
+				}
+				d.total -= v2HeaderLen
+				rb.Length = v2HeaderLen - 12 // a batch without its records, as DropRecords keeps it
+				p.Records = rb.AppendTo(nil)
 			}
 		}
 	}
@@ -419,4 +438,24 @@ func (d *batchDecoder) offsetCommitResponse(m *kmsg.OffsetCommitResponse) {
 			p.Partition, p.ErrorCode = r.int32(), r.int16()
 		}
 	}
+}
+
+// produceHeader writes, in format 4 on, what a Produce request partition's
+// only batch header says of its records (decode.DropRecords keeps it):
+//
+//	header = 0 | 1 last_delta:varint first_ts:varint max_ts_delta:varint
+//
+// 0 when its records are not one v2 batch (or were dropped).
+func (w *writer) produceHeader(records []byte) {
+	var h decode.BatchHeader
+	n := 0
+	decode.ScanHeaders(records, func(x *decode.BatchHeader) { h, n = *x, n+1 })
+	if n != 1 || h.Last < h.Base {
+		w.byte(0)
+		return
+	}
+	w.byte(1)
+	w.varint(h.Last - h.Base)
+	w.varint(h.FirstTimestamp)
+	w.varint(h.MaxTimestamp - h.FirstTimestamp)
 }

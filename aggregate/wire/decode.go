@@ -34,7 +34,7 @@ type Options struct {
 	DeferRecords bool
 }
 
-// Decode reads one batch, of version 2 or 3 (signed: Decode does not
+// Decode reads one batch, of format 2 to 5 (3 and 5 signed: Decode does not
 // check the tag; Keyring.Verify does). Its items, their connections and messages are
 // new, and may point into value: keep value unchanged while they are used.
 // Connections are new per batch; their ID is the agent's.
@@ -42,17 +42,18 @@ func Decode(value []byte, opts *Options) (*Batch, error) {
 	if len(value) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrCorrupt)
 	}
-	switch value[0] {
-	case Version:
-	case VersionSigned: // its tag is Keyring.Verify's: not checked here
+	v := value[0]
+	switch v {
+	case Version, versionV2:
+	case VersionSigned, versionV2Signed: // its tag is Keyring.Verify's: not checked here
 		if len(value) < 1+TagSize {
 			return nil, fmt.Errorf("%w: signed batch shorter than its tag", ErrCorrupt)
 		}
 		value = value[:len(value)-TagSize]
 	default:
-		return nil, fmt.Errorf("%w %d (this kwire reads %d and %d)", ErrVersion, value[0], Version, VersionSigned)
+		return nil, fmt.Errorf("%w %d (this kwire reads %d to %d)", ErrVersion, value[0], versionV2, VersionSigned)
 	}
-	d := batchDecoder{r: reader{b: value[1:]}, maxExpand: DefaultMaxExpand}
+	d := batchDecoder{r: reader{b: value[1:]}, maxExpand: DefaultMaxExpand, times: v >= Version}
 	if opts != nil && opts.MaxExpand > 0 {
 		d.maxExpand = opts.MaxExpand
 	}
@@ -94,6 +95,7 @@ type batchDecoder struct {
 	// size and (records not deferred) total, the batch's.
 	budget, maxExpand, total int
 	deferRecords             bool
+	times                    bool // format 4 on: Produce partitions carry a batch header
 	deferred                 []partSegments // the exchange's, with deferRecords
 }
 

@@ -18,7 +18,10 @@ import (
 //
 //	batches  = 0 (nil) | 1 segment* 3
 //	segment  = 2 base:varint size:uvarint attrs:uvarint last_delta:varint
-//	           records:varint [producer_id:varint]  (a v2 batch)
+//	           records:varint [producer_id:varint]  (a v2 batch, format 2/3)
+//	         | 4 base:varint size:uvarint attrs:uvarint last_delta:varint
+//	           records:varint [producer_id:varint]
+//	           first_ts:varint max_ts_delta:varint  (a v2 batch, format 4/5)
 //	         | 1 magic:byte base:varint size:uvarint attrs:byte
 //	                                                (a v0/v1 message)
 //	         | 0 size:uvarint head:string           (anything else)
@@ -44,6 +47,13 @@ const (
 	segLegacy = 1
 	segV2     = 2
 	segEnd    = 3
+	// segV2Times (format 4 on) is segV2 followed by the batch's
+	// timestamps: first_ts:varint (Unix ms) max_ts:varint (minus
+	// first_ts), for lag in seconds.
+	segV2Times = 4
+
+	v2FirstTsOff = 27
+	v2MaxTsOff   = 35
 )
 
 // segment is one batch (or the cut rest) of a partition's record bytes,
@@ -54,6 +64,8 @@ type segment struct {
 	lastDelta int32
 	records   int32
 	pid       int64 // v2 transactional batches only
+	first     int64 // v2 timestamps (segV2Times), Unix ms
+	max       int64
 	attrs     uint16
 	magic     int8   // 2, 0 or 1; -1 for raw
 	head      []byte // raw only
@@ -87,7 +99,7 @@ func (w *writer) batches(b []byte) {
 			base := int64(binary.BigEndian.Uint64(seg))
 			delta := int32(binary.BigEndian.Uint32(seg[23:]))
 			recs := int32(binary.BigEndian.Uint32(seg[57:]))
-			w.byte(segV2)
+			w.byte(segV2Times)
 			w.varint(base - next)
 			w.uvarint(uint64(size))
 			w.uvarint(uint64(binary.BigEndian.Uint16(seg[21:])))
@@ -96,6 +108,9 @@ func (w *writer) batches(b []byte) {
 			if binary.BigEndian.Uint16(seg[21:])&attrTxn != 0 {
 				w.varint(int64(binary.BigEndian.Uint64(seg[v2ProducerOff:])))
 			}
+			first := int64(binary.BigEndian.Uint64(seg[v2FirstTsOff:]))
+			w.varint(first)
+			w.varint(int64(binary.BigEndian.Uint64(seg[v2MaxTsOff:])) - first)
 			next = base + int64(delta) + 1
 		case 0, 1:
 			base := int64(binary.BigEndian.Uint64(seg))
@@ -172,7 +187,7 @@ func readSegments(r *reader, out []byte, budget int) int {
 		}
 		var s segment
 		switch tag {
-		case segV2:
+		case segV2, segV2Times:
 			s.magic = 2
 			s.base = next + r.varint()
 			s.size = int(min(r.uvarint(), 1<<31))
@@ -185,6 +200,10 @@ func readSegments(r *reader, out []byte, budget int) int {
 			s.attrs, s.records = uint16(attrs), int32(recs)
 			if s.attrs&attrTxn != 0 {
 				s.pid = r.varint()
+			}
+			if tag == segV2Times {
+				s.first = r.varint()
+				s.max = s.first + r.varint()
 			}
 			next = s.base + int64(s.lastDelta) + 1
 		case segLegacy:
@@ -229,6 +248,8 @@ func (s *segment) put(b []byte) {
 		b[16] = 2
 		binary.BigEndian.PutUint16(b[21:], s.attrs)
 		binary.BigEndian.PutUint32(b[23:], uint32(s.lastDelta))
+		binary.BigEndian.PutUint64(b[v2FirstTsOff:], uint64(s.first))
+		binary.BigEndian.PutUint64(b[v2MaxTsOff:], uint64(s.max))
 		binary.BigEndian.PutUint64(b[v2ProducerOff:], uint64(s.pid))
 		binary.BigEndian.PutUint32(b[57:], uint32(s.records))
 	case 0, 1:

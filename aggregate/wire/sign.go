@@ -28,7 +28,7 @@ import (
 // topic is mirrored under another name.
 
 // VersionSigned is the version byte of a signed batch.
-const VersionSigned = 3
+const VersionSigned = 5
 
 // TagSize is the size of a signed batch's tag.
 const TagSize = sha256.Size
@@ -105,7 +105,7 @@ type Signer struct {
 // NewSigner returns a Signer with k.
 func NewSigner(k Key) *Signer { return &Signer{mac: hmac.New(sha256.New, k.secret)} }
 
-// Sign turns b, a version 2 batch (Encoder.Bytes), into a signed one in
+// Sign turns b, an unsigned batch (Encoder.Bytes), into a signed one in
 // place: its version byte set to VersionSigned and the tag appended. It
 // returns the signed batch (b's array when it has room for the tag).
 func (s *Signer) Sign(b []byte) []byte {
@@ -152,7 +152,7 @@ func NewKeyring(keys []Key) *Keyring {
 // far as it could be read (the agent the batch claims to be).
 func (kr *Keyring) Verify(value []byte) (agent string, err error) {
 	agent, ok := claimedHost(value)
-	if len(value) == 0 || value[0] != VersionSigned || len(value) < 1+TagSize {
+	if len(value) == 0 || value[0] != VersionSigned && value[0] != versionV2Signed || len(value) < 1+TagSize {
 		return agent, ErrUnsigned
 	}
 	if !ok {

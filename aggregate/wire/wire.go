@@ -14,8 +14,18 @@ import (
 	"github.com/kwire/kwire/decode"
 )
 
-// Version is the format version, the first byte of every batch.
-const Version = 2
+// Version is the format version, the first byte of every unsigned batch
+// this build writes (VersionSigned a signed one's). Format 4 (and 5,
+// signed) adds record batch timestamps to Fetch responses' segments and a
+// Produce request partition's batch header: an aggregator reads 2 to 5,
+// an older one refuses 4 and 5 (ErrVersion: upgrade aggregators first).
+const Version = 4
+
+// versionV2 and versionV2Signed are the formats before batch timestamps.
+const (
+	versionV2       = 2
+	versionV2Signed = 3
+)
 
 // Errors of Decode.
 var (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"time"
 
 	"github.com/kwire/kwire/correlate"
 )
@@ -32,6 +33,9 @@ type limitFlags struct {
 	// reorderMB is --max-reorder-mb of read and analyze (kwire live has
 	// its own, with its other capture flags).
 	reorderMB int
+	// healthWindow is --health-window: not a cap, but the correlator's
+	// other setting every command shares.
+	healthWindow time.Duration
 }
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
@@ -53,13 +57,15 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&l.members, "max-members", 2000, "most members remembered per group, departed ones forgotten first (members_dropped)")
 	fs.IntVar(&l.partitions, "max-partitions", 100000, "most topic partitions tracked per group (partitions_dropped)")
 	fs.IntVar(&l.clients, "max-clients", 100000, "most clients (host and client id) remembered, least recently seen forgotten first (clients_evicted)")
+	fs.DurationVar(&l.healthWindow, "health-window", 60*time.Second, "capture time over which each group partition's consumer health is judged (summary health: "+
+		"ok, lagging, stalled, stopped, rewind; docs/schema.md)")
 	fs.IntVar(&l.topicIDs, "max-topic-ids", 100000, "most topic ids remembered with their names, and apart without, least recently seen forgotten first (topic_ids_evicted)")
 }
 
 // correlate returns the correlator's options with the caps asked for.
 func (l *limitFlags) correlate() *correlate.Options {
 	return &correlate.Options{MaxGroups: l.groups, MaxMembersPerGroup: l.members,
-		MaxPartitionsPerGroup: l.partitions, MaxClients: l.clients, MaxTopicIDs: l.topicIDs}
+		MaxPartitionsPerGroup: l.partitions, MaxClients: l.clients, MaxTopicIDs: l.topicIDs, HealthWindow: l.healthWindow}
 }
 
 // reorderPages returns the reassembly bounds of --max-reorder-mb, in

@@ -97,11 +97,17 @@ func runLag(ctx context.Context, c *Cluster) error {
 		}
 	}()
 	for _, lc := range lagConsumers {
-		cl, err := c.Kgo(kgo.ClientID(lc.group+"-member"), kgo.ConsumerGroup(lc.group), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxWait(250*time.Millisecond))
+		// The generator's probe records each generation's plan and
+		// assignments for the groups truth, as for the other scenarios.
+		id := lc.group + "-member"
+		pr := newProbe(lc.group, id, "", c.groups.add)
+		cl, err := c.Kgo(kgo.ClientID(id), kgo.ConsumerGroup(lc.group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxWait(250*time.Millisecond),
+			kgo.WithHooks(pr), kgo.Balancers(pr.balancers(kgo.CooperativeStickyBalancer())...))
 		if err != nil {
 			return err
 		}
+		pr.cl.Store(cl)
 		consumers = append(consumers, startLagConsumer(ctx, cl, lc.mode))
 	}
 	for _, lc := range lagConsumers {
@@ -124,6 +130,12 @@ func runLag(ctx context.Context, c *Cluster) error {
 		groups[i] = lc.group
 	}
 	if err := c.RecordCommitted(ctx, groups...); err != nil {
+		return err
+	}
+	for _, lc := range consumers {
+		lc.close() // members leave (LeaveGroup) before the groups are described
+	}
+	if err := c.RecordGroups(ctx, groups...); err != nil {
 		return err
 	}
 	if err := c.RecordEndOffsets(ctx, topic); err != nil {
