@@ -95,7 +95,7 @@ type batchDecoder struct {
 	// size and (records not deferred) total, the batch's.
 	budget, maxExpand, total int
 	deferRecords             bool
-	times                    bool // format 4 on: Produce partitions carry a batch header
+	times                    bool           // format 4 on: Produce partitions carry a batch header
 	deferred                 []partSegments // the exchange's, with deferRecords
 }
 
