@@ -14,7 +14,11 @@ import (
 // It implements correlate.Sink.
 func (w *Writer) Event(ev correlate.Event) {
 	if w.opts.Text {
-		w.line(textEvent(ev))
+		if w.timeline != nil {
+			w.timeline.event(ev, w.opts.ids(textEvent(ev)))
+			return
+		}
+		w.line(w.opts.ids(textEvent(ev)))
 		return
 	}
 	if c, ok := ev.(*correlate.CommitEvent); ok && !w.opts.Reference {
@@ -28,7 +32,10 @@ func (w *Writer) Event(ev correlate.Event) {
 // Summary writes the final "type":"summary" object: the correlator's state.
 func (w *Writer) Summary(s *correlate.Snapshot) {
 	if w.opts.Text {
-		w.line(textReport(s))
+		if w.timeline == nil {
+			w.line("") // after the events written as they came
+		}
+		w.line(textReport(s, w.timeline, &w.opts))
 		return
 	}
 	w.envelope("summary", s.Time, s)
@@ -54,12 +61,12 @@ func (w *Writer) envelope(typ string, ts time.Time, v any) {
 }
 
 func textEvent(ev correlate.Event) string {
-	ts := clock(ev.Time())
+	ts := Time(ev.Time())
 	switch e := ev.(type) {
 	case *correlate.GenerationEvent:
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s GENERATION %s gen %d %s/%s: %d members, leader %s, cause %s", ts, e.Group, e.Generation,
-			e.ProtocolType, e.Protocol, len(e.Members), short(e.Leader), causeText(e.Cause))
+			e.ProtocolType, e.Protocol, len(e.Members), e.Leader, causeText(e.Cause))
 		if e.DurationMillis != nil {
 			fmt.Fprintf(&b, ", rebalance %dms", *e.DurationMillis)
 		}
@@ -67,11 +74,11 @@ func textEvent(ev correlate.Event) string {
 			fmt.Fprintf(&b, " (%d generations not in the capture)", e.Missed)
 		}
 		for _, m := range e.Members {
-			fmt.Fprintf(&b, "\n    %s %s@%s %s", short(m.MemberID), m.ClientID, m.ClientHost, correlate.AssignmentText(m.Assignment))
+			fmt.Fprintf(&b, "\n    %s %s@%s %s", m.MemberID, m.ClientID, m.ClientHost, correlate.AssignmentText(m.Assignment))
 		}
 		return b.String()
 	case *correlate.MemberEvent:
-		s := fmt.Sprintf("%s MEMBER %s %s %s (%s@%s) gen %d", ts, e.Action, e.Group, short(e.MemberID), e.ClientID, e.ClientHost, e.Generation)
+		s := fmt.Sprintf("%s MEMBER %s %s %s (%s@%s) gen %d", ts, e.Action, e.Group, e.MemberID, e.ClientID, e.ClientHost, e.Generation)
 		if e.SilentMillis > 0 {
 			s += fmt.Sprintf(", silent %dms (session timeout %dms)", e.SilentMillis, e.SessionTimeoutMillis)
 		}
@@ -80,7 +87,7 @@ func textEvent(ev correlate.Event) string {
 		}
 		return s
 	case *correlate.CommitEvent:
-		s := fmt.Sprintf("%s COMMIT %s %s[%d]=%d by %s gen %d: %s", ts, e.Group, e.Topic, e.Partition, e.Offset, short(e.MemberID), e.Generation, e.Outcome)
+		s := fmt.Sprintf("%s COMMIT %s %s[%d]=%d by %s gen %d: %s", ts, e.Group, e.Topic, e.Partition, e.Offset, e.MemberID, e.Generation, e.Outcome)
 		if e.Error != "" {
 			s += " " + e.Error
 		}
@@ -103,7 +110,7 @@ func textEvent(ev correlate.Event) string {
 		}
 		return s
 	case *correlate.ShareGroupEvent:
-		s := fmt.Sprintf("%s SHARE %s %s %s[%d] by %s (%s@%s)", ts, e.Action, e.Group, e.Topic, e.Partition, short(e.MemberID), e.ClientID, e.ClientHost)
+		s := fmt.Sprintf("%s SHARE %s %s %s[%d] by %s (%s@%s)", ts, e.Action, e.Group, e.Topic, e.Partition, e.MemberID, e.ClientID, e.ClientHost)
 		if e.Action == correlate.ShareAcquired {
 			s += fmt.Sprintf(": %d records", e.Records)
 			if e.Redelivered > 0 {
@@ -132,19 +139,10 @@ func textEvent(ev correlate.Event) string {
 func causeText(c correlate.Cause) string {
 	s := c.Kind
 	if c.Member != "" {
-		s += " " + short(c.Member)
+		s += " " + c.Member
 	}
 	if c.Reason != "" {
 		s += " (" + c.Reason + ")"
 	}
 	return s
-}
-
-// short abbreviates long generated member ids for text output; NDJSON
-// always has them whole.
-func short(id string) string {
-	if len(id) > 40 {
-		return id[:28] + "…" + id[len(id)-8:]
-	}
-	return id
 }

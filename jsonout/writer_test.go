@@ -52,7 +52,7 @@ func TestTextReport(t *testing.T) {
 		},
 		HazardCounts: map[string]int{"critical": 1, "info": 1},
 	}
-	out := textReport(s)
+	out := textReport(s, nil, &Options{})
 	for _, want := range []string{"== group orders (classic, consumer/range) state stable, generation 4, coordinator node 1 (b1:9092)",
 		"m-1", "c1@10.0.0.1", "t[0,1]", "hazards: 1 critical, 0 warn, 1 info", "CRITICAL:", "commit_gap: record 30 never committed",
 		"OffsetCommit #31", "INFO:"} {
@@ -69,7 +69,7 @@ func TestTextReport(t *testing.T) {
 	s.Stats.Limits = correlate.Limits{GroupsEvicted: 2001, GroupsDropped: 3, CommitsDropped: 40}
 	want := "\nlimits: 2001 groups only named (no member, generation or commit seen) forgotten to make room (--max-groups); " +
 		"3 requests for groups past --max-groups ignored"
-	if out := textReport(s); !strings.HasSuffix(out, want) {
+	if out := textReport(s, nil, &Options{}); !strings.HasSuffix(out, want) {
 		t.Errorf("report ends %q, want %q", out[max(0, len(out)-len(want)):], want)
 	}
 }
