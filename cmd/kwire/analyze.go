@@ -22,11 +22,23 @@ resets; expired members, late heartbeats, rebalance storms; weak producer
 acks; client id churn. Each has a severity (info, warn, critical) and the
 exchanges it rests on (times and connections, to find them in Wireshark).
 
-On a terminal: a timeline of group events and hazards, then a report per
-group with its hazards by severity. With --json (or when stdout is not a
-terminal): NDJSON events (generation, member, commit, coordinator, hazard),
-anomalies, a final "summary" object with the whole state and a "stats"
-line (schema: docs/schema.md).
+On a terminal, or with --text: a report, written once the files are read:
+a verdict per group (its worst hazard, the records lost or processed again
+by partition and offset range, which members and clients), a line of what
+to do per hazard kind (docs/runbook.md says more), the timeline of group
+events, hazards and anomalies in capture time order (UTC, with the date,
+as the NDJSON ts), then per group its generations, members and partitions
+and the hazards with the exchanges they rest on. The info hazards every new
+group shows (partitions without committed offset, auto-commits, the
+broker's initial rebalance delay) are folded into one line per group.
+Member ids are cut to a prefix of 8 hex digits of their random part,
+which finds the whole id in the NDJSON (--full-ids: whole).
+
+With --json, or when stdout is not a terminal (then said on stderr when
+it is a terminal: kwire analyze FILE | less shows NDJSON): NDJSON events
+(generation, member, commit, coordinator, hazard), anomalies, a final
+"summary" object with the whole state and a "stats" line (schema:
+docs/schema.md).
 
 With --tui: a terminal UI (groups, group detail, hazards, traffic, loss
 counters) over a replay of the files, as fast as possible, at capture pace
