@@ -121,7 +121,11 @@ func routineText(group string, kinds map[string]int) string {
 	if who == "" {
 		who = "clients"
 	}
-	return fmt.Sprintf("%s: %d info hazards every new group shows, folded: %s", who, n, strings.Join(parts, ", "))
+	hazards := "hazards"
+	if n == 1 {
+		hazards = "hazard"
+	}
+	return fmt.Sprintf("%s: %d info %s every new group shows, folded: %s", who, n, hazards, strings.Join(parts, ", "))
 }
 
 func minTime(a, b time.Time) time.Time {
