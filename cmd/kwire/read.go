@@ -27,7 +27,8 @@ is found too.
 Output: one line per exchange (request + response), per anomaly and per
 consumer-group event (generation, member, commit, coordinator), then a final
 stats line. On a terminal the lines are human-readable; otherwise, or
-with --json, they are NDJSON (schema: docs/schema.md).
+with --json, they are NDJSON (schema: docs/schema.md), which a note on
+stderr says when stderr is a terminal (kwire read FILE | less).
 
 Examples:
   kwire read capture.pcapng
@@ -166,5 +167,6 @@ func cmdRead(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
+	cf.noteNDJSON("read", stdout, stderr)
 	return newPipeline(&cf, stdout, true).runFiles(fs.Args(), &cf, false, stderr)
 }
