@@ -18,7 +18,7 @@ func (w *Writer) Event(ev correlate.Event) {
 			w.timeline.event(ev, w.opts.ids(textEvent(ev)))
 			return
 		}
-		w.line(w.opts.ids(textEvent(ev)))
+		w.line(w.opts.ids(w.markLate(textEvent(ev), ev.Time())))
 		return
 	}
 	if c, ok := ev.(*correlate.CommitEvent); ok && !w.opts.Reference {
@@ -27,6 +27,35 @@ func (w *Writer) Event(ev correlate.Event) {
 		return
 	}
 	w.envelope(ev.Type(), ev.Time(), ev)
+}
+
+// lateBy is how far behind the latest event written an event must be to
+// be marked late in text written as it comes: events of one moment on
+// different connections come a little out of order.
+const lateBy = 100 * time.Millisecond
+
+// markLate marks line, an event of time t written as it comes, when it
+// is behind the latest written by lateBy or more: a hazard judged after a
+// grace (a rejected commit not retried, an expiry), written after events
+// of later times. The report (Options.Report) puts it in its place instead.
+func (w *Writer) markLate(line string, t time.Time) string {
+	if !t.Before(w.latest.Add(-lateBy)) {
+		w.latest = later(w.latest, t)
+		return line
+	}
+	first, rest, _ := strings.Cut(line, "\n")
+	first += " [late: reported after events of " + Time(w.latest) + "]"
+	if rest != "" {
+		return first + "\n" + rest
+	}
+	return first
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // Summary writes the final "type":"summary" object: the correlator's state.

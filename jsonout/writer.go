@@ -52,6 +52,7 @@ type Writer struct {
 
 	scratch  []byte      // a line being built (fast.go)
 	timeline *timeline   // Options.Report: what the report's timeline holds
+	latest   time.Time   // the latest event written as text (markLate)
 	commits  commitCache // what the last commit line wrote
 	lines    *Lines      // exchange lines
 }
