@@ -95,7 +95,7 @@ func textEvent(ev correlate.Event) string {
 	case *correlate.GenerationEvent:
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s GENERATION %s gen %d %s/%s: %d members, leader %s, cause %s", ts, e.Group, e.Generation,
-			e.ProtocolType, e.Protocol, len(e.Members), e.Leader, causeText(e.Cause))
+			e.ProtocolType, e.Protocol, len(e.Members), e.Leader, CauseText(e.Cause))
 		if e.DurationMillis != nil {
 			fmt.Fprintf(&b, ", rebalance %dms", *e.DurationMillis)
 		}
@@ -165,7 +165,9 @@ func textEvent(ev correlate.Event) string {
 	return fmt.Sprintf("%s %s", ts, strings.ToUpper(ev.Type()))
 }
 
-func causeText(c correlate.Cause) string {
+// CauseText says why a generation began, as the text output does, with
+// member ids whole (the text output shortens them after).
+func CauseText(c correlate.Cause) string {
 	s := c.Kind
 	if c.Member != "" {
 		s += " " + c.Member

@@ -82,7 +82,7 @@ func groupReport(b *strings.Builder, g *correlate.Group, ids func(string) string
 	case g.ProtocolType != "" && g.ProtocolType != g.GroupType: // a share group's is "share"
 		fmt.Fprintf(b, ", %s", g.ProtocolType)
 	}
-	fmt.Fprintf(b, ") state %s, generation %d, coordinator %s\n", g.State, g.Generation, coordinatorText(&g.Coordinator))
+	fmt.Fprintf(b, ") state %s, generation %d, coordinator %s\n", g.State, g.Generation, CoordinatorText(&g.Coordinator))
 	if len(g.Generations) > 0 {
 		b.WriteString("generations:\n")
 		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
@@ -95,7 +95,7 @@ func groupReport(b *strings.Builder, g *correlate.Group, ids func(string) string
 			if e.DurationMillis != nil {
 				took = fmt.Sprintf("%dms", *e.DurationMillis)
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", e.Generation, when, took, len(e.Members), ids(causeText(e.Cause)))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", e.Generation, when, took, len(e.Members), ids(CauseText(e.Cause)))
 		}
 		tw.Flush()
 	}
@@ -136,7 +136,9 @@ func shareReport(b *strings.Builder, s *correlate.ShareSummary) {
 	tw.Flush()
 }
 
-func coordinatorText(c *correlate.Coordinator) string {
+// CoordinatorText says which broker is a group's coordinator: its node, else
+// the broker that answered as it, else "unknown".
+func CoordinatorText(c *correlate.Coordinator) string {
 	switch {
 	case c.NodeID >= 0:
 		return fmt.Sprintf("node %d (%s:%d)", c.NodeID, c.Host, c.Port)
