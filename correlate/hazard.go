@@ -37,6 +37,17 @@ const (
 	HazardShareAckLost    = "share_ack_lost"
 )
 
+// HazardKinds are every hazard kind the Correlator reports, in the order
+// of the constants above: the text report's remediation lines and
+// docs/runbook.md have an entry for each.
+var HazardKinds = []string{
+	HazardCommitRegression, HazardCommitGap, HazardCommitBeyondFetch, HazardCommitRejected, HazardNonOwnerCommit,
+	HazardNonOwnerFetch, HazardOffsetReset, HazardCommitOnReceive, HazardMemberExpired, HazardHeartbeatLate,
+	HazardRebalanceStorm, HazardRebalanceSlow, HazardInconsistentProtocol, HazardProducerAcksWeak, HazardClientIDChurn,
+	HazardZombieProducer, HazardHangingTransaction, HazardTxnOffsetCommitRejected, HazardTxnOffsetsAborted,
+	HazardShareRedelivery, HazardShareAckLost,
+}
+
 // Hazard severities (HazardEvent.Severity), least severe first.
 const (
 	SeverityInfo     = "info"

@@ -271,7 +271,11 @@ func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at 
 	case g.typ == GroupShare && g.share != nil:
 		parts = c.shareExpiredText(g, m, at)
 	case m.assigned && len(m.assignment) > 0:
-		parts = fmt.Sprintf(": its partitions %s were not consumed meanwhile%s", assignmentText(m.assignment), uncommittedText(g, m))
+		again, n := uncommittedText(g, m)
+		parts = fmt.Sprintf(": its partitions %s were not consumed meanwhile%s", assignmentText(m.assignment), again)
+		if n > 0 {
+			ev.Replayed = i64(n)
+		}
 	}
 	who := fmt.Sprintf("%s: member %s (client %s on %s)", g.name, m.id, m.clientID, m.clientHost)
 	switch d, ok := m.deadline(c); {
@@ -317,8 +321,9 @@ func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at 
 // processes again: from m's Fetches (the offset after the last batch
 // delivered to it) against the group's committed offset. Said only as far
 // as the capture shows it: a partition m fetched with no Fetch seen is
-// not claimed either way.
-func uncommittedText(g *groupState, m *memberState) string {
+// not claimed either way. n counts the offsets of the ranges said with
+// both ends (a partition with no commit seen is said, not counted).
+func uncommittedText(g *groupState, m *memberState) (text string, n int64) {
 	var again []string
 	unknown := false
 	for _, t := range sortedKeys(m.assignment) {
@@ -338,6 +343,7 @@ func uncommittedText(g *groupState, m *memberState) string {
 				again = append(again, fmt.Sprintf("%s/%d below %d, no commit seen", t, p, f.delivered))
 			case f.delivered > ps.committed:
 				again = append(again, fmt.Sprintf("%s/%d %d..%d", t, p, ps.committed, f.delivered-1))
+				n += f.delivered - ps.committed
 			}
 		}
 	}
@@ -350,11 +356,11 @@ func uncommittedText(g *groupState, m *memberState) string {
 			again = again[:most]
 		}
 		return fmt.Sprintf(", and the records it was delivered but had not committed (%s%s) are processed again by the next owner",
-			strings.Join(again, ", "), more)
+			strings.Join(again, ", "), more), n
 	case unknown:
-		return ", and records it had not committed, if any (its Fetches are not all in the capture), are processed again"
+		return ", and records it had not committed, if any (its Fetches are not all in the capture), are processed again", 0
 	}
-	return "; it had committed everything it was delivered, so nothing is processed again"
+	return "; it had committed everything it was delivered, so nothing is processed again", 0
 }
 
 func assignmentText(a map[string][]int32) string {

@@ -540,6 +540,9 @@ func (d *Decoder) emit(cs *connState, p *pending, resp kmsg.Response, state Resp
 	switch state {
 	case ResponseMissing:
 		d.stats.Missing++
+		if p.key >= 0 && int(p.key) < maxKey {
+			d.stats.MissingByKey[p.key]++
+		}
 	case ResponseLost:
 		d.stats.Lost++
 	}

@@ -98,6 +98,8 @@ type Stats struct {
 	SASLFrames      int64 `json:"sasl_frames"`
 	BufferLimit     int64 `json:"buffer_limit_frames"`
 
-	// ByKey counts exchanges per API key (index = key).
-	ByKey [maxKey]int64 `json:"-"`
+	// ByKey counts exchanges per API key (index = key); MissingByKey
+	// those of them whose response is missing.
+	ByKey        [maxKey]int64 `json:"-"`
+	MissingByKey [maxKey]int64 `json:"-"`
 }

@@ -14,7 +14,11 @@ import (
 // It implements correlate.Sink.
 func (w *Writer) Event(ev correlate.Event) {
 	if w.opts.Text {
-		w.line(textEvent(ev))
+		if w.timeline != nil {
+			w.timeline.event(ev, w.opts.ids(textEvent(ev)))
+			return
+		}
+		w.line(w.opts.ids(w.markLate(textEvent(ev), ev.Time())))
 		return
 	}
 	if c, ok := ev.(*correlate.CommitEvent); ok && !w.opts.Reference {
@@ -25,10 +29,42 @@ func (w *Writer) Event(ev correlate.Event) {
 	w.envelope(ev.Type(), ev.Time(), ev)
 }
 
+// lateBy is how far behind the latest event written an event must be to
+// be marked late in text written as it comes: events of one moment on
+// different connections come a little out of order.
+const lateBy = 100 * time.Millisecond
+
+// markLate marks line, an event of time t written as it comes, when it
+// is behind the latest written by lateBy or more: a hazard judged after a
+// grace (a rejected commit not retried, an expiry), written after events
+// of later times. The report (Options.Report) puts it in its place instead.
+func (w *Writer) markLate(line string, t time.Time) string {
+	if !t.Before(w.latest.Add(-lateBy)) {
+		w.latest = later(w.latest, t)
+		return line
+	}
+	first, rest, _ := strings.Cut(line, "\n")
+	first += " [late: reported after events of " + Time(w.latest) + "]"
+	if rest != "" {
+		return first + "\n" + rest
+	}
+	return first
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // Summary writes the final "type":"summary" object: the correlator's state.
 func (w *Writer) Summary(s *correlate.Snapshot) {
 	if w.opts.Text {
-		w.line(textReport(s))
+		if w.timeline == nil {
+			w.line("") // after the events written as they came
+		}
+		w.line(textReport(s, w.timeline, &w.opts))
 		return
 	}
 	w.envelope("summary", s.Time, s)
@@ -54,12 +90,12 @@ func (w *Writer) envelope(typ string, ts time.Time, v any) {
 }
 
 func textEvent(ev correlate.Event) string {
-	ts := clock(ev.Time())
+	ts := Time(ev.Time())
 	switch e := ev.(type) {
 	case *correlate.GenerationEvent:
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s GENERATION %s gen %d %s/%s: %d members, leader %s, cause %s", ts, e.Group, e.Generation,
-			e.ProtocolType, e.Protocol, len(e.Members), short(e.Leader), CauseText(e.Cause))
+			e.ProtocolType, e.Protocol, len(e.Members), e.Leader, CauseText(e.Cause))
 		if e.DurationMillis != nil {
 			fmt.Fprintf(&b, ", rebalance %dms", *e.DurationMillis)
 		}
@@ -67,11 +103,11 @@ func textEvent(ev correlate.Event) string {
 			fmt.Fprintf(&b, " (%d generations not in the capture)", e.Missed)
 		}
 		for _, m := range e.Members {
-			fmt.Fprintf(&b, "\n    %s %s@%s %s", short(m.MemberID), m.ClientID, m.ClientHost, correlate.AssignmentText(m.Assignment))
+			fmt.Fprintf(&b, "\n    %s %s@%s %s", m.MemberID, m.ClientID, m.ClientHost, correlate.AssignmentText(m.Assignment))
 		}
 		return b.String()
 	case *correlate.MemberEvent:
-		s := fmt.Sprintf("%s MEMBER %s %s %s (%s@%s) gen %d", ts, e.Action, e.Group, short(e.MemberID), e.ClientID, e.ClientHost, e.Generation)
+		s := fmt.Sprintf("%s MEMBER %s %s %s (%s@%s) gen %d", ts, e.Action, e.Group, e.MemberID, e.ClientID, e.ClientHost, e.Generation)
 		if e.SilentMillis > 0 {
 			s += fmt.Sprintf(", silent %dms (session timeout %dms)", e.SilentMillis, e.SessionTimeoutMillis)
 		}
@@ -80,7 +116,7 @@ func textEvent(ev correlate.Event) string {
 		}
 		return s
 	case *correlate.CommitEvent:
-		s := fmt.Sprintf("%s COMMIT %s %s[%d]=%d by %s gen %d: %s", ts, e.Group, e.Topic, e.Partition, e.Offset, short(e.MemberID), e.Generation, e.Outcome)
+		s := fmt.Sprintf("%s COMMIT %s %s[%d]=%d by %s gen %d: %s", ts, e.Group, e.Topic, e.Partition, e.Offset, e.MemberID, e.Generation, e.Outcome)
 		if e.Error != "" {
 			s += " " + e.Error
 		}
@@ -103,7 +139,7 @@ func textEvent(ev correlate.Event) string {
 		}
 		return s
 	case *correlate.ShareGroupEvent:
-		s := fmt.Sprintf("%s SHARE %s %s %s[%d] by %s (%s@%s)", ts, e.Action, e.Group, e.Topic, e.Partition, short(e.MemberID), e.ClientID, e.ClientHost)
+		s := fmt.Sprintf("%s SHARE %s %s %s[%d] by %s (%s@%s)", ts, e.Action, e.Group, e.Topic, e.Partition, e.MemberID, e.ClientID, e.ClientHost)
 		if e.Action == correlate.ShareAcquired {
 			s += fmt.Sprintf(": %d records", e.Records)
 			if e.Redelivered > 0 {
@@ -129,23 +165,15 @@ func textEvent(ev correlate.Event) string {
 	return fmt.Sprintf("%s %s", ts, strings.ToUpper(ev.Type()))
 }
 
-// CauseText says why a generation began, as the text output does.
+// CauseText says why a generation began, as the text output does, with
+// member ids whole (the text output shortens them after).
 func CauseText(c correlate.Cause) string {
 	s := c.Kind
 	if c.Member != "" {
-		s += " " + short(c.Member)
+		s += " " + c.Member
 	}
 	if c.Reason != "" {
 		s += " (" + c.Reason + ")"
 	}
 	return s
-}
-
-// short abbreviates long generated member ids for text output; NDJSON
-// always has them whole.
-func short(id string) string {
-	if len(id) > 40 {
-		return id[:28] + "…" + id[len(id)-8:]
-	}
-	return id
 }

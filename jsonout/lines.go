@@ -61,7 +61,7 @@ func (l *Lines) append(b []byte, e *decode.Exchange, pre *scanned) []byte {
 	}
 	line := l.line(e, pre)
 	if l.opts.Text {
-		b = append(b, textExchange(&line)...)
+		b = append(b, l.opts.ids(textExchange(&line))...)
 		return append(b, '\n')
 	}
 	l.buf.Reset()

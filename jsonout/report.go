@@ -2,24 +2,39 @@ package jsonout
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/kwire/kwire/correlate"
 )
 
-// textReport is kwire analyze's human report: per group, its generation
-// timeline, members and partitions now.
-func textReport(s *correlate.Snapshot) string {
+// textReport is kwire analyze's human report: the verdict and what to do,
+// the timeline tl held (nil: the events were written as they came), per
+// group its generations, members and partitions now, then the hazards.
+// Member ids are shortened as o says.
+func textReport(s *correlate.Snapshot, tl *timeline, o *Options) string {
 	var b strings.Builder
+	ids := o.ids
+	fmt.Fprintf(&b, "== kwire report at %s (the end of the capture; times are UTC", Time(s.Time))
+	if !o.FullIDs {
+		b.WriteString("; member ids cut to a prefix, --full-ids for them whole")
+	}
+	b.WriteString(")\n")
+	verdictReport(&b, s, ids)
+	if tl != nil {
+		tl.write(&b)
+	}
 	if len(s.Groups) == 0 {
 		b.WriteString("\nno consumer group traffic in the capture\n")
 	}
 	for i := range s.Groups {
-		groupReport(&b, &s.Groups[i])
+		groupReport(&b, &s.Groups[i], ids)
 	}
 	txnReport(&b, s)
-	hazardReport(&b, s)
+	hazardReport(&b, s, ids)
 	for _, u := range s.Unattributed {
 		fmt.Fprintf(&b, "\nfetches not attributed to one group: %s@%s (%s", u.ClientID, u.ClientHost, u.Status)
 		if len(u.Candidates) > 0 {
@@ -60,7 +75,7 @@ func limitsText(l *correlate.Limits) string {
 	return strings.Join(out, "; ")
 }
 
-func groupReport(b *strings.Builder, g *correlate.Group) {
+func groupReport(b *strings.Builder, g *correlate.Group, ids func(string) string) {
 	fmt.Fprintf(b, "\n== group %s (%s", g.Group, orUnknown(g.GroupType))
 	switch {
 	case g.ProtocolType != "" && g.Protocol != "":
@@ -76,12 +91,12 @@ func groupReport(b *strings.Builder, g *correlate.Group) {
 		for _, e := range g.Generations {
 			when, took := "?", "?"
 			if e.Completed != nil {
-				when = clock(*e.Completed)
+				when = Time(*e.Completed)
 			}
 			if e.DurationMillis != nil {
 				took = fmt.Sprintf("%dms", *e.DurationMillis)
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", e.Generation, when, took, len(e.Members), CauseText(e.Cause))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", e.Generation, when, took, len(e.Members), ids(CauseText(e.Cause)))
 		}
 		tw.Flush()
 	}
@@ -90,17 +105,17 @@ func groupReport(b *strings.Builder, g *correlate.Group) {
 		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  member\tclient\tstatus\tgen\tassignment")
 		for _, m := range g.Members {
-			fmt.Fprintf(tw, "  %s\t%s@%s\t%s\t%d\t%s\n", short(m.MemberID), m.ClientID, m.ClientHost, m.Status, m.Generation, correlate.AssignmentText(m.Assignment))
+			fmt.Fprintf(tw, "  %s\t%s@%s\t%s\t%d\t%s\n", ids(m.MemberID), m.ClientID, m.ClientHost, m.Status, m.Generation, correlate.AssignmentText(m.Assignment))
 		}
 		tw.Flush()
 	}
 	if len(g.Partitions) > 0 {
 		b.WriteString("partitions:\n")
 		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "topic\tpart\tcommitted\tposition\tend\tlag\trecords\tbytes\towner\t")
+		fmt.Fprintln(tw, "topic\tpart\tcommitted\tposition\tend\tlag\tlag s\thealth\trecords\tbytes\towner\t")
 		for _, p := range g.Partitions {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", p.Topic, p.Partition, opt(p.Committed), opt(p.Position),
-				opt(p.EndOffset), opt(p.Lag), p.Records, p.Bytes, short(orDash(p.Owner)))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", p.Topic, p.Partition, opt(p.Committed), opt(p.Position),
+				opt(p.EndOffset), opt(p.Lag), lagSeconds(p.LagSeconds, p.LagSecondsEstimated), health(p.Health), p.Records, p.Bytes, ids(orDash(p.Owner)))
 		}
 		tw.Flush()
 	}
@@ -156,8 +171,9 @@ func orUnknown(s string) string {
 }
 
 // hazardReport lists the hazards by severity, most severe first, each with
-// its summary and the exchanges it rests on.
-func hazardReport(b *strings.Builder, s *correlate.Snapshot) {
+// its summary and the exchanges it rests on; the routine info hazards of
+// new groups in one line per group.
+func hazardReport(b *strings.Builder, s *correlate.Snapshot, ids func(string) string) {
 	if len(s.Hazards) == 0 {
 		b.WriteString("\nhazards: none\n")
 		return
@@ -169,15 +185,51 @@ func hazardReport(b *strings.Builder, s *correlate.Snapshot) {
 	}
 	b.WriteString("\n")
 	sev := ""
+	folded := map[string]map[string]int{}
 	for i := range s.Hazards {
 		h := &s.Hazards[i]
+		if routine(h) {
+			if folded[h.Group] == nil {
+				folded[h.Group] = map[string]int{}
+			}
+			folded[h.Group][h.Kind]++
+			continue
+		}
 		if h.Severity != sev {
 			sev = h.Severity
 			fmt.Fprintf(b, "%s:\n", strings.ToUpper(sev))
 		}
-		fmt.Fprintf(b, "  %s %s: %s\n", clock(h.Time()), h.Kind, h.Summary)
+		fmt.Fprintf(b, "  %s %s: %s\n", Time(h.Time()), h.Kind, ids(h.Summary))
 		for _, ev := range h.Evidence {
-			fmt.Fprintf(b, "      %s %s #%d c%d %s>%s\n", clock(ev.TS), ev.API, ev.CorrelationID, ev.Conn.ID, ev.Conn.Client, ev.Conn.Broker)
+			fmt.Fprintf(b, "      %s %s #%d c%d %s>%s\n", Time(ev.TS), ev.API, ev.CorrelationID, ev.Conn.ID, ev.Conn.Client, ev.Conn.Broker)
 		}
 	}
+	if len(folded) > 0 {
+		b.WriteString("INFO, routine (every hazard in --json):\n")
+		for _, g := range slices.Sorted(maps.Keys(folded)) {
+			fmt.Fprintf(b, "  %s\n", routineText(g, folded[g]))
+		}
+	}
+}
+
+// lagSeconds is a lag in seconds as the text report shows it: "12.3",
+// "~12.3" when estimated, "-" when unknown.
+func lagSeconds(s *float64, estimated bool) string {
+	if s == nil {
+		return "-"
+	}
+	t := strconv.FormatFloat(*s, 'f', 1, 64)
+	if estimated {
+		t = "~" + t
+	}
+	return t
+}
+
+// health is a partition's health as the text report shows it: its state,
+// "-" when not judged (a capture shorter than --health-window).
+func health(h *correlate.Health) string {
+	if h == nil {
+		return "-"
+	}
+	return h.State
 }

@@ -8,9 +8,6 @@ import (
 	"time"
 )
 
-// clock is the time of day a text line starts with, like tcpdump's.
-func clock(t time.Time) string { return t.UTC().Format("15:04:05.000000") }
-
 func textExchange(l *exchangeLine) string {
 	var b strings.Builder
 	ts := l.TS
@@ -142,7 +139,44 @@ func textStats(l *statsLine) string {
 		}
 		loss += ")"
 	}
-	return fmt.Sprintf("-- %d packets, %d bytes%s, %d kafka connections (%d not kafka, %d tls); %d exchanges (%d responses missing, %d lost, %d unmatched); %d gaps (%d bytes), %d resyncs (%d bytes skipped), %d decode errors\n-- by api: %s",
+	line := fmt.Sprintf("-- %d packets, %d bytes%s, %d kafka connections (%d not kafka, %d tls); %d exchanges (%d responses missing, %d lost, %d unmatched); %d gaps (%d bytes), %d resyncs (%d bytes skipped), %d decode errors\n-- by api: %s",
 		c.Packets, c.Bytes, loss, d.KafkaConns, d.NonKafkaConns, d.TLSConns, d.Exchanges, d.Missing, d.Lost, d.Unmatched,
 		d.Gaps, d.GapBytes, d.Resyncs, d.SkippedBytes, d.DecodeErrors, strings.Join(apis, " "))
+	return line + missingText(d)
+}
+
+// heldOpen are the APIs whose requests a broker holds unanswered for a
+// while by design: Fetch and ShareFetch (long poll, up to the request's
+// max wait), JoinGroup and SyncGroup (until the rebalance completes).
+var heldOpen = map[int16]bool{1: true, 11: true, 14: true, 78: true}
+
+// missingText explains the responses missing (their connection closed,
+// or the capture ended, first): by API, those a broker holds open apart,
+// which are normal, from the others.
+func missingText(d *decodeStats) string {
+	if d.Missing == 0 {
+		return ""
+	}
+	var held, other []string
+	var nHeld, nOther int64
+	for k, n := range d.MissingByKey {
+		if n == 0 {
+			continue
+		}
+		if heldOpen[int16(k)] {
+			held, nHeld = append(held, fmt.Sprintf("%s %d", APIName(int16(k)), n)), nHeld+n
+		} else {
+			other, nOther = append(other, fmt.Sprintf("%s %d", APIName(int16(k)), n)), nOther+n
+		}
+	}
+	var b strings.Builder
+	if nHeld > 0 {
+		fmt.Fprintf(&b, "\n-- %d response(s) missing are normal (%s): requests a broker holds open (a Fetch's long poll, "+
+			"a JoinGroup or SyncGroup until the rebalance completes), cut off by a close or the end of the capture", nHeld, strings.Join(held, ", "))
+	}
+	if nOther > 0 {
+		fmt.Fprintf(&b, "\n-- %d response(s) missing (%s): their connection closed, or the capture ended, before the broker answered: "+
+			"normal in the capture's last moments or when a client exits mid-request; otherwise a broker that stopped answering", nOther, strings.Join(other, ", "))
+	}
+	return b.String()
 }

@@ -26,6 +26,14 @@ const TimeFormat = "2006-01-02T15:04:05.000000Z07:00"
 type Options struct {
 	// Text writes a human-readable line per item instead of NDJSON.
 	Text bool
+	// Report, with Text, is kwire analyze's report: events and anomalies
+	// are held instead of written as they come, and the summary writes
+	// the verdict, what to do, the timeline of what was held in capture
+	// time order, each group, and the hazards (report.go).
+	Report bool
+	// FullIDs, with Text, writes member ids whole; otherwise generated
+	// ids are shortened (correlate.ShortIDs). NDJSON has them whole.
+	FullIDs bool
 	// LineFlush flushes after every line (live use: a consumer like jq sees
 	// each event at once). Offline output is buffered.
 	LineFlush bool
@@ -42,9 +50,11 @@ type Writer struct {
 	opts Options
 	err  error
 
-	scratch []byte      // a line being built (fast.go)
-	commits commitCache // what the last commit line wrote
-	lines   *Lines      // exchange lines
+	scratch  []byte      // a line being built (fast.go)
+	timeline *timeline   // Options.Report: what the report's timeline holds
+	latest   time.Time   // the latest event written as text (markLate)
+	commits  commitCache // what the last commit line wrote
+	lines    *Lines      // exchange lines
 }
 
 // New returns a Writer on w. opts may be nil.
@@ -56,7 +66,19 @@ func New(w io.Writer, opts *Options) *Writer {
 	}
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	return &Writer{bw: bw, enc: enc, opts: o, lines: NewLines(&o)}
+	out := &Writer{bw: bw, enc: enc, opts: o, lines: NewLines(&o)}
+	if o.Text && o.Report {
+		out.timeline = &timeline{}
+	}
+	return out
+}
+
+// ids shortens the member ids in text s unless o asks for them whole.
+func (o *Options) ids(s string) string {
+	if o.FullIDs {
+		return s
+	}
+	return correlate.ShortIDs(s)
 }
 
 // Conn is how a connection appears in output.
@@ -185,7 +207,7 @@ func (w *Writer) Anomaly(a *decode.Anomaly) {
 	}
 	if w.opts.Text {
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s ANOMALY %s c%d %s>%s %s: %s", clock(a.Time), l.Kind, a.Conn.ID, l.Conn.Client, l.Conn.Broker, l.Dir, l.Detail)
+		fmt.Fprintf(&b, "%s ANOMALY %s c%d %s>%s %s: %s", Time(a.Time), l.Kind, a.Conn.ID, l.Conn.Client, l.Conn.Broker, l.Dir, l.Detail)
 		if a.Kind == decode.AnomalyUnmatchedResponse {
 			fmt.Fprintf(&b, " #%d", a.CorrelationID) // the detail names the API, when inferred
 			if l.Error != "" {
@@ -195,6 +217,10 @@ func (w *Writer) Anomaly(a *decode.Anomaly) {
 				b.WriteString(" =>")
 				textSummary(&b, l.Resp)
 			}
+		}
+		if w.timeline != nil {
+			w.timeline.add(a.Time, b.String())
+			return
 		}
 		w.line(b.String())
 		return

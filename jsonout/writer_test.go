@@ -3,6 +3,7 @@ package jsonout
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestTextReport(t *testing.T) {
 		},
 		HazardCounts: map[string]int{"critical": 1, "info": 1},
 	}
-	out := textReport(s)
+	out := textReport(s, nil, &Options{})
 	for _, want := range []string{"== group orders (classic, consumer/range) state stable, generation 4, coordinator node 1 (b1:9092)",
 		"m-1", "c1@10.0.0.1", "t[0,1]", "hazards: 1 critical, 0 warn, 1 info", "CRITICAL:", "commit_gap: record 30 never committed",
 		"OffsetCommit #31", "INFO:"} {
@@ -69,7 +70,7 @@ func TestTextReport(t *testing.T) {
 	s.Stats.Limits = correlate.Limits{GroupsEvicted: 2001, GroupsDropped: 3, CommitsDropped: 40}
 	want := "\nlimits: 2001 groups only named (no member, generation or commit seen) forgotten to make room (--max-groups); " +
 		"3 requests for groups past --max-groups ignored"
-	if out := textReport(s); !strings.HasSuffix(out, want) {
+	if out := textReport(s, nil, &Options{}); !strings.HasSuffix(out, want) {
 		t.Errorf("report ends %q, want %q", out[max(0, len(out)-len(want)):], want)
 	}
 }
@@ -85,5 +86,50 @@ func TestConnOfNil(t *testing.T) {
 	w.Anomaly(&decode.Anomaly{Kind: decode.AnomalyGap})
 	if err := w.Flush(); err != nil || !bytes.Contains(b.Bytes(), []byte(`"type":"anomaly"`)) {
 		t.Errorf("anomaly without a connection: %q, %v", b.String(), err)
+	}
+}
+
+// stamped is an event of a given time (correlate's events take theirs
+// from the exchange that made them).
+type stamped struct{ at time.Time }
+
+func (stamped) Type() string      { return "test" }
+func (e stamped) Time() time.Time { return e.at }
+
+// TestTextLate: text written as it comes marks an event reported after
+// events of later times (a hazard judged after a grace); the report puts
+// events in time order instead.
+func TestTextLate(t *testing.T) {
+	at := time.Date(2026, 12, 2, 0, 0, 13, 484000000, time.UTC)
+	evs := []correlate.Event{stamped{at}, stamped{at.Add(-12604 * time.Millisecond)}, stamped{at.Add(-time.Millisecond)}}
+	var b bytes.Buffer
+	w := New(&b, &Options{Text: true})
+	for _, ev := range evs {
+		w.Event(ev)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"2026-12-02T00:00:13.484000Z TEST",
+		"2026-12-02T00:00:00.880000Z TEST [late: reported after events of 2026-12-02T00:00:13.484000Z]",
+		"2026-12-02T00:00:13.483000Z TEST", // a moment apart: not marked
+	}
+	if got := strings.Split(strings.TrimSpace(b.String()), "\n"); !slices.Equal(got, want) {
+		t.Errorf("(-want +got):\n-%q\n+%q", want, got)
+	}
+	b.Reset()
+	w = New(&b, &Options{Text: true, Report: true})
+	for _, ev := range evs {
+		w.Event(ev)
+	}
+	w.Summary(&correlate.Snapshot{Time: at})
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	i, j, k := strings.Index(text, want[1][:27]+" TEST\n"), strings.Index(text, want[2]+"\n"), strings.Index(text, want[0]+"\n")
+	if i < 0 || j < i || k < j || strings.Contains(text, "[late:") {
+		t.Errorf("the report's timeline is not in time order, or marks late:\n%s", text)
 	}
 }

@@ -53,6 +53,7 @@ const (
 // detailView is one group: members, generations, partitions, commits.
 type detailView struct {
 	pane  *textPane
+	ids   idForm
 	group string
 	g     *correlate.Group
 	now   time.Time
@@ -141,7 +142,7 @@ func (v *detailView) share(b *strings.Builder, g *correlate.Group, width int) {
 	fmt.Fprintf(b, "\n[::u]SHARE MEMBERS[::-] %d\n", len(s.Members))
 	rows = rows[:0]
 	for _, m := range s.Members {
-		rows = append(rows, []cell{c(m.MemberID), cf("%d", m.Acquired), warn(m.Redelivered, fmt.Sprint(m.Redelivered)), cf("%d", m.Accepted),
+		rows = append(rows, []cell{c(v.ids.id(m.MemberID)), cf("%d", m.Acquired), warn(m.Redelivered, fmt.Sprint(m.Redelivered)), cf("%d", m.Accepted),
 			warn(m.Released, fmt.Sprint(m.Released)), cf("%d", m.Rejected), warn(m.LockExpired, fmt.Sprint(m.LockExpired))})
 	}
 	writeTable(b, width, []col{{title: "MEMBER", shrink: 12, mid: true}, {title: "ACQUIRED", right: true}, {title: "REDELIV", right: true},
@@ -166,7 +167,7 @@ func (v *detailView) header(b *strings.Builder, g *correlate.Group, width int) {
 	case c.ServedBy != "":
 		coord = c.ServedBy
 	}
-	line := "coordinator " + coord + "  leader " + cut(orDash(g.Leader), 24, true)
+	line := "coordinator " + coord + "  leader " + cut(orDash(v.ids.id(g.Leader)), 24, true)
 	fmt.Fprintln(b, tview.Escape(cut(line, width, false)))
 	if len(g.Hazards) > 0 {
 		var hs []string
@@ -205,7 +206,7 @@ func (v *detailView) members(b *strings.Builder, g *correlate.Group, width int) 
 		}
 		proc := v.process(m.ClientHost, m.ClientID)
 		withProc = withProc || proc != "-"
-		rows = append(rows, []cell{c(m.MemberID), c(m.ClientID), c(m.ClientHost), c(proc), st, cf("%d", m.Generation), hb,
+		rows = append(rows, []cell{c(v.ids.id(m.MemberID)), c(m.ClientID), c(m.ClientHost), c(proc), st, cf("%d", m.Generation), hb,
 			c(correlate.AssignmentText(m.Assignment))})
 	}
 	cols := []col{{title: "MEMBER", shrink: 12, mid: true}, {title: "CLIENT", shrink: 8}, {title: "HOST", shrink: 9},
@@ -278,7 +279,7 @@ func (v *detailView) generations(b *strings.Builder, g *correlate.Group, width i
 		if e.Cause.Reason != "" {
 			cause += ": " + e.Cause.Reason
 		}
-		rows = append(rows, []cell{cf("%d", e.Generation), c(clock(when)), c(took), cf("%d", len(e.Members)), c(memberChange(prev, e.Members, i == 0)), c(cause)})
+		rows = append(rows, []cell{cf("%d", e.Generation), c(clock(when)), c(took), cf("%d", len(e.Members)), c(memberChange(prev, e.Members, i == 0)), c(v.ids.in(cause))})
 	}
 	if n := len(gens) - len(rows); n > 0 {
 		rows = append(rows, []cell{c("…"), cf("%d older", n)})
@@ -329,7 +330,7 @@ func (v *detailView) partitions(b *strings.Builder, g *correlate.Group, width in
 		if p.LagSeconds != nil {
 			ls = *p.LagSeconds
 		}
-		rows = append(rows, []cell{c(p.Topic), cf("%d", p.Partition), c(orDash(p.Owner)), c(opt(p.Position)), c(opt(p.Committed)),
+		rows = append(rows, []cell{c(p.Topic), cf("%d", p.Partition), c(orDash(v.ids.id(p.Owner))), c(opt(p.Position)), c(opt(p.Committed)),
 			c(opt(p.EndOffset)), lag, c(lagSecondsText(ls, p.LagSecondsEstimated)), c(errText)})
 	}
 	writeTable(b, width, []col{{title: "TOPIC", shrink: 8}, {title: "PART", right: true}, {title: "OWNER", shrink: 10, mid: true},
@@ -355,7 +356,7 @@ func (v *detailView) commits(b *strings.Builder, g *correlate.Group, width int) 
 	fmt.Fprintf(b, "\n[::u]RECENT COMMITS[::-] newest first\n")
 	rows := make([][]cell, 0, maxCommitsShown)
 	for _, cm := range all[:min(len(all), maxCommitsShown)] {
-		rows = append(rows, []cell{c(clock(cm.Time)), cf("%s/%d", cm.topic, cm.part), cf("%d", cm.Offset), c(orDash(cm.MemberID)),
+		rows = append(rows, []cell{c(clock(cm.Time)), cf("%s/%d", cm.topic, cm.part), cf("%d", cm.Offset), c(orDash(v.ids.id(cm.MemberID))),
 			cf("%d", cm.Generation), commitResult(cm.ErrorCode)})
 	}
 	writeTable(b, width, []col{{title: "TIME"}, {title: "PARTITION", shrink: 10}, {title: "OFFSET", right: true},

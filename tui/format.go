@@ -302,3 +302,23 @@ func para(b *strings.Builder, width int, text string) {
 		b.WriteString("\n")
 	}
 }
+
+// idForm shortens member ids as all of kwire's text does
+// (correlate.ShortID), or (true) leaves them whole.
+type idForm bool
+
+// id is member id s as shown.
+func (full idForm) id(s string) string {
+	if full {
+		return s
+	}
+	return correlate.ShortID(s)
+}
+
+// in shortens the member ids in text s.
+func (full idForm) in(s string) string {
+	if full {
+		return s
+	}
+	return correlate.ShortIDs(s)
+}

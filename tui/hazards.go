@@ -24,6 +24,7 @@ type hazardsView struct {
 	filter string
 	counts map[string]int
 	listed int
+	ids    idForm
 }
 
 func newHazardsView() *hazardsView {
@@ -105,7 +106,7 @@ func (v *hazardsView) render() {
 		t.SetCell(y, 1, tview.NewTableCell(severityLabel(h.Severity)).SetTextColor(col))
 		t.SetCell(y, 2, tview.NewTableCell(h.Kind).SetMaxWidth(22).SetTextColor(col))
 		t.SetCell(y, 3, tview.NewTableCell(tview.Escape(orDash(h.Group))).SetMaxWidth(16))
-		t.SetCell(y, 4, tview.NewTableCell(tview.Escape(h.Summary)).SetExpansion(1))
+		t.SetCell(y, 4, tview.NewTableCell(tview.Escape(v.ids.in(h.Summary))).SetExpansion(1))
 	}
 	settle(t, len(v.rows), sel, v.filter != "", "no hazard reported", "no hazard matches the filter (esc clears it)")
 }

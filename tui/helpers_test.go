@@ -109,8 +109,15 @@ type screen struct {
 
 func newScreen(t testing.TB, ctl Control, w, h int) *screen {
 	t.Helper()
+	return newScreenOpts(t, ctl, w, h, Options{})
+}
+
+// newScreenOpts is newScreen with options (Source and Screen set).
+func newScreenOpts(t testing.TB, ctl Control, w, h int, opts Options) *screen {
+	t.Helper()
 	sim := tcell.NewSimulationScreen("UTF-8")
-	u := New(NewFeed(nil), ctl, &Options{Source: "test.pcapng", Screen: sim})
+	opts.Source, opts.Screen = "test.pcapng", sim
+	u := New(NewFeed(nil), ctl, &opts)
 	sim.SetSize(w, h)
 	return &screen{t: t, u: u, sim: sim}
 }

@@ -18,6 +18,10 @@ type Options struct {
 	// Screen is where the UI draws; nil means the terminal. Tests and
 	// benchmarks pass a tcell.SimulationScreen.
 	Screen tcell.Screen
+	// FullIDs shows member ids whole; otherwise they are shortened as in
+	// all of kwire's text (correlate.ShortID). A hazard's own view (enter)
+	// always has them whole.
+	FullIDs bool
 }
 
 // UI is the terminal UI. Build it with New and Run it on one goroutine;
@@ -82,6 +86,7 @@ func New(feed *Feed, ctl Control, opts *Options) *UI {
 	u.traffic = newTrafficView()
 	u.traffic.dropped = feed.Dropped
 	u.txns = newTxnsView()
+	u.detail.ids, u.hazards.ids = idForm(u.opts.FullIDs), idForm(u.opts.FullIDs)
 	u.help = newTextPane(func(width int) string { return helpText(width) })
 
 	u.pages = tview.NewPages()

@@ -55,6 +55,7 @@ func TestViews(t *testing.T) {
 		keys   []press
 		want   []string
 		reject []string
+		opts   Options
 	}{{
 		name: "groups", frame: churnMid, w: 80, h: 24,
 		want: []string{
@@ -86,14 +87,27 @@ func TestViews(t *testing.T) {
 			`^11:38:33\.\d+ gc-orders/\d +\d+ gc-member-\S+ +8 ok$`,
 		},
 	}, {
-		name: "large terminal shows whole ids", frame: churnMid, w: 200, h: 60,
+		name: "large terminal shows ids shortened as kwire's text does", frame: churnMid, w: 200, h: 60,
 		keys: keys(tcell.KeyEnter),
 		want: []string{
-			`^gc-member-1-1fa6e38bf95327b2\w+ +gc-member-1 +127\.0\.0\.1 +live`,
+			`^gc-member-1-1fa6e38b +gc-member-1 +127\.0\.0\.1 +live`,
 			`^TOPIC +PART +OWNER +POSITION +COMMITTED +END +LAG +LAG\(S\) +FETCH ERROR$`,
-			`^gc-orders +3 gc-member-2-160f59b1e59815ccec09d457a5d55a7f +152 +152 +152 +0 +0\.0 -$`,
+			`^gc-orders +3 gc-member-2-160f59b1 +152 +152 +152 +0 +0\.0 -$`,
 			`^RECENT COMMITS newest first$`,
 		},
+		reject: []string{`gc-member-\d-[0-9a-f]{9}`},
+	}, {
+		name: "--full-ids: whole ids", frame: churnMid, w: 200, h: 60, opts: Options{FullIDs: true},
+		keys: keys(tcell.KeyEnter),
+		want: []string{
+			`^gc-member-1-1fa6e38bf95327b2e2e5a43e82197b4a +gc-member-1 +127\.0\.0\.1 +live`,
+			`^gc-orders +3 gc-member-2-160f59b1e59815ccec09d457a5d55a7f +152 +152 +152 +0 +0\.0 -$`,
+		},
+	}, {
+		name: "hazard summaries shorten ids too", frame: commitGap, w: 200, h: 24,
+		keys:   keys("2"),
+		want:   []string{`member hcg-worker-[0-9a-f]{8} `},
+		reject: []string{`hcg-worker-[0-9a-f]{9}`},
 	}, {
 		name: "hazards, severity in words", frame: commitGap, w: 80, h: 24,
 		keys: keys("2"),
@@ -168,7 +182,7 @@ func TestViews(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newScreen(t, nil, tc.w, tc.h)
+			s := newScreenOpts(t, nil, tc.w, tc.h, tc.opts)
 			s.u.apply(tc.frame(t))
 			s.draw()
 			for _, k := range tc.keys {

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden.ndjson from the current output")
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.ndjson and *.golden.txt from the current output")
 
 // testdataDir is where the committed captures are; KWIRE_TESTDATA points
 // the tests at another set (e.g. freshly generated ones).
@@ -97,7 +97,37 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// lineDiff shows the first differing lines of two NDJSON outputs.
+// textGoldens are the captures whose text report (kwire analyze --text)
+// has a golden file: a rebalance storm, records lost to an offset reset
+// (and a new group starting at the log's end), commits rejected (records
+// processed again), and a healthy group.
+var textGoldens = []string{"h_rebalance_storm", "h_offset_reset", "h_commit_rejected", "g_stable"}
+
+// TestGoldenText checks kwire analyze --text, the report people read,
+// against golden files (testdata/<case>.analyze.golden.txt).
+func TestGoldenText(t *testing.T) {
+	for _, name := range textGoldens {
+		t.Run(name, func(t *testing.T) {
+			got := runKwire(t, "analyze", "--text", filepath.Join(testdataDir(), name+".pcapng"))
+			golden := filepath.Join(testdataDir(), name+".analyze.golden.txt")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run 'make goldens')", err)
+			}
+			if !bytes.Equal(want, got) {
+				t.Errorf("output differs from %s (-want +got):\n%s", golden, lineDiff(want, got))
+			}
+		})
+	}
+}
+
+// lineDiff shows the first differing lines of two outputs.
 func lineDiff(want, got []byte) string {
 	wl, gl := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
 	var b strings.Builder

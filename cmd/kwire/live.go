@@ -196,11 +196,14 @@ func runLive(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
+	if !f.tui {
+		f.common.noteNDJSON("live", stdout, stderr)
+	}
 	if f.probe.ebpf {
 		return runLiveEBPF(ctx, f, stdout, stderr)
 	}
 	p := newPipeline(&f.common, stdout, f.exchanges)
-	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
+	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, FullIDs: f.common.fullIDs, LineFlush: true})
 
 	var pw *capture.PcapngWriter
 	lo := &capture.LiveOptions{Interface: f.iface, RingBytes: f.ringMB << 20, TickEvery: f.tickEvery()}

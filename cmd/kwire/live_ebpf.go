@@ -114,7 +114,7 @@ const errNoEBPF = "capture on an interface instead (kwire live -i IFACE), or wit
 // runLiveEBPF is runLive for --ebpf: the same pipeline and outputs.
 func runLiveEBPF(ctx context.Context, f *liveFlags, stdout, stderr io.Writer) error {
 	p := newPipeline(&f.common, stdout, f.exchanges)
-	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, LineFlush: true})
+	p.out = jsonout.New(stdout, &jsonout.Options{Text: p.text, FullIDs: f.common.fullIDs, LineFlush: true})
 	eo := &capture.EBPFOptions{PID: uint32(f.probe.pid), Comm: f.probe.comm, SnapBytes: f.probe.snap, RingBytes: f.ringMB << 20, TickEvery: f.tickEvery(),
 		TLS: f.probe.tls, TLSTargets: f.probe.tlsTargets}
 	if f.probe.cgroup != "" {

@@ -25,8 +25,12 @@ type pipeline struct {
 	// commit events out of text output (the exchange lines or the final
 	// report already show them).
 	exchanges, text bool
-	// hazards counts hazard events by severity rank (correlate.SeverityRank).
-	hazards [4]int
+	// window, when set, keeps of the output only a group and a time
+	// (kwire analyze --group, --since, --until; window.go).
+	window *window
+	// failOn, when set, is --fail-on; failed counts the hazards it matched.
+	failOn *failOn
+	failed failures
 	// tap, when set, also gets every exchange and event (kwire live's
 	// metrics exporter).
 	tap tap
@@ -135,9 +139,11 @@ func (p *pipeline) anomaly(a *decode.Anomaly) {
 	if p.agent != nil {
 		p.agent.Anomaly(a)
 	}
-	p.out.Anomaly(a)
 	if p.html != nil {
 		p.html.rec.Anomaly(a)
+	}
+	if p.window == nil || p.window.at(a.Time) {
+		p.out.Anomaly(a)
 	}
 	p.corr.Anomaly(a) // loss the absence-based hazards check
 	p.written()
@@ -162,8 +168,14 @@ func (p *pipeline) writeEvent(ev correlate.Event) {
 	if p.tap != nil {
 		p.tap.Event(ev)
 	}
-	if h, ok := ev.(*correlate.HazardEvent); ok {
-		p.hazards[correlate.SeverityRank(h.Severity)]++
+	if p.window != nil && !p.window.event(ev) {
+		return
+	}
+	if h, ok := ev.(*correlate.HazardEvent); ok && p.failOn != nil && p.failOn.matches(h) {
+		if p.failed == nil {
+			p.failed = failures{}
+		}
+		p.failed[h.Kind]++
 	}
 	if p.html != nil {
 		p.html.rec.Event(ev)
@@ -272,15 +284,6 @@ func warnDamage(w io.Writer, damage []capture.FileDamage) {
 	}
 }
 
-// atOrAbove counts the hazards of severity rank r or more.
-func (p *pipeline) atOrAbove(r int) int {
-	n := 0
-	for i := max(r, 1); i < len(p.hazards); i++ {
-		n += p.hazards[i]
-	}
-	return n
-}
-
 // finish ends a run: the correlator closes at capture time end (expiries
 // due by then, generations not yet emitted), then the summary (if asked),
 // the final stats line stamped statsAt, and a flush.
@@ -304,6 +307,9 @@ func (p *pipeline) finish(end, statsAt time.Time, cs capture.Stats, summary bool
 			// Nothing was captured (an empty kwire live run): the
 			// summary is stamped like the stats line, not 0001-01-01.
 			snap.Time = statsAt
+		}
+		if p.window != nil {
+			p.window.snapshot(snap)
 		}
 		p.out.Summary(snap)
 	}

@@ -27,7 +27,8 @@ is found too.
 Output: one line per exchange (request + response), per anomaly and per
 consumer-group event (generation, member, commit, coordinator), then a final
 stats line. On a terminal the lines are human-readable; otherwise, or
-with --json, they are NDJSON (schema: docs/schema.md).
+with --json, they are NDJSON (schema: docs/schema.md), which a note on
+stderr says when stderr is a terminal (kwire read FILE | less).
 
 Examples:
   kwire read capture.pcapng
@@ -39,9 +40,13 @@ Flags:
 
 // commonFlags are the flags of every command that reads traffic.
 type commonFlags struct {
-	ports    capture.Ports
-	json     bool
-	text     bool
+	ports   capture.Ports
+	json    bool
+	text    bool
+	fullIDs bool
+	// report is kwire analyze's: text output is the report (verdict,
+	// timeline, groups, hazards), written at the end.
+	report   bool
 	maxFrame int
 	maxBuf   int
 	limits   limitFlags // limits.go
@@ -59,6 +64,8 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.Var(&replacePorts{p: &c.ports}, "port", "broker `PORTS`: a list and/or ranges, e.g. 9092,9093 or 19092-19094; repeat to add")
 	fs.BoolVar(&c.json, "json", false, "write NDJSON (the default when stdout is not a terminal)")
 	fs.BoolVar(&c.text, "text", false, "write human-readable lines (the default on a terminal)")
+	fs.BoolVar(&c.fullIDs, "full-ids", false, "write member ids whole in text; otherwise a generated id is cut after 8 hex digits of its random part, "+
+		"a prefix of the id that NDJSON, which always has it whole, can be searched for")
 	fs.IntVar(&c.maxFrame, "max-frame", 100<<20, "largest Kafka frame decoded, in `BYTES`; larger ones are skipped and counted")
 	fs.IntVar(&c.maxBuf, "max-buffer", 256<<20, "memory for partial frames across all connections, in `BYTES`; beyond it frames are skipped and counted")
 	fs.DurationVar(&c.consumerSession, "consumer-session-timeout", 45*time.Second, "session timeout of KIP-848 consumer groups: "+
@@ -103,7 +110,15 @@ func (c *commonFlags) textOutput(stdout io.Writer) bool {
 // outputOptions are the output options of the flags; text says whether
 // the output is text.
 func (c *commonFlags) outputOptions(text bool) *jsonout.Options {
-	return &jsonout.Options{Text: text, Reference: referenceFromEnv().lines}
+	return &jsonout.Options{Text: text, Report: c.report, FullIDs: c.fullIDs, Reference: referenceFromEnv().lines}
+}
+
+// noteNDJSON says on stderr, once, that the output is NDJSON because
+// stdout is not a terminal (piped to less, say), when no flag chose it.
+func (c *commonFlags) noteNDJSON(cmd string, stdout, stderr io.Writer) {
+	if !c.json && !c.text && !isTerminal(stdout) && isTerminal(stderr) {
+		fmt.Fprintf(stderr, "kwire %s: writing NDJSON because stdout is not a terminal: --text for the report, --json to say so and not see this\n", cmd)
+	}
 }
 
 // parseFlags parses args. -h prints the help to stdout and returns
@@ -152,5 +167,6 @@ func cmdRead(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
+	cf.noteNDJSON("read", stdout, stderr)
 	return newPipeline(&cf, stdout, true).runFiles(fs.Args(), &cf, false, stderr)
 }

@@ -83,7 +83,7 @@ func (p *pipeline) replayTUI(files []string, cf *commonFlags, tf *tuiFlags, scre
 	var s *tuiSession
 	ro.Poll = func(pausing bool) { s.poll(pausing) }
 	replay := tui.NewReplay(clock, ro)
-	s = newTUISession(p, src.Stats, replay, &tui.Options{Source: sourceName(files), Screen: screen})
+	s = newTUISession(p, src.Stats, replay, &tui.Options{Source: sourceName(files), Screen: screen, FullIDs: cf.fullIDs})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	return s.run(func() error {
@@ -264,7 +264,7 @@ func (r *liveRun) openTUI(f *liveFlags) {
 		source = "ebpf"
 	}
 	t := &liveTUI{out: r.p.out, stderr: r.stderr}
-	t.s = newTUISession(r.p, r.src.Stats, nil, &tui.Options{Source: source})
+	t.s = newTUISession(r.p, r.src.Stats, nil, &tui.Options{Source: source, FullIDs: f.common.fullIDs})
 	if isTerminal(r.stderr) {
 		t.held = new(bytes.Buffer)
 		r.stderr = t.held
