@@ -107,7 +107,7 @@ func (c *Correlator) commit(g *groupState, e *decode.Exchange, member string, ge
 	md := meta // decoded for this exchange alone and never changed: shared, not copied
 	r := commitRec{
 		at: e.ReqTime.UTC(), member: member, generation: gen, offset: offset, metadata: md,
-		code: code, clientID: e.ClientID, clientHost: c.hostOf(e), conn: c.connOf(e),
+		code: code, clientID: e.ClientID, clientHost: c.hostOf(e), conn: c.connOf(e), corr: e.CorrelationID,
 	}
 	if code == 0 {
 		c.anchor(g) // the broker took it: a real group (a rejected one only names it)

@@ -60,13 +60,15 @@ type Correlator struct {
 	// most MaxPartitionsPerGroup.
 	ends map[tp]*endState
 
-	now       time.Time // latest capture time seen
-	first     time.Time // earliest request time seen (health windows begin no earlier)
-	lastSweep time.Time
-	closed    bool
-	stats     Stats
-	hazards   *hazardState // see hazard.go; nil until first used
-	loss      lossState    // see loss.go
+	now   time.Time // latest capture time seen
+	first time.Time // earliest request time seen (health windows begin no earlier)
+	// lastHealth is when healthTick last judged health for hazards.
+	lastHealth time.Time
+	lastSweep  time.Time
+	closed     bool
+	stats      Stats
+	hazards    *hazardState // see hazard.go; nil until first used
+	loss       lossState    // see loss.go
 }
 
 // sweepEvery is how much capture time passes between looks for silent

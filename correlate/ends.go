@@ -240,3 +240,19 @@ func (f *fetchState) end() int64 {
 	}
 	return f.hwm
 }
+
+// partEndFrom returns a group partition's end: the newest evidence of any
+// client's (endState), its own last Fetch's if newer; when and from what.
+func (c *Correlator) partEndFrom(ps *partState, p tp) (int64, time.Time, string, bool) {
+	end, endAt, from, ok := c.end(p, ps.fetch.readCommitted)
+	if own := ps.fetch.end(); own >= 0 && (!ok || ps.fetch.lastFetch.After(endAt)) {
+		end, endAt, from, ok = own, ps.fetch.lastFetch, endFetch, true
+	}
+	return end, endAt, from, ok
+}
+
+// partEnd is partEndFrom's end alone.
+func (c *Correlator) partEnd(ps *partState, p tp) (int64, bool) {
+	end, _, _, ok := c.partEndFrom(ps, p)
+	return end, ok
+}

@@ -35,6 +35,9 @@ const (
 	// Share groups (KIP-932), see hazard_share.go.
 	HazardShareRedelivery = "share_redelivery"
 	HazardShareAckLost    = "share_ack_lost"
+	// Consumer health (health.go), see hazard_health.go.
+	HazardConsumerStopped = "consumer_stopped"
+	HazardConsumerStalled = "consumer_stalled"
 )
 
 // HazardKinds are every hazard kind the Correlator reports, in the order
@@ -45,7 +48,7 @@ var HazardKinds = []string{
 	HazardNonOwnerFetch, HazardOffsetReset, HazardCommitOnReceive, HazardMemberExpired, HazardHeartbeatLate,
 	HazardRebalanceStorm, HazardRebalanceSlow, HazardInconsistentProtocol, HazardProducerAcksWeak, HazardClientIDChurn,
 	HazardZombieProducer, HazardHangingTransaction, HazardTxnOffsetCommitRejected, HazardTxnOffsetsAborted,
-	HazardShareRedelivery, HazardShareAckLost,
+	HazardShareRedelivery, HazardShareAckLost, HazardConsumerStopped, HazardConsumerStalled,
 }
 
 // Hazard severities (HazardEvent.Severity), least severe first.
@@ -123,6 +126,10 @@ func SeverityRank(s string) int {
 //	                                       count of ShareRedeliveries or more (a poison message)
 //	share_ack_lost               warn      group/partition/member/acquisition: records not acknowledged
 //	                                       before their acquisition lock ran out (absence-based)
+//	consumer_stopped             warn      group/partition, while its health is stopped: no commit for a whole
+//	                                       HealthWindow while its end moved and it has lag
+//	consumer_stalled             warn      group/partition, while its health is stalled: commits of one offset
+//	                                       for a whole HealthWindow while its end moved
 //
 // Every member the broker removes also counts toward rebalance_storm.
 // Every accepted commit below the previous one is a commit_regression,
@@ -660,6 +667,7 @@ func (c *Correlator) hazardTick(final bool) {
 	c.settleBeyond(final)
 	c.txnTick()
 	c.shareTick(final)
+	c.healthTick(final)
 	h := c.hz()
 	if c.now.Sub(c.loss.forgotAt) >= time.Minute {
 		c.loss.forgotAt = c.now

@@ -64,6 +64,7 @@ type commitRec struct {
 	clientID   string
 	clientHost string
 	conn       Conn
+	corr       int32 // the OffsetCommit's correlation id, for evidence
 }
 
 // partState is one group's state for one partition.

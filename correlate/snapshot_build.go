@@ -168,10 +168,7 @@ func (c *Correlator) partOffsets(ps *partState, p tp) Partition {
 		Topic: p.topic, Partition: p.partition, CommittedGeneration: ps.committedGen,
 		CommitsDropped: ps.commitsDropped, Fetch: ps.fetch.snapshot(),
 	}
-	end, endAt, from, ok := c.end(p, ps.fetch.readCommitted)
-	if own := ps.fetch.end(); own >= 0 && (!ok || ps.fetch.lastFetch.After(endAt)) {
-		end, endAt, from, ok = own, ps.fetch.lastFetch, endFetch, true
-	}
+	end, endAt, from, ok := c.partEndFrom(ps, p)
 	if ok {
 		o.EndOffset, o.EndOffsetAt, o.EndOffsetFrom = &end, timePtr(endAt), from
 		if ps.fetch.position >= 0 {

@@ -46,6 +46,11 @@ var remedies = map[string]string{
 		"(acknowledge REJECT) before group.share.delivery.count.limit archives them unprocessed",
 	"share_ack_lost": "a member held records past their acquisition lock without acknowledging them: shorten processing or raise " +
 		"group.share.record.lock.duration.ms; find the stuck or killed consumer",
+	"consumer_stopped": "the group commits nothing while its partition grows: if it fetches, its commits fail or are disabled " +
+		"(check the commit errors and enable.auto.commit); if it only heartbeats, its processing is stuck (take a thread dump); " +
+		"if nothing comes from it, restart or replace the consumer",
+	"consumer_stalled": "the group commits the same offset again and again while its partition grows: processing is stuck on the " +
+		"record at that offset (a poison message, a blocked call); find it, skip or dead-letter it, and alert on lag in seconds",
 }
 
 // Remedy is what to do about hazards of kind, in one line ("" for a kind

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -197,5 +198,35 @@ func TestConsumerHealth(t *testing.T) {
 	}
 	if seen != len(tr.Lag) {
 		t.Errorf("%d of the truth's %d groups in the summary", seen, len(tr.Lag))
+	}
+	// A stop or stall is a hazard per partition; lagging and ok are not.
+	kinds := map[string]string{"stopped": "consumer_stopped", "stalled": "consumer_stalled"}
+	got := map[string]int{}
+	for _, l := range bytes.Split(out, []byte("\n")) {
+		var h struct {
+			Type, Kind, Group string
+			Evidence          []json.RawMessage
+		}
+		if json.Unmarshal(l, &h) != nil || h.Type != "hazard" || !strings.HasPrefix(h.Kind, "consumer_") {
+			continue
+		}
+		got[h.Group+" "+h.Kind]++
+		if len(h.Evidence) == 0 {
+			t.Errorf("%s %s without evidence", h.Group, h.Kind)
+		}
+	}
+	for g, lt := range tr.Lag {
+		want := 0
+		if kinds[lt.State] != "" {
+			want = 3 // one per partition
+		}
+		if n := got[g+" "+kinds[lt.State]]; kinds[lt.State] != "" && n != want {
+			t.Errorf("%s (%s): %d %s hazards, want %d", g, lt.State, n, kinds[lt.State], want)
+		}
+		for _, k := range kinds {
+			if k != kinds[lt.State] && got[g+" "+k] > 0 {
+				t.Errorf("%s (%s): %d %s hazards, want none", g, lt.State, got[g+" "+k], k)
+			}
+		}
 	}
 }
