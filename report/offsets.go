@@ -58,11 +58,11 @@ func offsetCharts(ts timeScale, r *Recorder, gv *groupView, g *correlate.Group, 
 		c.Facts = partitionFacts(p)
 		charts = append(charts, c)
 	}
-	t := table{Head: []string{"partition", "committed", "position", "high watermark", "last stable", "lag", "records", "bytes", "owner", "last error"}}
+	t := table{Head: []string{"partition", "committed", "position", "end", "last stable", "lag", "lag (s)", "health", "records", "bytes", "owner", "last error"}}
 	for i := range g.Partitions {
 		p := &g.Partitions[i]
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("%s[%d]", p.Topic, p.Partition), opt(p.Committed), opt(p.Position),
-			opt(p.HighWatermark), opt(p.LastStable), opt(p.Lag), fmt.Sprint(p.Records), fmt.Sprint(p.Bytes),
+			opt(p.EndOffset), opt(p.LastStable), opt(p.Lag), lagSecondsText(p), healthText(p.Health, false), fmt.Sprint(p.Records), fmt.Sprint(p.Bytes),
 			orDash(ms.ref(p.Owner).Label), orDash(p.LastError)})
 	}
 	return charts, t
@@ -70,7 +70,8 @@ func offsetCharts(ts timeScale, r *Recorder, gv *groupView, g *correlate.Group, 
 
 func partitionFacts(p *correlate.Partition) []kv {
 	facts := []kv{{K: "committed", V: opt(p.Committed)}, {K: "position", V: opt(p.Position)},
-		{K: "high watermark", V: opt(p.HighWatermark)}, {K: "lag (records)", V: opt(p.Lag)}}
+		{K: "end offset", V: opt(p.EndOffset) + endFrom(p)}, {K: "lag (records)", V: opt(p.Lag)},
+		{K: "lag (seconds)", V: lagSecondsText(p)}, {K: "health", V: healthText(p.Health, true)}}
 	if p.ReadCommitted {
 		facts = append(facts, kv{K: "last stable", V: opt(p.LastStable)}, kv{K: "read_committed", V: "yes: lag to the last stable offset"})
 	}
@@ -97,11 +98,11 @@ func pointsOf(r *Recorder, group string, p *correlate.Partition, end time.Time) 
 			}
 		}
 	}
-	return append(pts, point{at: end, committed: val(p.Committed), position: val(p.Position), hwm: val(p.HighWatermark),
+	return append(pts, point{at: end, committed: val(p.Committed), position: val(p.Position), hwm: endOf(p),
 		lso: val(p.LastStable), deliv: val(p.DeliveredTo)})
 }
 
-// offsetChart draws the high watermark, the last stable offset (when it
+// offsetChart draws the end offset, the last stable offset (when it
 // differs), the consumer's position and the committed offset over time
 // (the lag is the distance between them, drawn again under them on a
 // scale of its own), commits as marks.
@@ -148,7 +149,7 @@ func offsetChart(ts timeScale, pts []point, p *correlate.Partition, hs []*hazard
 			s.raw(`<path class="%s" d="%s"><title>%s</title></path>`, class, d, esc(tip))
 		}
 	}
-	line("l-hwm", "high watermark", func(p point) int64 { return p.hwm })
+	line("l-hwm", "end offset", func(p point) int64 { return p.hwm })
 	if lsoDiffers {
 		line("l-lso", "last stable offset", func(p point) int64 { return p.lso })
 	}
@@ -163,7 +164,7 @@ func offsetChart(ts timeScale, pts []point, p *correlate.Partition, hs []*hazard
 }
 
 // lagStrip draws the lag in records on a scale of its own, under the
-// offsets: committed offset to high watermark (shaded), and the
+// offsets: committed offset to end offset (shaded), and the
 // consumer's position to it (dashed). Offsets in the millions hide a lag
 // of a few hundred; this strip does not.
 func (s *svg) lagStrip(ts timeScale, pts []point, top float64) {
@@ -251,4 +252,46 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// endOf is a partition's end as the charts draw it: the newest evidence
+// of any client's (end_offset), else its own last Fetch's high watermark.
+func endOf(p *correlate.Partition) int64 {
+	if p.EndOffset != nil {
+		return *p.EndOffset
+	}
+	return val(p.HighWatermark)
+}
+
+// endFrom says what gave a partition's end.
+func endFrom(p *correlate.Partition) string {
+	if p.EndOffsetFrom == "" {
+		return ""
+	}
+	return " (" + strings.ReplaceAll(p.EndOffsetFrom, "_", " ") + ")"
+}
+
+// lagSecondsText is a lag in seconds: "12.3 s", "~12.3 s" when estimated,
+// "-" unknown.
+func lagSecondsText(p *correlate.Partition) string {
+	if p.LagSeconds == nil {
+		return "-"
+	}
+	t := strconv.FormatFloat(*p.LagSeconds, 'f', 1, 64) + " s"
+	if p.LagSecondsEstimated {
+		t = "~" + t
+	}
+	return t
+}
+
+// healthText is a partition's health, with what the wire shows behind it
+// when long.
+func healthText(h *correlate.Health, long bool) string {
+	switch {
+	case h == nil:
+		return "-"
+	case long && h.Evidence != "":
+		return h.State + ": " + h.Evidence
+	}
+	return h.State
 }

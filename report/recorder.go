@@ -101,7 +101,7 @@ func (r *Recorder) add(at time.Time, group string, p *correlate.Partition) {
 		s = &series{}
 		r.series[k] = s
 	}
-	pt := point{at: at, committed: val(p.Committed), position: val(p.Position), hwm: val(p.HighWatermark),
+	pt := point{at: at, committed: val(p.Committed), position: val(p.Position), hwm: endOf(p),
 		lso: val(p.LastStable), deliv: val(p.DeliveredTo)}
 	if n := len(s.points); n > 0 {
 		prev := s.points[n-1]

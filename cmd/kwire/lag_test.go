@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -228,5 +230,44 @@ func TestConsumerHealth(t *testing.T) {
 				t.Errorf("%s (%s): %d %s hazards, want none", g, lt.State, got[g+" "+k], k)
 			}
 		}
+	}
+}
+
+// TestHTMLReportLag: the HTML report of h_lag shows each group
+// partition's lag in seconds and health, as the summary has them.
+func TestHTMLReportLag(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "lag.html")
+	out, errs := runOutput([]string{"analyze", "--json", "--health-window", "4s", "--html", page, filepath.Join(testdataDir(), "h_lag.pcapng")})
+	var s struct {
+		Groups []struct {
+			Group      string `json:"group"`
+			Partitions []struct {
+				Partition  int32    `json:"partition"`
+				LagSeconds *float64 `json:"lag_seconds"`
+				Health     *struct {
+					State string `json:"state"`
+				} `json:"health"`
+			} `json:"partitions"`
+		} `json:"groups"`
+	}
+	summaryLine(t, out, &s)
+	html := string(readFile(t, page))
+	n := 0
+	for _, g := range s.Groups {
+		for _, p := range g.Partitions {
+			if p.LagSeconds == nil || p.Health == nil {
+				t.Errorf("%s/%d: lag_seconds %v, health %v (%s)", g.Group, p.Partition, p.LagSeconds, p.Health, errs)
+				continue
+			}
+			row := fmt.Sprintf(`%s</td>(<td[^>]*>[^<]*</td>){5}<td[^>]*>%s s</td><td[^>]*>%s</td>`,
+				regexp.QuoteMeta(fmt.Sprintf("hl-orders[%d]", p.Partition)), regexp.QuoteMeta(strconv.FormatFloat(*p.LagSeconds, 'f', 1, 64)), p.Health.State)
+			if !regexp.MustCompile(row).MatchString(html) {
+				t.Errorf("%s %d: no table row with lag %.1f s and health %s", g.Group, p.Partition, *p.LagSeconds, p.Health.State)
+			}
+			n++
+		}
+	}
+	if n != 15 {
+		t.Errorf("%d group partitions, want h_lag's 15", n)
 	}
 }
