@@ -89,6 +89,7 @@ type Assembler struct {
 	quiet   quietList
 	reap    []*stream // evicted by the current packet, still in the pool
 	waiting []*stream // holding chunks for the other direction (xdir.go)
+	resets  []*stream // a direction to end when its resetDue passes (stream.go)
 	reaping bool      // reset is feeding reassembly a made-up RST
 	rstHdr  [20]byte
 	rstTCP  layers.TCP
@@ -233,6 +234,9 @@ func (a *Assembler) Advance(t time.Time) {
 	if t.After(a.now) {
 		a.now = t
 	}
+	if len(a.resets) > 0 {
+		a.releaseResets(false) // due within the flush step
+	}
 	if a.now.Before(a.nextFlush) {
 		return
 	}
@@ -253,6 +257,7 @@ func (a *Assembler) Close() {
 		return
 	}
 	a.closed = true
+	a.releaseResets(true)
 	a.flush(CloseEOF, func() {
 		a.asm.FlushAll()
 		a.fastFlush(time.Time{}, true)

@@ -152,15 +152,20 @@ var reassemblyTests = []reassemblyTest{{
 		}
 	},
 }, {
+	// The peer's direction ends resetGrace after the RST: what it sent
+	// before the RST reached it may be captured after it (a tap with one
+	// feed per direction); later bytes are dropped.
 	name: "RST ends both directions",
 	segs: cat(handshake(0, 0), []seg{
 		{at: 1, seq: 1, flags: "PA", data: "hello"},
 		{at: 2, toCli: true, seq: 1, flags: "R"},
 		{at: 3, seq: 6, flags: "PA", data: "late"},
+		{at: 2 + resetGrace + 1, seq: 10, flags: "PA", data: "too late"},
 	}),
 	want: []string{
 		"c1 to_server data hello",
 		"c1 to_client close rst",
+		"c1 to_server data late",
 		"c1 to_server close rst",
 	},
 }, {

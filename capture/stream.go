@@ -2,6 +2,7 @@ package capture
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -139,6 +140,9 @@ type halfState struct {
 	closed  bool                // its Close was produced
 	fin     bool                // a FIN was seen at finSeq (maybe ahead of pos)
 	finSeq  reassembly.Sequence
+	// resetDue: the other side reset after its FIN (resetAfterFIN); this
+	// direction ends then, its last bytes let in until that time.
+	resetDue time.Time
 	holes   []hole              // sorted by seq, none wholly before pos
 	sums    checksums           // what its segments showed of the capture's checksums
 	maxEnd  reassembly.Sequence // the end of the furthest data seen
@@ -363,7 +367,10 @@ func insertBySeq[T any](s []T, x T, seq func(T) reassembly.Sequence) []T {
 // a FIN of its own. Without this, the broker's direction would stay open
 // to the end of the capture, and the requests it never answered with it.
 // The RST must be where a RST after that FIN is (its sequence the FIN's,
-// or one past it) and pass the checksum check a FIN or RST passes.
+// or one past it) and pass the checksum check a FIN or RST passes. The
+// other direction ends resetGrace after it, not at once: the RST answers
+// bytes of it that a tap with one feed per direction may deliver after
+// the RST (a Fetch response the closed client never read).
 func (s *stream) resetAfterFIN(hi int, tcp *layers.TCP) {
 	h, o := &s.half[hi], &s.half[1-hi]
 	if !tcp.RST || !h.fin || o.closed || !o.started {
@@ -376,7 +383,55 @@ func (s *stream) resetAfterFIN(hi int, tcp *layers.TCP) {
 		s.a.st.DamagedPackets++
 		return
 	}
-	s.close(1-hi, CloseRST)
+	s.resetOther(hi)
+}
+
+// resetOther ends the direction other than hi, whose sender reset the
+// connection: resetGrace later, so that the bytes it sent before the RST
+// reached it, which a tap with one feed per direction may deliver after
+// the RST, are still read.
+func (s *stream) resetOther(hi int) {
+	if o := &s.half[1-hi]; !o.closed && o.resetDue.IsZero() {
+		o.resetDue = s.last.Add(min(resetGrace, s.a.opts.ReorderTimeout))
+		s.a.resets = append(s.a.resets, s)
+	}
+}
+
+// resetGrace is how long after a RST that followed its sender's FIN the
+// other direction's bytes are still let in: the skew of one tap feed
+// behind the other.
+const resetGrace = 200 * time.Millisecond
+
+// releaseResets ends the directions whose resetDue has passed (all of them
+// with all), in order of connection ID.
+func (a *Assembler) releaseResets(all bool) {
+	if len(a.resets) == 0 {
+		return
+	}
+	slices.SortFunc(a.resets, func(x, y *stream) int { return cmpUint64(x.conn.ID, y.conn.ID) })
+	keep := a.resets[:0]
+	for _, s := range a.resets {
+		due := false
+		for hi := range 2 {
+			h := &s.half[hi]
+			if h.resetDue.IsZero() || h.closed {
+				continue
+			}
+			if all || !a.now.Before(h.resetDue) {
+				if o := &s.half[1-hi]; len(o.held) > 0 {
+					s.releaseAll(1 - hi)
+				}
+				s.close(hi, CloseRST)
+				continue
+			}
+			due = true
+		}
+		if due {
+			keep = append(keep, s)
+		}
+	}
+	clear(a.resets[len(keep):])
+	a.resets = keep
 }
 
 // acceptIgnored handles a packet of a connection the Sink ignores: nothing
@@ -445,7 +500,7 @@ func (s *stream) reassembled(hi int, data []byte, skip int, end bool) {
 	if end {
 		if s.a.rst && !s.a.flushing {
 			s.close(hi, CloseRST)
-			s.close(1-hi, CloseRST) // the peer drops everything after a reset
+			s.resetOther(hi) // the peer drops everything after a reset
 		} else {
 			s.close(hi, CloseFIN)
 		}
