@@ -26,6 +26,7 @@ func testdataDir() string {
 type goldenCase struct {
 	name  string
 	files []string
+	args  []string // flags the capture needs (--port), before its files
 }
 
 // captures returns the golden cases of the committed captures.
@@ -42,14 +43,14 @@ func captures(t testing.TB) []goldenCase {
 	perBroker := map[string][]string{}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".pcapng")
-		cases = append(cases, goldenCase{name, []string{f}})
+		cases = append(cases, goldenCase{name: name, files: []string{f}})
 		if i := strings.LastIndex(name, ".b"); i > 0 {
 			perBroker[name[:i]] = append(perBroker[name[:i]], f)
 		}
 	}
 	for set, fs := range perBroker {
 		if len(fs) > 1 {
-			cases = append(cases, goldenCase{set + ".brokers", fs})
+			cases = append(cases, goldenCase{name: set + ".brokers", files: fs})
 		}
 	}
 	return cases
