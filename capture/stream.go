@@ -140,13 +140,13 @@ type halfState struct {
 	closed  bool                // its Close was produced
 	fin     bool                // a FIN was seen at finSeq (maybe ahead of pos)
 	finSeq  reassembly.Sequence
-	// resetDue: the other side reset after its FIN (resetAfterFIN); this
-	// direction ends then, its last bytes let in until that time.
+	// resetDue: the other side reset (resetOther); this direction ends
+	// then, its last bytes let in until that time.
 	resetDue time.Time
-	holes   []hole              // sorted by seq, none wholly before pos
-	sums    checksums           // what its segments showed of the capture's checksums
-	maxEnd  reassembly.Sequence // the end of the furthest data seen
-	hdr     int                 // header length of its latest data segment
+	holes    []hole              // sorted by seq, none wholly before pos
+	sums     checksums           // what its segments showed of the capture's checksums
+	maxEnd   reassembly.Sequence // the end of the furthest data seen
+	hdr      int                 // header length of its latest data segment
 	// ahead are the segments that came before the bytes preceding them
 	// (a lost or reordered segment), sorted by seq, with their capture
 	// times: when reassembly delivers them later, at once, each keeps its
