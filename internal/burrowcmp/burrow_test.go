@@ -89,7 +89,9 @@ func TestBurrow(t *testing.T) {
 		t.Fatal(err) // commits Burrow reads before it knows the topic's end are dropped
 	}
 
-	start := time.Now().Add(15 * time.Second).Truncate(time.Second)
+	// The consumers are told when to turn as they start: the first burst
+	// is far enough ahead for four JVMs to start and join (~7 s here).
+	start := time.Now().Add(20 * time.Second).Truncate(time.Second)
 	e := &realgen.Env{C: c, D: d, Logf: t.Logf}
 	var children []*gen.Child
 	for _, s := range scenarios {
@@ -98,6 +100,9 @@ func TestBurrow(t *testing.T) {
 			t.Fatal(err)
 		}
 		children = append(children, ch)
+	}
+	if time.Until(start) < 0 {
+		t.Fatalf("the consumers were ready %v after the first burst was due: start them earlier", -time.Until(start))
 	}
 	t.Logf("consumers ready; the first burst at +%v", time.Until(start).Round(time.Millisecond))
 	r := &run{t: t, b: b, c: c, e: e, cl: cl, dir: filepath.Join(c.Dir(), "samples")}
