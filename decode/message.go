@@ -169,7 +169,9 @@ func (d *Decoder) request(cs *connState, frame []byte, t time.Time) bool {
 			}
 			if ok {
 				if drop {
-					DropRecords(req.(*kmsg.ProduceRequest))
+					pr := req.(*kmsg.ProduceRequest)
+					DropRecords(pr)
+					p.buf = d.ownRecords(pr)
 				}
 				redactRequest(req)
 				p.req = req
@@ -232,6 +234,38 @@ func DropRecords(r *kmsg.ProduceRequest) {
 			*rec = nil
 		}
 	}
+}
+
+// ownRecords copies the record bytes DropRecords kept in r (batch
+// headers, still aliasing the frame) into a body buffer of the decoder's,
+// points r at them and returns the buffer (nil when none were kept). The
+// frame is the source's, valid only during the Chunk call, and a request
+// waits beyond it for its response: read later from the frame, a header
+// holds whatever the source wrote there since (a file reader's next
+// packets), and the batch's offsets and times are garbage.
+func (d *Decoder) ownRecords(r *kmsg.ProduceRequest) []byte {
+	n := 0
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			n += len(r.Topics[i].Partitions[j].Records)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	buf := d.bodyBuf(n)
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			rec := &r.Topics[i].Partitions[j].Records
+			if len(*rec) == 0 {
+				continue
+			}
+			off := len(buf)
+			buf = append(buf, *rec...) // within bodyBuf's capacity: no earlier slice moves
+			*rec = buf[off:len(buf):len(buf)]
+		}
+	}
+	return buf
 }
 
 // onlyBatch reports whether b, beginning with a batch header, holds that

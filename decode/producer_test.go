@@ -1,9 +1,12 @@
 package decode
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kwire/kwire/capture"
 )
 
 // TestBatchProducerAndDrop: the producer id and epoch are read from a batch
@@ -42,5 +45,28 @@ func TestBatchProducerAndDrop(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDropRecordsOwnHeader: with DropProduceRecords, the batch header a
+// Produce request keeps (its partition's only batch: lag in seconds)
+// outlives the chunk it came in, which the source reuses at once (feed
+// clears every chunk after the call), until the response arrives.
+func TestDropRecordsOwnHeader(t *testing.T) {
+	b := kmsg.RecordBatch{Magic: 2, ProducerID: 7391, ProducerEpoch: 12, NumRecords: 3, LastOffsetDelta: 2,
+		FirstTimestamp: 1_796_656_000_000, MaxTimestamp: 1_796_656_000_250, Records: []byte{1, 2, 3}}
+	raw := b.AppendTo(nil)
+	b.Length = int32(len(raw) - 12)
+	raw = b.AppendTo(nil)
+	pr := produceReq(-1, 0)
+	pr.Topics[0].Partitions[0].Records = raw
+	for _, split := range []int{0, 16} {
+		r, _, _ := feed(&Options{DropProduceRecords: true}, newConn(capture.RolePort, true), split,
+			req(reqFrame(pr, 9, 3, "p")), resp(respFrame(produceResp(), 9, 3)))
+		diff(t, "exchanges", []string{"Produce v9 #3 seen"}, summary(r))
+		got := r.ex[0].req.(*kmsg.ProduceRequest).Topics[0].Partitions[0].Records
+		if !bytes.Equal(got, raw[:batchHeaderLen]) {
+			t.Errorf("split %d: kept header\n%x\nwant\n%x", split, got, raw[:batchHeaderLen])
+		}
 	}
 }

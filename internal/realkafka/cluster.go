@@ -170,7 +170,7 @@ func listenerNames(l Layout) []string {
 
 func (c *Cluster) start(ctx context.Context) error {
 	names := listenerNames(c.opts.Layout)
-	backends, err := freePorts(c.opts.Nodes * len(names))
+	backends, err := FreePorts(c.opts.Nodes * len(names))
 	if err != nil {
 		return err
 	}
@@ -214,10 +214,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	return nil
 }
 
-// freePorts returns n distinct ports free now. The JVMs bind them a little
-// later; on a machine with many listeners starting at once another process
-// could take one first, and the node then fails to start, saying so.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct loopback ports free now. The JVMs bind
+// them a little later; on a machine with many listeners starting at once
+// another process could take one first, and the node then fails to start,
+// saying so.
+func FreePorts(n int) ([]int, error) {
 	var lns []net.Listener
 	defer func() {
 		for _, ln := range lns {

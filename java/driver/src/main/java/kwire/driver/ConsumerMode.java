@@ -36,7 +36,12 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * group by itself, KIP-62), worker (field report 4: records go to a pool of
  * threads and each is committed alone when it finishes, out of order; even
  * offsets take worker_delay_ms longer), records (stop after this many),
- * ready_at_start (ready before the first assignment).
+ * ready_at_start (ready before the first assignment), turn (hang, no_commit,
+ * stall) at turn_at_ms (Unix milliseconds; the consumer health states of issue
+ * 41): from then on the member no longer polls (hang: its heartbeat thread
+ * keeps it in the group; keep max_poll_interval_ms above the rest of the run),
+ * polls on but commits nothing (no_commit), or polls no more and commits the
+ * offsets it committed last again every stall_commit_ms, default 1000 (stall).
  *
  * <p>Ready: once the member first owns partitions. Closing sends LeaveGroup
  * (not for a static member).
@@ -102,6 +107,9 @@ final class ConsumerMode {
         Member m = new Member(t.out, Main.str(a, "group", ""), Main.str(a, "client_id", "kwire-java-consumer"),
                 Main.str(a, "instance_id", ""));
         String commit = Main.str(a, "commit", "sync");
+        String turn = Main.str(a, "turn", "");
+        long turnAt = a.path("turn_at_ms").asLong(0);
+        Map<TopicPartition, OffsetAndMetadata> last = new java.util.HashMap<>();
         boolean worker = Main.bool(a, "worker", false);
         Properties p = props(t, m, a);
         p.put("enable.auto.commit", Boolean.toString(commit.equals("auto")));
@@ -124,6 +132,18 @@ final class ConsumerMode {
             long n = 0;
             boolean slept = false;
             while (!t.stopped() && (limit == 0 || n < limit)) {
+                if (!turn.isEmpty() && turnAt > 0 && System.currentTimeMillis() >= turnAt) {
+                    ObjectNode r = m.stamp(m.report("turned"));
+                    r.put("turn", turn);
+                    t.out.send(r);
+                    turnAt = 0;
+                    if (turn.equals("no_commit")) {
+                        commit = "none";
+                    } else {
+                        turned(t, c, m, turn, last, Main.num(a, "stall_commit_ms", 1000));
+                        break;
+                    }
+                }
                 ConsumerRecords<byte[], byte[]> rs;
                 try {
                     rs = c.poll(Duration.ofMillis(200));
@@ -141,7 +161,7 @@ final class ConsumerMode {
                 if (w != null) {
                     rs.forEach(w::submit);
                 } else {
-                    commit(c, m, commit, rs);
+                    commit(c, m, commit, rs, last);
                 }
                 if (slowPoll > 0 && !slept) {
                     slept = true;
@@ -160,8 +180,33 @@ final class ConsumerMode {
         }
     }
 
-    /** commit commits a poll's records the way the task asked. */
-    private static void commit(KafkaConsumer<?, ?> c, Member m, String how, ConsumerRecords<?, ?> rs) {
+    /**
+     * turned runs a hang or a stall until the task is stopped: no poll, and
+     * for a stall the offsets committed last committed again every everyMs.
+     */
+    private static void turned(Task t, KafkaConsumer<?, ?> c, Member m, String turn,
+            Map<TopicPartition, OffsetAndMetadata> last, long everyMs) throws InterruptedException {
+        switch (turn) {
+            case "hang" -> t.awaitStop();
+            case "stall" -> {
+                while (!t.await(Duration.ofMillis(everyMs))) {
+                    try {
+                        c.commitSync(last);
+                        m.commit("stall", last, null);
+                    } catch (WakeupException e) {
+                        return;
+                    } catch (Exception e) {
+                        m.commit("stall", last, e);
+                    }
+                }
+            }
+            default -> throw new IllegalArgumentException("unknown turn " + turn + " (hang, no_commit, stall)");
+        }
+    }
+
+    /** commit commits a poll's records the way the task asked; last gets what a sync commit got accepted. */
+    private static void commit(KafkaConsumer<?, ?> c, Member m, String how, ConsumerRecords<?, ?> rs,
+            Map<TopicPartition, OffsetAndMetadata> last) {
         Map<TopicPartition, OffsetAndMetadata> o = new java.util.HashMap<>();
         for (TopicPartition tp : rs.partitions()) {
             var l = rs.records(tp);
@@ -171,6 +216,7 @@ final class ConsumerMode {
             case "sync" -> {
                 try {
                     c.commitSync(o);
+                    last.putAll(o);
                     m.commit("sync", o, null);
                 } catch (WakeupException e) {
                     throw e;
