@@ -148,6 +148,11 @@ func helpText(width int) string {
 		"Heartbeat bars fill up to the member's session timeout, ending in ! past it. "+
 		"Rates are per second of capture time over the last 10s of it. "+
 		"Hazards opens on its top row, the newest (sorted by severity: the newest of the worst), and follows new ones while the top row is selected. "+
+		"Traffic's P50, P90 and P99 are the broker's answer times. A Fetch (or ShareFetch) is a long poll: the broker holds it "+
+		"until records come or its MaxWaitMillis runs out, so its time is mostly waiting for producers, not the broker's speed. "+
+		"Its P50-P99 leave that wait out (from when its newest record was made, by the batch timestamps, to the answer; "+
+		"an empty answer has none); WAIT is the median wait, over the longest a Fetch asked for (500ms/500ms: nothing to read). "+
+		"JoinGroup and SyncGroup are held until the rebalance completes. "+
 		"A replay (kwire analyze --tui) can be paused (p), stepped (n) and switched between capture pace and full speed (f); "+
 		"on a live capture p freezes the screen while the capture goes on.", width) {
 		b.WriteString(l + "\n")

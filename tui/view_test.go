@@ -158,14 +158,19 @@ func TestViews(t *testing.T) {
 		keys: keys(tcell.KeyTab, tcell.KeyTab),
 		want: []string{
 			`\[3 Traffic\]`,
-			`^API +REQ/S +ERR/S +P50 +P90 +P99 +REQUESTS +ERRORS +NO RESP$`,
-			`^OffsetCommit +[\d.]+ +0 +\S+ +\S+ +\S+ +181 +0 +0$`,
-			`^Heartbeat +[\d.]+ +[\d.]+ +\S+ +\S+ +\S+ +41 +14 +0$`,
+			`^API +REQ/S +ERR/S +P50 +P90 +P99 +WAIT +REQUESTS +ERRORS +NO RESP$`,
+			`^Fetch +[\d.]+ +0 +(\d+µs|\d\.\dms) .* (9\d|1[0-4]\d)ms/500ms +\d+ +0 +\d+$`, // the long poll apart: ~100ms waiting for the producer
+			`^OffsetCommit +[\d.]+ +0 +\S+ +\S+ +\S+ +- +181 +0 +0$`,
+			`^Heartbeat +[\d.]+ +[\d.]+ +\S+ +\S+ +\S+ +- +41 +14 +0$`,
 		},
 	}, {
-		name: "help from the key table", frame: churnMid, w: 80, h: 50,
+		name: "help from the key table", frame: churnMid, w: 80, h: 24,
 		keys: keys("?"),
-		want: []string{`^kwire keys`, `^enter +open`, `^/ +filter`, `^q ctrl-c +quit$`},
+		want: []string{`^kwire keys`, `^enter +open`, `^/ +filter`},
+	}, {
+		name: "help scrolled to its end", frame: churnMid, w: 80, h: 24,
+		keys: keys("?", "G"),
+		want: []string{`^q ctrl-c +quit$`, `long poll`, `WAIT is the median wait`},
 	}, {
 		name: "processes from an eBPF source", w: 100, h: 24, keys: keys(tcell.KeyEnter),
 		frame: func(t *testing.T) *Frame {
