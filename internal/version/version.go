@@ -56,7 +56,9 @@ type Build struct {
 }
 
 // Build returns in's Build.
-func (in Info) Build() Build { return Build{Version: in.Version, Commit: in.Commit, Modified: in.Modified} }
+func (in Info) Build() Build {
+	return Build{Version: in.Version, Commit: in.Commit, Modified: in.Modified}
+}
 
 // String is b as one word: the version, and "+" and the commit's first 12
 // digits when known ("+dirty" after them when modified): "v1.2.3",
