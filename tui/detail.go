@@ -359,14 +359,23 @@ type partCommit struct {
 	correlate.Commit
 }
 
-func (v *detailView) commits(b *strings.Builder, g *correlate.Group, width int) {
+// recentCommits are g's remembered commits by member (all with member
+// ""), newest first.
+func recentCommits(g *correlate.Group, member string) []partCommit {
 	var all []partCommit
 	for _, p := range g.Partitions {
 		for _, cm := range p.Commits {
-			all = append(all, partCommit{p.Topic, p.Partition, cm})
+			if member == "" || cm.MemberID == member {
+				all = append(all, partCommit{p.Topic, p.Partition, cm})
+			}
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.After(all[j].Time) })
+	return all
+}
+
+func (v *detailView) commits(b *strings.Builder, g *correlate.Group, width int) {
+	all := recentCommits(g, "")
 	fmt.Fprintf(b, "\n[::u]RECENT COMMITS[::-] newest first\n")
 	rows := make([][]cell, 0, maxCommitsShown)
 	for _, cm := range all[:min(len(all), maxCommitsShown)] {

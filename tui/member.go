@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -248,15 +247,7 @@ func fetchRow(topic string, part int32, f *correlate.Fetch) []cell {
 
 // commits writes the member's remembered commits, newest first.
 func (v *memberView) commits(b *strings.Builder, width int) {
-	var all []partCommit
-	for _, p := range v.g.Partitions {
-		for _, cm := range p.Commits {
-			if cm.MemberID == v.id {
-				all = append(all, partCommit{p.Topic, p.Partition, cm})
-			}
-		}
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.After(all[j].Time) })
+	all := recentCommits(v.g, v.id)
 	fmt.Fprintf(b, "\n[::u]COMMITS[::-] %d remembered, newest first\n", len(all))
 	rows := make([][]cell, 0, maxCommitsShown)
 	for _, cm := range all[:min(len(all), maxCommitsShown)] {
