@@ -9,6 +9,7 @@ import (
 	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/internal/version"
 )
 
 // agentFeed encodes what an agent publishes of a capture file: the
@@ -60,7 +61,14 @@ func (f *agentFeed) flush() {
 // (testdata), its times moved by shift.
 func agentBatches(t testing.TB, file string, ag wire.Agent, shift time.Duration) [][]byte {
 	t.Helper()
+	return agentBatchesOf(t, file, ag, shift, version.Get().Build())
+}
+
+// agentBatchesOf is agentBatches of an agent of kwire build b.
+func agentBatchesOf(t testing.TB, file string, ag wire.Agent, shift time.Duration, b version.Build) [][]byte {
+	t.Helper()
 	f := &agentFeed{enc: wire.NewEncoder(ag), shift: shift, limit: 4 << 10, seq: 1}
+	f.enc.SetBuild(b)
 	f.enc.Reset(1)
 	f.dec = decode.New(f, &decode.Options{DropProduceRecords: true})
 	src, err := capture.OpenFiles([]string{"../testdata/" + file}, nil)

@@ -103,6 +103,7 @@ type Aggregator struct {
 	decode         *wire.Options
 	stdout, stderr io.Writer
 	verify         *verifier
+	newer          *newerFormats
 	tap            Tap
 	nextTap        time.Time
 }
@@ -138,6 +139,7 @@ func New(opts *Options, stdout io.Writer) *Aggregator {
 	ag := &Aggregator{stdout: stdout, stderr: cmp.Or[io.Writer](opts.Stderr, io.Discard), text: opts.Text, decode: opts.decodeOptions(), tap: opts.Tap}
 	ag.out = jsonout.New(stdout, &jsonout.Options{Text: opts.Text, LineFlush: true})
 	ag.verify = newVerifier(opts.Keys, ag.stderr)
+	ag.newer = newNewerFormats(ag.stderr)
 	ag.m = opts.merger(ag.item)
 	// The correlator's events go through the coverage filter (cover.go).
 	ag.corr = correlate.New(opts.Correlate, correlate.SinkFunc(ag.event))
@@ -145,7 +147,8 @@ func New(opts *Options, stdout io.Writer) *Aggregator {
 }
 
 // Add takes one record value of the agents' topic that arrived at wall
-// time now; one that does not decode is counted corrupt, one that fails
+// time now; one that does not decode is counted corrupt (a newer agent's
+// format: newer_format_batches, and said on stderr), one that fails
 // verification (Options.Keys) unverified. The items keep pointing into
 // value: leave it unchanged.
 func (ag *Aggregator) Add(value []byte, now time.Time) {
@@ -155,7 +158,9 @@ func (ag *Aggregator) Add(value []byte, now time.Time) {
 	}
 	b, err := wire.Decode(value, ag.decode)
 	if err != nil {
-		ag.m.corrupt++
+		if !ag.newer.note(err, false) {
+			ag.m.corrupt++
+		}
 		return
 	}
 	ag.m.add(b, now)
@@ -345,6 +350,9 @@ func (ag *Aggregator) finish(stdout io.Writer) error {
 			len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Unverified, line.Late, line.Dropped, line.Withheld, len(unobs), line.HazardsWithheld)
 		if err == nil {
 			err = textCaps(stdout, line)
+		}
+		if err == nil {
+			err = textKwire(stdout, line)
 		}
 		return err
 	}

@@ -90,7 +90,7 @@ func runGroup(ctx context.Context, opts *Options, stdout io.Writer) error {
 	g := &groupAgg{parts: parts, name: opts.Group, hook: opts.Hook, routed: routed, owned: map[int32]bool{}, ps: map[int32]*partState{}, gone: map[int32]bool{},
 		maxSrc: map[[2]int32]int64{}, merged: map[itemRef]time.Time{}, homes: map[*decode.Anomaly]int32{}, fp: newFingerprinter()}
 	rs := &routeStage{opts: opts.Client, topic: topic, routed: routed, group: opts.Group + ".route", parts: parts, hook: opts.Hook, stderr: stderr,
-		verify: newVerifier(opts.Keys, stderr), decode: opts.decodeOptions()}
+		verify: newVerifier(opts.Keys, stderr), newer: newNewerFormats(stderr), decode: opts.decodeOptions()}
 	cl, err := kgo.NewClient(append(slices.Clone(opts.Client), kgo.ConsumeTopics(routed), kgo.ConsumerGroup(opts.Group),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Eager: every rebalance revokes every partition, and the owner
@@ -302,7 +302,7 @@ func (g *groupAgg) add(q int32, ps *partState, rt *wire.Routed, now time.Time) {
 		if a == nil {
 			continue
 		}
-		a.heard = now
+		a.heard, a.kwire = now, b.Kwire
 		m.push(a, ri.Seq, ri.Index, it, map[*capture.Conn]bool{})
 		m.restarts(a)
 	}

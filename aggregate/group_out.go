@@ -87,10 +87,7 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 		if !g.owns(route.AgentKey(a.agent.String())) {
 			continue
 		}
-		x := LineAgent{Agent: a.name, State: m.state(a, time.Now()), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
-		if a.counter != nil {
-			x.Publish = a.counter.Publish
-		}
+		x := m.lineAgent(a, time.Now())
 		if a.restarted {
 			line.Restarts++
 		}
@@ -103,6 +100,7 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 	line.Unobserved = slices.DeleteFunc(unobs, func(u Unobserved) bool { return !g.owns(route.GroupKey(u.Group)) })
 	line.Corrupt = g.corrupt + rs.corrupt.Load()
 	line.Unverified = rs.verify.count()
+	line.NewerFormat = rs.newer.batches()
 	gl := groupLine{Line: line, Group: GroupInfo{Name: g.name, Topic: rs.routed, Partitions: g.parts,
 		Owned: ownedList(g.owned), Groups: len(snap.Groups), Read: rs.read.Load(), Replayed: rs.replayed.Load(),
 		Produced: rs.produced.Load(), Redelivered: g.redelivered,
@@ -111,6 +109,9 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 	if p.text {
 		_, err := fmt.Fprintf(stdout, "aggregate: group %s, partitions %v of %s (%d groups): %d agents (%d restarts), %d batches missing, %d duplicate, %d corrupt, %d unverified, %d late exchanges, %d batches dropped by agents, %d expiries withheld (%d unobserved members)\n",
 			g.name, gl.Group.Owned, rs.routed, gl.Group.Groups, len(line.Agents), line.Restarts, line.Missing, line.Duplicates, line.Corrupt, line.Unverified, line.Late, line.Dropped, line.Withheld, len(line.Unobserved))
+		if err == nil {
+			err = textKwire(stdout, line)
+		}
 		return err
 	}
 	b, _ := json.Marshal(gl)

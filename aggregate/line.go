@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kwire/kwire/aggregate/wire"
+	"github.com/kwire/kwire/internal/version"
 	"github.com/kwire/kwire/jsonout"
 )
 
@@ -25,6 +28,10 @@ type Line struct {
 	// Unverified counts batches dropped because they were not signed
 	// with a key of the agent they name (Options.Keys).
 	Unverified int64 `json:"unverified_batches"`
+	// NewerFormat counts batches dropped because they are of a format
+	// newer than this aggregator reads (an agent of a newer kwire:
+	// upgrade the aggregator).
+	NewerFormat int64 `json:"newer_format_batches"`
 	// Restarts counts agent runs that ended without saying so, a later
 	// run of their host being heard.
 	Restarts int `json:"agent_restarts"`
@@ -53,11 +60,13 @@ type Line struct {
 }
 
 // LineAgent is one agent run of the aggregate line: its name (host and
-// run), State (sending, quiet, stopped or restarted), the Batches received
-// and Missing, the capture times of its First and Latest items, and its
-// latest publishing counters.
+// run), its Kwire build (nil when its batches do not say: a format
+// before 6), State (sending, quiet, stopped or restarted), the Batches
+// received and Missing, the capture times of its First and Latest items,
+// and its latest publishing counters.
 type LineAgent struct {
 	Agent   string            `json:"agent"`
+	Kwire   *version.Build    `json:"kwire,omitempty"`
 	State   string            `json:"state"`
 	Batches uint64            `json:"batches"`
 	Missing uint64            `json:"records_missing"`
@@ -66,18 +75,28 @@ type LineAgent struct {
 	Publish wire.PublishStats `json:"publish"`
 }
 
+// lineAgent is a's LineAgent at wall time now.
+func (m *merger) lineAgent(a *agentState, now time.Time) LineAgent {
+	x := LineAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
+	if a.kwire != (version.Build{}) {
+		b := a.kwire
+		x.Kwire = &b
+	}
+	if a.counter != nil {
+		x.Publish = a.counter.Publish
+	}
+	return x
+}
+
 func (ag *Aggregator) line(end, now time.Time) *Line {
 	m := ag.m
-	l := &Line{V: jsonout.SchemaVersion, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Unverified: ag.verify.count(), Late: m.late,
-		Withheld: m.cover.expiries, HazardsWithheld: m.cover.hazards}
+	l := &Line{V: jsonout.SchemaVersion, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Unverified: ag.verify.count(),
+		NewerFormat: ag.newer.batches(), Late: m.late, Withheld: m.cover.expiries, HazardsWithheld: m.cover.hazards}
 	m.caps.line(l, m)
 	for _, a := range m.agents {
-		x := LineAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
+		x := m.lineAgent(a, now)
 		if a.restarted {
 			l.Restarts++
-		}
-		if a.counter != nil {
-			x.Publish = a.counter.Publish
 		}
 		l.Agents = append(l.Agents, x)
 		l.Missing += x.Missing
@@ -92,6 +111,33 @@ func (ag *Aggregator) line(end, now time.Time) *Line {
 func (c *caps) line(l *Line, m *merger) {
 	l.OffClock, l.ClockHeld, l.ClockDropped = m.offClock(), m.clock.heldItems, m.clock.dropped
 	l.Evicted, l.Refused, l.ConnsForgotten, l.Panics = c.evicted, c.refused, c.connsForgotten, c.panics
+}
+
+// textKwire writes, in text, which kwire the agents run (how many runs
+// of each build, "unknown" for those whose format does not say), and the
+// batches of a newer format dropped, if any.
+func textKwire(w io.Writer, l *Line) error {
+	n := map[string]int{}
+	for _, a := range l.Agents {
+		b := "unknown"
+		if a.Kwire != nil {
+			b = a.Kwire.String()
+		}
+		n[b]++
+	}
+	var parts []string
+	for _, b := range slices.Sorted(maps.Keys(n)) {
+		parts = append(parts, fmt.Sprintf("%s (%d)", b, n[b]))
+	}
+	line := "aggregate: agents' kwire: " + strings.Join(parts, ", ")
+	if len(parts) == 0 {
+		line = "aggregate: no agent heard"
+	}
+	if l.NewerFormat > 0 {
+		line += fmt.Sprintf("; %d batches of a newer format dropped: upgrade this aggregator (docs/deploy.md, Upgrades)", l.NewerFormat)
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
 }
 
 // textCaps writes, in text, what the bounds on hostile agents cut, if

@@ -10,6 +10,7 @@ import (
 	"github.com/kwire/kwire/aggregate/wire"
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/internal/version"
 )
 
 // merger puts the items of every agent's batches back into one stream in
@@ -70,8 +71,11 @@ type agentState struct {
 	// restarted: a later run of the same host was heard: this one ended
 	// without saying so (killed, crashed).
 	restarted bool
-	counter   *wire.Counters
-	drops     uint64 // source drops already given to the correlator
+	// kwire is the agent's build, from its latest batch (zero: an agent
+	// of a format before 6 does not say).
+	kwire   version.Build
+	counter *wire.Counters
+	drops   uint64 // source drops already given to the correlator
 	// duplicates counts its batches received again.
 	duplicates int64
 	// order: it was the order-th run heard. claim (its clock) is the
@@ -180,7 +184,7 @@ func (m *merger) add(b *wire.Batch, now time.Time) {
 	if !m.receive(a, b.Seq) {
 		return
 	}
-	a.heard = now
+	a.heard, a.kwire = now, b.Kwire
 	seen := map[*capture.Conn]bool{}
 	for i, it := range b.Items {
 		m.push(a, b.Seq, i, it, seen)

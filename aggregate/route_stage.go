@@ -36,6 +36,7 @@ type routeStage struct {
 	hook          *Hook
 	stderr        io.Writer
 	verify        *verifier     // the agents' records, before they are routed
+	newer         *newerFormats // the agents' records of a newer format
 	decode        *wire.Options // record segments kept as read (Encoder.Item)
 
 	mu      sync.Mutex
@@ -124,7 +125,7 @@ func (rs *routeStage) record(ctx context.Context, cl *kgo.Client, r *kgo.Record,
 	}
 	b, err := wire.Decode(r.Value, rs.decode)
 	if err != nil {
-		if !replay {
+		if !rs.newer.note(err, replay) && !replay {
 			rs.corrupt.Add(1)
 		}
 		return

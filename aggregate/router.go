@@ -109,6 +109,7 @@ func (r *router) encode(b *wire.Batch, i int) []byte {
 		r.enc, r.encFor = wire.NewEncoder(b.Agent), b.Agent
 	}
 	e := r.enc
+	e.SetBuild(b.Kwire) // the agent's, not the router's
 	e.Reset(b.Seq)
 	e.Item(&b.Items[i]) // record segments as read (decodeOptions): none rebuilt
 	return slices.Clone(e.Bytes())

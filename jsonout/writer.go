@@ -14,6 +14,7 @@ import (
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/internal/version"
 )
 
 // SchemaVersion is the "v" of every NDJSON line.
@@ -234,6 +235,8 @@ type statsLine struct {
 	TS      string        `json:"ts"`
 	Capture capture.Stats `json:"capture"`
 	Decode  decodeStats   `json:"decode"`
+	// Kwire is the build that wrote the line, for bug reports.
+	Kwire version.Build `json:"kwire"`
 }
 
 type decodeStats struct {
@@ -243,7 +246,8 @@ type decodeStats struct {
 
 // Stats writes the final (or periodic) counters line.
 func (w *Writer) Stats(ts time.Time, cs capture.Stats, ds decode.Stats) {
-	l := statsLine{V: SchemaVersion, Type: "stats", TS: Time(ts), Capture: cs, Decode: decodeStats{Stats: ds, ByAPI: map[string]int64{}}}
+	l := statsLine{V: SchemaVersion, Type: "stats", TS: Time(ts), Capture: cs, Decode: decodeStats{Stats: ds, ByAPI: map[string]int64{}},
+		Kwire: version.Get().Build()}
 	for k, n := range ds.ByKey {
 		if n > 0 {
 			l.Decode.ByAPI[APIName(int16(k))] = n

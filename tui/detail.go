@@ -51,12 +51,19 @@ const (
 )
 
 // detailView is one group: members, generations, partitions, commits.
+// A member or partition row is selected (sel), to open.
 type detailView struct {
 	pane  *textPane
 	ids   idForm
 	group string
 	g     *correlate.Group
 	now   time.Time
+	sel   pick
+	// selLine is the selected row's line in the text rendered last (-1:
+	// none); keepSel has the next render scroll to it, if needed (it was
+	// on screen before new data moved it).
+	selLine int
+	keepSel bool
 	// procs are the client processes known (eBPF), by host and client id.
 	procs map[clientKey]*ClientStats
 }
@@ -69,12 +76,16 @@ func newDetailView() *detailView {
 
 // set shows group from fr.
 func (v *detailView) set(group string, fr *Frame) {
+	if group != v.group {
+		v.sel = pick{}
+	}
 	v.group = group
 	v.pane.ScrollToBeginning()
 	v.update(fr)
 }
 
 func (v *detailView) update(fr *Frame) {
+	v.keepSel = v.onScreen(v.selLine)
 	v.g = nil
 	clear(v.procs)
 	if fr != nil {
@@ -101,19 +112,25 @@ func (v *detailView) update(fr *Frame) {
 func (v *detailView) render(width int) string {
 	var b strings.Builder
 	g := v.g
+	v.selLine = -1
 	if g == nil {
 		fmt.Fprintf(&b, "group %s: not in the capture (yet)\n", tview.Escape(v.group))
 		return b.String()
 	}
+	selM, selP := v.selection(g)
 	v.header(&b, g, width)
-	v.members(&b, g, width)
+	v.members(&b, g, width, selM)
 	v.generations(&b, g, width)
 	if g.Share != nil {
 		v.share(&b, g, width)
 		return b.String()
 	}
-	v.partitions(&b, g, width)
+	v.partitions(&b, g, width, selP)
 	v.commits(&b, g, width)
+	if v.keepSel {
+		v.keepSel = false
+		v.scrollTo(v.selLine)
+	}
 	return b.String()
 }
 
@@ -185,7 +202,8 @@ func (v *detailView) header(b *strings.Builder, g *correlate.Group, width int) {
 	}
 }
 
-func (v *detailView) members(b *strings.Builder, g *correlate.Group, width int) {
+// members writes the members' table, row sel selected (-1: none).
+func (v *detailView) members(b *strings.Builder, g *correlate.Group, width, sel int) {
 	live := 0
 	for _, m := range g.Members {
 		if m.Status == "live" {
@@ -217,7 +235,7 @@ func (v *detailView) members(b *strings.Builder, g *correlate.Group, width int) 
 			rows[i] = slices.Delete(rows[i], 3, 4)
 		}
 	}
-	writeTable(b, width, cols, rows)
+	v.selected(b, writeTableSel(b, width, cols, rows, sel))
 }
 
 // process is "pid/comm" of a client, "-" when unknown.
@@ -261,12 +279,7 @@ func (v *detailView) generations(b *strings.Builder, g *correlate.Group, width i
 	rows := make([][]cell, 0, min(len(gens), maxGenerationsShown))
 	for i := len(gens) - 1; i >= 0 && len(rows) < maxGenerationsShown; i-- {
 		e := &gens[i]
-		when := e.Time()
-		if e.Completed != nil {
-			when = *e.Completed
-		} else if e.Started != nil {
-			when = *e.Started
-		}
+		when := generationTime(e)
 		took := "?"
 		if e.DurationMillis != nil {
 			took = dur(time.Duration(*e.DurationMillis) * time.Millisecond)
@@ -314,7 +327,8 @@ func memberChange(prev, cur []correlate.GenerationMember, first bool) string {
 	return strings.Join(parts, " ")
 }
 
-func (v *detailView) partitions(b *strings.Builder, g *correlate.Group, width int) {
+// partitions writes the partitions' table, row sel selected (-1: none).
+func (v *detailView) partitions(b *strings.Builder, g *correlate.Group, width, sel int) {
 	fmt.Fprintf(b, "\n[::u]PARTITIONS[::-] %d\n", len(g.Partitions))
 	rows := make([][]cell, 0, len(g.Partitions))
 	for _, p := range g.Partitions {
@@ -333,9 +347,9 @@ func (v *detailView) partitions(b *strings.Builder, g *correlate.Group, width in
 		rows = append(rows, []cell{c(p.Topic), cf("%d", p.Partition), c(orDash(v.ids.id(p.Owner))), c(opt(p.Position)), c(opt(p.Committed)),
 			c(opt(p.EndOffset)), lag, c(lagSecondsText(ls, p.LagSecondsEstimated)), c(errText)})
 	}
-	writeTable(b, width, []col{{title: "TOPIC", shrink: 8}, {title: "PART", right: true}, {title: "OWNER", shrink: 10, mid: true},
+	v.selected(b, writeTableSel(b, width, []col{{title: "TOPIC", shrink: 8}, {title: "PART", right: true}, {title: "OWNER", shrink: 10, mid: true},
 		{title: "POSITION", right: true}, {title: "COMMITTED", right: true}, {title: "END", right: true}, {title: "LAG", right: true}, {title: "LAG(S)", right: true},
-		{title: "FETCH ERROR", shrink: 6}}, rows)
+		{title: "FETCH ERROR", shrink: 6}}, rows, sel))
 }
 
 // partCommit is a commit with its partition.
@@ -345,14 +359,23 @@ type partCommit struct {
 	correlate.Commit
 }
 
-func (v *detailView) commits(b *strings.Builder, g *correlate.Group, width int) {
+// recentCommits are g's remembered commits by member (all with member
+// ""), newest first.
+func recentCommits(g *correlate.Group, member string) []partCommit {
 	var all []partCommit
 	for _, p := range g.Partitions {
 		for _, cm := range p.Commits {
-			all = append(all, partCommit{p.Topic, p.Partition, cm})
+			if member == "" || cm.MemberID == member {
+				all = append(all, partCommit{p.Topic, p.Partition, cm})
+			}
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.After(all[j].Time) })
+	return all
+}
+
+func (v *detailView) commits(b *strings.Builder, g *correlate.Group, width int) {
+	all := recentCommits(g, "")
 	fmt.Fprintf(b, "\n[::u]RECENT COMMITS[::-] newest first\n")
 	rows := make([][]cell, 0, maxCommitsShown)
 	for _, cm := range all[:min(len(all), maxCommitsShown)] {

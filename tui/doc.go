@@ -23,11 +23,16 @@
 // clock drives the pacing; the wall clock only says when to release the
 // next chunk.
 //
-// Views: Groups (home, sortable and filterable), Group detail (members with
-// their heartbeat age against the session timeout, generation timeline,
-// partitions, recent commits), Hazards (newest first, with evidence),
-// Traffic (per API, client and broker), and a status bar that always shows
-// loss. Every key is in one table (keys.go) that also writes the help
+// Views: Groups (home, sortable and filterable; columns as wide as their
+// content), Group detail (members with their heartbeat age against the
+// session timeout, generation timeline, partitions, recent commits; a
+// member or partition row opens its own view: a member's generations and
+// assignments, heartbeats, fetched partitions, commits and hazards; a
+// partition's offsets, lag, lag in seconds, health, owners and commits),
+// Hazards (newest first and opened on the newest, a severity filter, the
+// selected one's summary whole under the list, enter for its evidence),
+// Traffic (per API, with a long-poll Fetch's wait apart from answer
+// times, client and broker), and a status bar that always shows loss. Every key is in one table (keys.go) that also writes the help
 // screen. Severity and state are always written out, never shown by colour
 // alone.
 package tui

@@ -87,6 +87,27 @@ func writeTable(b *strings.Builder, width int, cols []col, rows [][]cell) {
 	}
 }
 
+// writeTableSel is writeTable with row sel (from 0; -1 for none) drawn
+// in reverse video, the selection of a text pane. It returns the offset
+// in b where that row's line starts, -1 for none.
+func writeTableSel(b *strings.Builder, width int, cols []col, rows [][]cell, sel int) int {
+	if sel < 0 || sel >= len(rows) {
+		writeTable(b, width, cols, rows)
+		return -1
+	}
+	var t strings.Builder
+	writeTable(&t, width, cols, rows)
+	at := -1
+	for i, l := range strings.SplitAfter(t.String(), "\n") {
+		if i == sel+1 {
+			at = b.Len()
+			l = "[::r]" + strings.TrimSuffix(l, "\n") + "[::-]\n"
+		}
+		b.WriteString(l)
+	}
+	return at
+}
+
 // fit shrinks the column widths w until they and their one-space
 // separators fit in width, or no column can shrink further.
 func fit(w []int, cols []col, width int) {

@@ -54,14 +54,7 @@ func newGroupRow(g *correlate.Group) groupRow {
 	}
 	if n := len(g.Generations); n > 0 {
 		e := &g.Generations[n-1]
-		r.lastAt = e.Time()
-		switch {
-		case e.Completed != nil:
-			r.lastAt = *e.Completed
-		case e.Started != nil:
-			r.lastAt = *e.Started
-		}
-		r.lastCause = e.Cause.Kind
+		r.lastAt, r.lastCause = generationTime(e), e.Cause.Kind
 	}
 	return r
 }
@@ -101,6 +94,11 @@ var groupSorts = []struct {
 	{"state", func(a, b *groupRow) bool { return a.state < b.state }},
 	{"lag seconds", func(a, b *groupRow) bool { return a.lagSeconds > b.lagSeconds }},
 }
+
+// maxNameWidth is the widest a list's group name column gets; columns
+// are otherwise as wide as their widest cell, none stretched to fill the
+// screen.
+const maxNameWidth = 40
 
 // groupsView is the home view: one row per group.
 type groupsView struct {
@@ -213,7 +211,7 @@ func (r *groupRow) cells() []*tview.TableCell {
 		last = r.lastAt.UTC().Format("15:04:05") + " " + r.lastCause
 	}
 	return []*tview.TableCell{
-		tview.NewTableCell(tview.Escape(r.name)).SetMaxWidth(24).SetExpansion(1),
+		tview.NewTableCell(tview.Escape(r.name)).SetMaxWidth(maxNameWidth),
 		tview.NewTableCell(r.state).SetTextColor(colorOf(stateColor(r.state))),
 		tview.NewTableCell(fmt.Sprint(r.gen)).SetAlign(tview.AlignRight),
 		tview.NewTableCell(fmt.Sprintf("%d/%d", r.live, r.members)).SetAlign(tview.AlignRight),

@@ -15,22 +15,41 @@ import (
 // hazardSorts are the Hazards view's orders, in the order s cycles them.
 var hazardSorts = []string{"newest", "severity"}
 
-// hazardsView is the hazard feed: newest first (or most severe first).
+// hazardSeverities are the Hazards view's severity filters, in the order v
+// cycles them: the least severity shown, and its name in the tab bar.
+var hazardSeverities = []struct {
+	name    string
+	minRank int
+}{{"all", 0}, {"warn+", 2}, {"critical", 3}}
+
+// previewLines is the height of the selected hazard's summary under the
+// list (a rule, then the summary): the list cuts summaries at the
+// screen's edge.
+const previewLines = 5
+
+// hazardsView is the hazard feed: newest first (or most severe first),
+// and under it the selected hazard's whole summary.
 type hazardsView struct {
-	table  *tview.Table
-	all    []*correlate.HazardEvent
-	rows   []*correlate.HazardEvent
-	sort   int
-	filter string
-	counts map[string]int
-	listed int
-	ids    idForm
+	pane    *tview.Flex
+	table   *tview.Table
+	preview *textPane
+	all     []*correlate.HazardEvent
+	rows    []*correlate.HazardEvent
+	sort    int
+	sev     int // index in hazardSeverities
+	filter  string
+	ids     idForm
 }
 
 func newHazardsView() *hazardsView {
 	v := &hazardsView{table: tview.NewTable()}
 	v.table.SetFixed(1, 0).SetSelectable(true, false).SetSeparator(' ')
 	v.table.SetSelectedStyle(tcell.StyleDefault.Reverse(true))
+	v.preview = newTextPane(v.previewText)
+	v.table.SetSelectionChangedFunc(func(int, int) { v.preview.invalidate() })
+	v.pane = tview.NewFlex().SetDirection(tview.FlexRow).
+		AddItem(v.table, 0, 1, true).
+		AddItem(v.preview, previewLines, 0, false)
 	v.render()
 	return v
 }
@@ -42,6 +61,36 @@ func (v *hazardsView) nextSort() {
 	v.render()
 }
 
+func (v *hazardsView) severityName() string { return hazardSeverities[v.sev].name }
+
+func (v *hazardsView) nextSeverity() {
+	v.sev = (v.sev + 1) % len(hazardSeverities)
+	v.render()
+}
+
+// selectTop selects the first row and shows the list from its start.
+func (v *hazardsView) selectTop() {
+	if len(v.rows) > 0 {
+		v.table.Select(1, 0)
+	}
+	v.table.ScrollToBeginning()
+}
+
+// previewText is the selected hazard's summary, whole, word-wrapped.
+func (v *hazardsView) previewText(width int) string {
+	h := v.selected()
+	if h == nil {
+		return ""
+	}
+	lines := tview.WordWrap(tview.Escape(severityLabel(h.Severity)+" "+h.Kind+": "+v.ids.in(h.Summary)), width)
+	if len(lines) > previewLines-1 {
+		lines = lines[:previewLines-1]
+		last := strings.TrimRight(lines[len(lines)-1], " ")
+		lines[len(lines)-1] = cut(last+" …", width, false)
+	}
+	return "[gray]" + strings.Repeat("─", width) + "[-]\n" + strings.Join(lines, "\n") + "\n"
+}
+
 func (v *hazardsView) setFilter(s string) {
 	v.filter = s
 	v.render()
@@ -49,9 +98,6 @@ func (v *hazardsView) setFilter(s string) {
 
 func (v *hazardsView) update(fr *Frame) {
 	v.all = fr.Hazards
-	if fr.Snapshot != nil {
-		v.counts = fr.Snapshot.HazardCounts
-	}
 	v.render()
 }
 
@@ -67,6 +113,9 @@ func (v *hazardsView) selected() *correlate.HazardEvent {
 // matches: a case-insensitive substring of the kind, severity, group,
 // topic, member, client or summary.
 func (v *hazardsView) matches(h *correlate.HazardEvent) bool {
+	if correlate.SeverityRank(h.Severity) < hazardSeverities[v.sev].minRank {
+		return false
+	}
 	if v.filter == "" {
 		return true
 	}
@@ -79,8 +128,13 @@ func (v *hazardsView) matches(h *correlate.HazardEvent) bool {
 	return false
 }
 
+// render rebuilds the list, keeping the selected hazard selected; while
+// the top row is selected it stays selected, so that the newest is.
 func (v *hazardsView) render() {
 	keep := v.selected()
+	if row, _ := v.table.GetSelection(); row <= 1 {
+		keep = nil
+	}
 	v.rows = v.rows[:0]
 	for _, h := range v.all {
 		if v.matches(h) {
@@ -104,11 +158,35 @@ func (v *hazardsView) render() {
 		col := colorOf(severityColor(h.Severity))
 		t.SetCell(y, 0, tview.NewTableCell(clock(h.Time())))
 		t.SetCell(y, 1, tview.NewTableCell(severityLabel(h.Severity)).SetTextColor(col))
-		t.SetCell(y, 2, tview.NewTableCell(h.Kind).SetMaxWidth(22).SetTextColor(col))
-		t.SetCell(y, 3, tview.NewTableCell(tview.Escape(orDash(h.Group))).SetMaxWidth(16))
-		t.SetCell(y, 4, tview.NewTableCell(tview.Escape(v.ids.in(h.Summary))).SetExpansion(1))
+		t.SetCell(y, 2, tview.NewTableCell(h.Kind).SetTextColor(col))
+		t.SetCell(y, 3, tview.NewTableCell(tview.Escape(orDash(h.Group))).SetMaxWidth(maxNameWidth))
+		t.SetCell(y, 4, tview.NewTableCell(tview.Escape(v.ids.in(withoutGroup(h.Summary, h.Group)))))
 	}
-	settle(t, len(v.rows), sel, v.filter != "", "no hazard reported", "no hazard matches the filter (esc clears it)")
+	noMatch := "no hazard matches the filter (esc clears it)"
+	switch {
+	case v.sev > 0 && v.filter != "":
+		noMatch = "no " + v.severityName() + " hazard matches the filter (esc clears it, v shows all severities)"
+	case v.sev > 0:
+		noMatch = "no " + v.severityName() + " hazard (v shows all severities)"
+	}
+	settle(t, len(v.rows), sel, len(v.all) > 0, "no hazard reported", noMatch)
+	v.preview.invalidate()
+}
+
+// withoutGroup is a hazard's summary without the group it begins with
+// (the list has a GROUP column): "g orders/0: ..." gives "orders/0: ...",
+// "g: ..." gives "...".
+func withoutGroup(summary, group string) string {
+	if group == "" {
+		return summary
+	}
+	if rest, ok := strings.CutPrefix(summary, group+": "); ok {
+		return rest
+	}
+	if rest, ok := strings.CutPrefix(summary, group+" "); ok {
+		return rest
+	}
+	return summary
 }
 
 // evidenceView is one hazard: what it says, its fields, and the exchanges

@@ -163,3 +163,20 @@ func (s *screen) typeText(text string) {
 		s.press(tcell.KeyRune, r)
 	}
 }
+
+// reversed returns the screen's lines drawn in reverse video (a list's
+// or a text pane's selection), as draw gives them.
+func (s *screen) reversed() []string {
+	lines := s.draw()
+	cells, w, _ := s.sim.GetContents()
+	var out []string
+	for y, l := range lines {
+		if l == "" {
+			continue
+		}
+		if _, _, attr := cells[y*w].Style.Decompose(); attr&tcell.AttrReverse != 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -17,12 +17,14 @@ const (
 	viewHazards
 	viewEvidence
 	viewTraffic
-	viewTxns // transactional ids and partitions (txns.go)
+	viewTxns      // transactional ids and partitions (txns.go)
+	viewMember    // one member of the group shown (member.go)
+	viewPartition // one partition of the group shown (partition.go)
 	viewHelp
 	numViews
 )
 
-var viewNames = [numViews]string{"Groups", "Group", "Hazards", "Evidence", "Traffic", "Transactions", "Help"}
+var viewNames = [numViews]string{"Groups", "Group", "Hazards", "Evidence", "Traffic", "Transactions", "Member", "Partition", "Help"}
 
 // String is the view's name, as the tab bar and the help write it.
 func (v view) String() string { return viewNames[v] }
@@ -66,18 +68,22 @@ type binding struct {
 // bindings is the key table: the only place keys are defined, and the
 // source of the help screen. Earlier rows win when two match.
 var bindings = []binding{
+	{keys: []key{special(tcell.KeyUp), special(tcell.KeyDown), char('k'), char('j')}, label: "↑ ↓ k j", where: in(viewDetail),
+		help: "move between the group's members and partitions (enter opens one); past the first or the last, scroll", action: (*UI).moveDetail},
 	{keys: []key{special(tcell.KeyUp), special(tcell.KeyDown), char('k'), char('j')}, label: "↑ ↓ k j",
-		help: "move the selection, scroll", where: everywhere},
+		help: "move the selection, scroll", where: everywhere &^ in(viewDetail)},
 	{keys: []key{special(tcell.KeyPgUp), special(tcell.KeyPgDn), char('g'), char('G')}, label: "PgUp PgDn g G",
 		help: "page up and down, first and last row", where: everywhere},
-	{keys: []key{special(tcell.KeyEnter)}, label: "enter", where: in(viewGroups, viewHazards),
-		help: "open: the selected group's detail, or the selected hazard's evidence", action: (*UI).open},
+	{keys: []key{special(tcell.KeyEnter)}, label: "enter", where: in(viewGroups, viewHazards, viewDetail),
+		help: "open: the selected group's detail, the selected hazard's evidence, or in a group the selected member's or partition's detail", action: (*UI).open},
 	{keys: []key{special(tcell.KeyEscape)}, label: "esc", where: everywhere,
-		help: "back: close the group, the evidence or the help; clear the filter", action: (*UI).back},
+		help: "back: close the group, the member, the partition, the evidence or the help; clear the filter", action: (*UI).back},
 	{keys: []key{char('/')}, label: "/", where: in(viewGroups, viewHazards, viewTraffic, viewTxns),
 		help: "filter the list: type, enter keeps the filter, esc clears it", action: (*UI).startFilter},
 	{keys: []key{char('s')}, label: "s", where: in(viewGroups, viewHazards),
 		help: "sort by the next column (Groups: name, lag, hazards, members, last rebalance, state; Hazards: newest, severity)", action: (*UI).nextSort},
+	{keys: []key{char('v')}, label: "v", where: in(viewHazards),
+		help: "severity filter: all, warn and critical (warn+), critical only; the tab bar shows it (sev:)", action: (*UI).nextSeverity},
 	{keys: []key{char('p')}, label: "p", where: everywhere,
 		help: "pause or resume the replay (live capture: freeze the screen, the capture goes on)", action: (*UI).togglePause},
 	{keys: []key{char('n')}, label: "n", where: everywhere,
@@ -126,7 +132,7 @@ func helpText(width int) string {
 	for _, k := range bindings {
 		text := k.help
 		if k.where != everywhere {
-			text += " (in " + whereText(k.where) + ")"
+			text += " (" + whereText(k.where) + ")"
 		}
 		for i, l := range tview.WordWrap(tview.Escape(text), max(width-kw-2, 20)) {
 			label := ""
@@ -141,6 +147,12 @@ func helpText(width int) string {
 		"The Groups view's HAZARDS column counts them: C critical, W warn, I info; LIVE/ALL counts live and remembered members. "+
 		"Heartbeat bars fill up to the member's session timeout, ending in ! past it. "+
 		"Rates are per second of capture time over the last 10s of it. "+
+		"Hazards opens on its top row, the newest (sorted by severity: the newest of the worst), and follows new ones while the top row is selected. "+
+		"Traffic's P50, P90 and P99 are the broker's answer times. A Fetch (or ShareFetch) is a long poll: the broker holds it "+
+		"until records come or its MaxWaitMillis runs out, so its time is mostly waiting for producers, not the broker's speed. "+
+		"Its P50-P99 leave that wait out (from when its newest record was made, by the batch timestamps, to the answer; "+
+		"an empty answer has none); WAIT is the median wait, over the longest a Fetch asked for (500ms/500ms: nothing to read). "+
+		"JoinGroup and SyncGroup are held until the rebalance completes. "+
 		"A replay (kwire analyze --tui) can be paused (p), stepped (n) and switched between capture pace and full speed (f); "+
 		"on a live capture p freezes the screen while the capture goes on.", width) {
 		b.WriteString(l + "\n")
@@ -149,11 +161,16 @@ func helpText(width int) string {
 }
 
 func whereText(s scope) string {
-	var names []string
+	var names, others []string
 	for v := range numViews {
 		if s.has(v) {
 			names = append(names, v.String())
+		} else {
+			others = append(others, v.String())
 		}
 	}
-	return strings.Join(names, ", ")
+	if len(others) < len(names) {
+		return "in all views but " + strings.Join(others, ", ")
+	}
+	return "in " + strings.Join(names, ", ")
 }

@@ -103,6 +103,10 @@ func (u *UI) tabsText(width int) string {
 	switch u.view {
 	case viewDetail:
 		ctx = append(ctx, "› "+tview.Escape(u.detail.group))
+	case viewMember:
+		ctx = append(ctx, "› "+tview.Escape(u.member.group)+" › member "+tview.Escape(u.member.ids.id(u.member.id)))
+	case viewPartition:
+		ctx = append(ctx, "› "+tview.Escape(u.part.group)+" › "+tview.Escape(fmt.Sprintf("%s/%d", u.part.topic, u.part.partition)))
 	case viewEvidence:
 		ctx = append(ctx, "› evidence")
 	case viewHelp:
@@ -112,7 +116,7 @@ func (u *UI) tabsText(width int) string {
 		if u.view == viewGroups {
 			ctx = append(ctx, "sort:"+u.groups.sortName())
 		} else {
-			ctx = append(ctx, "sort:"+u.hazards.sortName())
+			ctx = append(ctx, "sort:"+u.hazards.sortName(), "sev:"+u.hazards.severityName())
 		}
 	}
 	if f := u.filterOf(u.view); f != "" && !u.filtering {

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kwire/kwire/decode"
 )
 
@@ -76,8 +78,16 @@ type APIStats struct {
 	// non-zero error code (decode.ErrorCode); Unanswered those without a
 	// response seen (acks=0 produce included).
 	Requests, Errors, Unanswered int64
-	// Latency is the histogram of request-to-response times.
+	// Latency is the histogram of request-to-response times; of a Fetch
+	// or ShareFetch answered without error, the part not in Wait.
 	Latency Hist
+	// Wait is, of Fetches and ShareFetches answered without error, the
+	// histogram of their long-poll waits: the time the broker held them
+	// until records came or their MaxWaitMillis ran out (fetchWait), which
+	// is the wait, not the broker's speed; MaxWaitMillis is the largest
+	// they asked for.
+	Wait          Hist
+	MaxWaitMillis int32
 }
 
 // ClientStats counts a client's (host + client id) exchanges.
@@ -172,10 +182,18 @@ func (t *traffic) exchange(e *decode.Exchange) {
 	a.Requests++
 	isErr := false
 	if e.Response == decode.ResponseSeen && !e.RespTime.IsZero() {
-		a.Latency[histIndex(e.Latency())]++
 		if e.Resp != nil && decode.ErrorCode(e.Resp) != 0 {
 			a.Errors++
 			isErr = true
+		}
+		if wait, service, maxWait, ok := fetchWait(e); ok && !isErr {
+			a.Wait[histIndex(wait)]++
+			if service >= 0 {
+				a.Latency[histIndex(service)]++
+			}
+			a.MaxWaitMillis = max(a.MaxWaitMillis, maxWait)
+		} else {
+			a.Latency[histIndex(e.Latency())]++
 		}
 	} else {
 		a.Unanswered++
@@ -201,6 +219,67 @@ func (t *traffic) exchange(e *decode.Exchange) {
 	if pr := e.Conn.Process; pr != nil {
 		cl.PID, cl.Comm = pr.PID, pr.Comm
 	}
+}
+
+// fetchWait splits a Fetch's or ShareFetch's time in the broker into the
+// long-poll wait (held until records came, or its MaxWaitMillis ran out)
+// and the rest (service). A response without records waited all its
+// time. One with records waited until the newest of them was made, by
+// their batches' timestamps, when that falls within the Fetch's time; a
+// timestamp outside it (records there before the request; a producer
+// whose clock is off from the capture's) says nothing, and all its time
+// is service. service is -1 for a response without records: nothing
+// was served. ok is false for other APIs, and for responses not decoded
+// or whose records were not copied (eBPF --snap).
+func fetchWait(e *decode.Exchange) (wait, service time.Duration, maxWaitMillis int32, ok bool) {
+	if len(e.RecordsNotCopied) > 0 {
+		return 0, 0, 0, false
+	}
+	var records [][]byte
+	switch req := e.Req.(type) {
+	case *kmsg.FetchRequest:
+		resp, _ := e.Resp.(*kmsg.FetchResponse)
+		if resp == nil {
+			return 0, 0, 0, false
+		}
+		maxWaitMillis = req.MaxWaitMillis
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				records = append(records, resp.Topics[i].Partitions[j].RecordBatches)
+			}
+		}
+	case *kmsg.ShareFetchRequest:
+		resp, _ := e.Resp.(*kmsg.ShareFetchResponse)
+		if resp == nil {
+			return 0, 0, 0, false
+		}
+		maxWaitMillis = req.MaxWaitMillis
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				records = append(records, resp.Topics[i].Partitions[j].Records)
+			}
+		}
+	default:
+		return 0, 0, 0, false
+	}
+	total := e.Latency()
+	any, newest := false, int64(-1)
+	for _, b := range records {
+		any = any || len(b) > 0
+		decode.ScanHeaders(b, func(h *decode.BatchHeader) {
+			if !h.Control {
+				newest = max(newest, h.MaxTimestamp)
+			}
+		})
+	}
+	if !any {
+		return total, -1, maxWaitMillis, true
+	}
+	made := time.UnixMilli(newest)
+	if newest < 0 || !made.After(e.ReqTime) || made.After(e.RespTime) {
+		return 0, total, maxWaitMillis, true
+	}
+	return made.Sub(e.ReqTime), e.RespTime.Sub(made), maxWaitMillis, true
 }
 
 // conn returns the entries e's connection is counted in, counting the

@@ -58,3 +58,36 @@ func TestHistQuantile(t *testing.T) {
 		t.Errorf("windowed median = %s, want about 1s", got)
 	}
 }
+
+// TestFetchWait: on g_churn, whose producer writes every 100ms to
+// consumers long-polling with MaxWaitMillis 500, a Fetch spends about
+// 100ms waiting for records and well under a millisecond being answered:
+// the Traffic view's Fetch latency is the second, WAIT the first. Taken
+// whole, as before, the median Fetch read as a 100ms broker: most waited.
+func TestFetchWait(t *testing.T) {
+	fr := frameOf(t, "g_churn.pcapng", time.Time{})
+	var fetch *APIStats
+	for i := range fr.Traffic.APIs {
+		if fr.Traffic.APIs[i].Key == 1 {
+			fetch = &fr.Traffic.APIs[i]
+		}
+	}
+	if fetch == nil {
+		t.Fatal("no Fetch in g_churn")
+	}
+	service, _ := fetch.Latency.Quantile(0.5)
+	wait, _ := fetch.Wait.Quantile(0.5)
+	if service > 5*time.Millisecond || wait < 80*time.Millisecond || wait > 150*time.Millisecond || fetch.MaxWaitMillis != 500 {
+		t.Errorf("Fetch answered in %s (median), waited %s of %dms: want under 5ms, about 100ms of 500ms", service, wait, fetch.MaxWaitMillis)
+	}
+	var long, answered uint32
+	for i, n := range fetch.Wait {
+		answered += n
+		if histUpper(i) > 80*time.Millisecond {
+			long += n
+		}
+	}
+	if long*2 < answered {
+		t.Errorf("%d of %d answered Fetches waited 80ms or more: the capture does not show long polls", long, answered)
+	}
+}

@@ -81,7 +81,8 @@ func (v *trafficView) apis(b *strings.Builder, width int, now, base *Traffic, se
 		what = fmt.Sprintf("rates over the last %s of capture time", dur(window))
 	}
 	b.WriteString("[::u]REQUESTS BY API[::-] ")
-	para(b, width-16, what+"; latency from the request's last byte to the response's first")
+	para(b, width-16, what+"; latency from the request's last byte to the response's first; "+
+		"a Fetch's without its long-poll wait for records, WAIT: the median wait, of the longest asked for")
 	was := map[int16]*APIStats{}
 	for i := range base.APIs {
 		was[base.APIs[i].Key] = &base.APIs[i]
@@ -104,15 +105,20 @@ func (v *trafficView) apis(b *strings.Builder, width int, now, base *Traffic, se
 			}
 			return c("-")
 		}
+		wait := c("-")
+		waits := a.Wait.sub(&old.Wait)
+		if d, ok := waits.Quantile(0.5); ok {
+			wait = c(dur(d) + "/" + dur(time.Duration(a.MaxWaitMillis)*time.Millisecond))
+		}
 		errs := cell{text: count(a.Errors)}
 		if a.Errors > 0 {
 			errs.color = "red"
 		}
 		rows = append(rows, []cell{c(name), c(rate(perSec(a.Requests, old.Requests, secs))), c(rate(perSec(a.Errors, old.Errors, secs))),
-			q(0.5), q(0.9), q(0.99), c(count(a.Requests)), errs, c(count(a.Unanswered))})
+			q(0.5), q(0.9), q(0.99), wait, c(count(a.Requests)), errs, c(count(a.Unanswered))})
 	}
 	writeTable(b, width, []col{{title: "API", shrink: 10}, {title: "REQ/S", right: true}, {title: "ERR/S", right: true},
-		{title: "P50", right: true}, {title: "P90", right: true}, {title: "P99", right: true},
+		{title: "P50", right: true}, {title: "P90", right: true}, {title: "P99", right: true}, {title: "WAIT", right: true},
 		{title: "REQUESTS", right: true}, {title: "ERRORS", right: true}, {title: "NO RESP", right: true}}, rows)
 }
 

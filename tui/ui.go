@@ -45,6 +45,8 @@ type UI struct {
 	evidence *evidenceView
 	traffic  *trafficView
 	txns     *txnsView
+	member   *memberView
+	part     *partitionView
 	help     *textPane
 
 	view    view // the page shown
@@ -86,16 +88,21 @@ func New(feed *Feed, ctl Control, opts *Options) *UI {
 	u.traffic = newTrafficView()
 	u.traffic.dropped = feed.Dropped
 	u.txns = newTxnsView()
-	u.detail.ids, u.hazards.ids = idForm(u.opts.FullIDs), idForm(u.opts.FullIDs)
+	u.member = newMemberView()
+	u.part = newPartitionView()
+	ids := idForm(u.opts.FullIDs)
+	u.detail.ids, u.hazards.ids, u.member.ids, u.part.ids = ids, ids, ids, ids
 	u.help = newTextPane(func(width int) string { return helpText(width) })
 
 	u.pages = tview.NewPages()
 	u.pages.AddPage(viewGroups.String(), u.groups.table, true, true)
 	u.pages.AddPage(viewDetail.String(), u.detail.pane, true, false)
-	u.pages.AddPage(viewHazards.String(), u.hazards.table, true, false)
+	u.pages.AddPage(viewHazards.String(), u.hazards.pane, true, false)
 	u.pages.AddPage(viewEvidence.String(), u.evidence.pane, true, false)
 	u.pages.AddPage(viewTraffic.String(), u.traffic.pane, true, false)
 	u.pages.AddPage(viewTxns.String(), u.txns.pane, true, false)
+	u.pages.AddPage(viewMember.String(), u.member.pane, true, false)
+	u.pages.AddPage(viewPartition.String(), u.part.pane, true, false)
 	u.pages.AddPage(viewHelp.String(), u.help, true, false)
 
 	u.root = tview.NewFlex().SetDirection(tview.FlexRow).
@@ -185,6 +192,8 @@ func (u *UI) apply(fr *Frame) {
 	u.evidence.update(fr)
 	u.traffic.update(fr, &u.rates)
 	u.txns.update(fr)
+	u.member.update(fr)
+	u.part.update(fr)
 	u.drawChrome()
 }
 
@@ -206,8 +215,13 @@ func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 	return nil
 }
 
-// show switches to view v.
+// show switches to view v. Hazards, opened from another view, selects
+// its top row: the newest (the newest of the worst, sorted by severity),
+// not the one selected when it was last left.
 func (u *UI) show(v view) {
+	if v == viewHazards && u.top != viewHazards {
+		u.hazards.selectTop()
+	}
 	if v != viewHelp {
 		u.beneath = v
 	}
@@ -232,6 +246,10 @@ func (u *UI) focusOf(v view) tview.Primitive {
 		return u.traffic.pane
 	case viewTxns:
 		return u.txns.table
+	case viewMember:
+		return u.member.pane
+	case viewPartition:
+		return u.part.pane
 	case viewHelp:
 		return u.help
 	}
@@ -252,6 +270,15 @@ func (u *UI) open() {
 			u.evidence.set(h)
 			u.show(viewEvidence)
 		}
+	case viewDetail:
+		switch p := u.detail.sel; {
+		case p.member != "":
+			u.member.set(u.detail.group, p.member, u.frame)
+			u.show(viewMember)
+		case p.topic != "":
+			u.part.set(u.detail.group, p.topic, p.partition, u.frame)
+			u.show(viewPartition)
+		}
 	}
 }
 
@@ -261,6 +288,8 @@ func (u *UI) back() {
 		u.show(u.beneath)
 	case viewDetail:
 		u.show(viewGroups)
+	case viewMember, viewPartition:
+		u.show(viewDetail)
 	case viewEvidence:
 		u.show(viewHazards)
 	default:
@@ -321,6 +350,24 @@ func (u *UI) nextSort() {
 		u.hazards.nextSort()
 	}
 	u.drawChrome()
+}
+
+func (u *UI) nextSeverity() {
+	u.hazards.nextSeverity()
+	u.drawChrome()
+}
+
+// moveDetail moves the group detail's selection up or down (the key
+// pressed).
+func (u *UI) moveDetail() {
+	if u.lastKey == nil {
+		return
+	}
+	step := 1
+	if k := u.lastKey; k.Key() == tcell.KeyUp || k.Key() == tcell.KeyRune && k.Rune() == 'k' {
+		step = -1
+	}
+	u.detail.move(step)
 }
 
 func (u *UI) togglePause() {

@@ -34,8 +34,10 @@ type Options struct {
 	DeferRecords bool
 }
 
-// Decode reads one batch, of format 2 to 5 (3 and 5 signed: Decode does not
-// check the tag; Keyring.Verify does). Its items, their connections and messages are
+// Decode reads one batch, of format 2 to 7 (3, 5 and 7 signed: Decode does
+// not check the tag; Keyring.Verify does). A batch of a format it does not
+// know is refused with a *VersionError (ErrVersion), which names the agent
+// and its kwire when the batch is of a newer format. Its items, their connections and messages are
 // new, and may point into value: keep value unchanged while they are used.
 // Connections are new per batch; their ID is the agent's.
 func Decode(value []byte, opts *Options) (*Batch, error) {
@@ -43,17 +45,16 @@ func Decode(value []byte, opts *Options) (*Batch, error) {
 		return nil, fmt.Errorf("%w: empty", ErrCorrupt)
 	}
 	v := value[0]
-	switch v {
-	case Version, versionV2:
-	case VersionSigned, versionV2Signed: // its tag is Keyring.Verify's: not checked here
+	switch {
+	case !knownFormat(v):
+		return nil, newerFormat(value)
+	case signedFormat(v): // its tag is Keyring.Verify's: not checked here
 		if len(value) < 1+TagSize {
 			return nil, fmt.Errorf("%w: signed batch shorter than its tag", ErrCorrupt)
 		}
 		value = value[:len(value)-TagSize]
-	default:
-		return nil, fmt.Errorf("%w %d (this kwire reads %d to %d)", ErrVersion, value[0], versionV2, VersionSigned)
 	}
-	d := batchDecoder{r: reader{b: value[1:]}, maxExpand: DefaultMaxExpand, times: v >= Version}
+	d := batchDecoder{r: reader{b: value[1:]}, maxExpand: DefaultMaxExpand, times: v >= versionV4}
 	if opts != nil && opts.MaxExpand > 0 {
 		d.maxExpand = opts.MaxExpand
 	}
@@ -62,6 +63,9 @@ func Decode(value []byte, opts *Options) (*Batch, error) {
 		d.deferRecords = opts.DeferRecords
 	}
 	b := &Batch{Agent: Agent{Host: d.r.string(), Run: d.r.uvarint()}, Seq: d.r.uvarint()}
+	if v >= Version {
+		b.Kwire = d.r.build()
+	}
 	for len(d.r.b) > 0 && d.r.err == nil {
 		switch k := Kind(d.r.byte()); k {
 		case kindConn:

@@ -121,20 +121,41 @@
 // per agent name, or a shared key "*" that any agent may use), so that a
 // batch is verified on its own and only the holder of an agent's key
 // publishes as that agent. Decode reads version 3 as version 2 without
-// checking the tag: Keyring.Verify does, before.
+// checking the tag: Keyring.Verify does, before. Formats 5 and 7 are
+// formats 4 and 6 signed the same way.
 //
-// Compatibility: an aggregator with keys reads only version 3 batches that
-// verify, and drops version 2 ones (counted unverified); without keys it
-// reads both (and warns at start-up). Agents can thus be given keys
-// before the aggregator, then the aggregator its keyring.
+// Compatibility of keys: an aggregator with keys reads only signed
+// batches that verify, and drops unsigned ones (counted unverified);
+// without keys it reads both (and warns at start-up). Agents can thus be
+// given keys before the aggregator, then the aggregator its keyring.
 //
 // Version 1 (kmsg-encoded Produce, Fetch and OffsetCommit bodies, 61-byte
 // batch headers, absolute times, strings and addresses as text) is no
-// longer read: agents and aggregators
-// are upgraded together.
+// longer read.
 //
-// A newer format gets a new version byte (routed records of kwire
-// aggregate --group use 0x81, route.go); Decode rejects versions it does
-// not know (ErrVersion), so that an old aggregator says so instead of
-// misreading.
+// # The agent's build, version 6
+//
+// Format 6 (7 signed) is format 4 (5 signed: record batch timestamps in
+// Fetch response segments and Produce request partitions) with the
+// agent's kwire build after the sequence number:
+//
+//	batch = 6 host:string run:uvarint seq:uvarint
+//	        kwire_version:string kwire_commit:string item*
+//
+// kwire_version is version.Build's Version (a release tag, `git
+// describe`, "devel"), kwire_commit its Commit, ending in "-dirty" when
+// Modified ("" when unknown). The aggregator lists it per agent in its
+// aggregate line. Every later format keeps this header, changing only
+// what follows it (format.go).
+//
+// # Compatibility
+//
+// The format decides, not the kwire versions: an aggregator reads every
+// format up to its own (this one: 2 to 7), from agents of any kwire; an
+// agent's batches of a newer format are refused (ErrVersion, a
+// VersionError naming the agent and its kwire, read from the header
+// above), never misread: the aggregator counts them and says on stderr to
+// upgrade it. Hence aggregators first, then agents. A newer format gets a
+// new version byte (routed records of kwire aggregate --group use 0x81,
+// route.go).
 package wire

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/internal/version"
 )
 
 // Body markers.
@@ -20,6 +21,7 @@ const (
 // Encoder builds one batch at a time. It is not safe for concurrent use.
 type Encoder struct {
 	agent Agent
+	build version.Build
 	w     writer
 	items int
 	// conns is the batch's connection table: each connection's index and
@@ -34,10 +36,15 @@ type connDecl struct {
 	client, server netip.AddrPort
 }
 
-// NewEncoder returns an Encoder for agent's batches.
+// NewEncoder returns an Encoder for agent's batches, which say they are
+// of this kwire build (version.Get).
 func NewEncoder(agent Agent) *Encoder {
-	return &Encoder{agent: agent, conns: make(map[*capture.Conn]connDecl)}
+	return &Encoder{agent: agent, build: version.Get().Build(), conns: make(map[*capture.Conn]connDecl)}
 }
+
+// SetBuild makes the batches from the next Reset on say they are of build
+// b: a router re-encoding an agent's items gives the agent's.
+func (e *Encoder) SetBuild(b version.Build) { e.build = b }
 
 // Reset starts batch number seq, dropping what the previous one held.
 func (e *Encoder) Reset(seq uint64) {
@@ -46,6 +53,12 @@ func (e *Encoder) Reset(seq uint64) {
 	e.w.string(e.agent.Host)
 	e.w.uvarint(e.agent.Run)
 	e.w.uvarint(seq)
+	e.w.string(e.build.Version)
+	commit := e.build.Commit
+	if e.build.Modified {
+		commit += dirty
+	}
+	e.w.string(commit)
 	e.items, e.next = 0, 0
 	clear(e.conns)
 }

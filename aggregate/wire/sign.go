@@ -27,8 +27,14 @@ import (
 // dropped. The topic is not covered: batches stay verifiable when the
 // topic is mirrored under another name.
 
-// VersionSigned is the version byte of a signed batch.
-const VersionSigned = 5
+// VersionSigned is the version byte of a signed batch this build writes
+// (formats 3 and 5 were signed too).
+const VersionSigned = 7
+
+// signedFormat says whether v is the version byte of a signed format.
+func signedFormat(v byte) bool {
+	return v == VersionSigned || v == versionV4Signed || v == versionV2Signed
+}
 
 // TagSize is the size of a signed batch's tag.
 const TagSize = sha256.Size
@@ -46,7 +52,8 @@ const macDomain = "kwire agent batch\n"
 
 // Errors of Keyring.Verify: the batch is dropped.
 var (
-	// ErrUnsigned: a version 2 batch, or one too short to hold a tag.
+	// ErrUnsigned: an unsigned batch (format 2, 4 or 6), or one too
+	// short to hold a tag.
 	ErrUnsigned = errors.New("unsigned batch")
 	// ErrUnknownAgent: no key of the keyring is the agent's (nor shared).
 	ErrUnknownAgent = errors.New("no key for the agent it names")
@@ -152,7 +159,10 @@ func NewKeyring(keys []Key) *Keyring {
 // far as it could be read (the agent the batch claims to be).
 func (kr *Keyring) Verify(value []byte) (agent string, err error) {
 	agent, ok := claimedHost(value)
-	if len(value) == 0 || value[0] != VersionSigned && value[0] != versionV2Signed || len(value) < 1+TagSize {
+	if len(value) > 0 && !knownFormat(value[0]) {
+		return agent, newerFormat(value) // a newer agent's, signed or not: Decode says so
+	}
+	if len(value) == 0 || !signedFormat(value[0]) || len(value) < 1+TagSize {
 		return agent, ErrUnsigned
 	}
 	if !ok {

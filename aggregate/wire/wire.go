@@ -12,19 +12,25 @@ import (
 
 	"github.com/kwire/kwire/capture"
 	"github.com/kwire/kwire/decode"
+	"github.com/kwire/kwire/internal/version"
 )
 
 // Version is the format version, the first byte of every unsigned batch
-// this build writes (VersionSigned a signed one's). Format 4 (and 5,
-// signed) adds record batch timestamps to Fetch responses' segments and a
-// Produce request partition's batch header: an aggregator reads 2 to 5,
-// an older one refuses 4 and 5 (ErrVersion: upgrade aggregators first).
-const Version = 4
+// this build writes (VersionSigned a signed one's). Format 6 (and 7,
+// signed) adds the agent's kwire build to the batch header; format 4 (and
+// 5) added record batch timestamps to Fetch responses' segments and a
+// Produce request partition's batch header. An aggregator reads 2 to 7;
+// an older one refuses what it does not know (ErrVersion: upgrade
+// aggregators first).
+const Version = 6
 
-// versionV2 and versionV2Signed are the formats before batch timestamps.
+// The formats before: versionV4 without the agent's build, versionV2
+// also without batch timestamps; and their signed forms.
 const (
 	versionV2       = 2
 	versionV2Signed = 3
+	versionV4       = 4
+	versionV4Signed = 5
 )
 
 // Errors of Decode.
@@ -72,7 +78,10 @@ type Batch struct {
 	Agent Agent
 	// Seq numbers an agent's batches from 1 without gaps: a missing
 	// number is a batch lost (dropped by the agent, or by the transport).
-	Seq   uint64
+	Seq uint64
+	// Kwire is the agent's build (format 6 on); zero for an older
+	// agent's batch, which does not say.
+	Kwire version.Build
 	Items []Item
 }
 

@@ -198,7 +198,9 @@ func tuiDrive(t *testing.T, bin string) {
 		`^EVIDENCE \d+ exchange`, `^\d\d:\d\d:\d\d\.\d{6} +c\d+ 127\.0\.0\.1:\d+ > 127\.0\.0\.1:\d+ (Fetch|ListOffsets)`)
 
 	s.keys("?")
-	s.waitFor(`^kwire keys`, `^q ctrl-c +quit$`)
+	s.waitFor(`^kwire keys`)
+	s.keys("G") // the help's end: longer than the screen
+	s.waitFor(`^q ctrl-c +quit$`)
 	s.keys("Escape")
 	s.waitFor(`› evidence`)
 	s.keys("Escape")

@@ -46,6 +46,37 @@ type Info struct {
 	Platform string `json:"platform"`
 }
 
+// Build names a build: Info without the toolchain and platform, so that
+// output carrying it (the NDJSON stats line, the agents' batches) is the
+// same for one commit whatever Go built it.
+type Build struct {
+	Version  string `json:"version"`
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+}
+
+// Build returns in's Build.
+func (in Info) Build() Build {
+	return Build{Version: in.Version, Commit: in.Commit, Modified: in.Modified}
+}
+
+// String is b as one word: the version, and "+" and the commit's first 12
+// digits when known ("+dirty" after them when modified): "v1.2.3",
+// "devel+3f86b30a1c2e+dirty".
+func (b Build) String() string {
+	s := b.Version
+	if s == "" {
+		s = "unknown"
+	}
+	if c := b.Commit; c != "" {
+		s += "+" + c[:min(len(c), 12)]
+		if b.Modified {
+			s += "+dirty"
+		}
+	}
+	return s
+}
+
 var (
 	once sync.Once
 	info Info

@@ -18,12 +18,14 @@ func TestFromBuild(t *testing.T) {
 		linked string
 		want   Info
 		short  string
+		build  string // Build().String()
 	}{
 		{
 			name:  "go build in a work tree",
 			bi:    &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: vcs},
 			want:  Info{Version: "devel", Commit: "3f86b30a1c2e4d5f6a7b8c9d0e1f2a3b4c5d6e7f", Date: "2026-12-06T21:14:03Z", Go: "go1.26.8"},
 			short: "kwire devel (commit 3f86b30a1c2e, 2026-12-06, go1.26.8 ",
+			build: "devel+3f86b30a1c2e",
 		},
 		{
 			name:   "linked version wins",
@@ -31,16 +33,19 @@ func TestFromBuild(t *testing.T) {
 			linked: "v0.9.0-12-g3f86b30",
 			want:   Info{Version: "v0.9.0-12-g3f86b30", Commit: "3f86b30a1c2e4d5f6a7b8c9d0e1f2a3b4c5d6e7f", Date: "2026-12-06T21:14:03Z", Modified: true, Go: "go1.26.8"},
 			short:  "kwire v0.9.0-12-g3f86b30 (commit 3f86b30a1c2e+dirty, 2026-12-06, go1.26.8 ",
+			build:  "v0.9.0-12-g3f86b30+3f86b30a1c2e+dirty",
 		},
 		{
 			name:  "go install of a tagged module",
 			bi:    &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}},
 			want:  Info{Version: "v1.2.3", Go: "go1.26.8"},
 			short: "kwire v1.2.3 (go1.26.8 ",
+			build: "v1.2.3",
 		},
 		{
-			name: "no build info",
-			want: Info{Version: "devel"},
+			name:  "no build info",
+			want:  Info{Version: "devel"},
+			build: "devel",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,6 +62,9 @@ func TestFromBuild(t *testing.T) {
 			}
 			if !strings.HasPrefix(got.Long(), "kwire "+tc.want.Version+"\n") {
 				t.Errorf("Long() = %q", got.Long())
+			}
+			if b := got.Build(); b.String() != tc.build || b.Version != got.Version || b.Commit != got.Commit || b.Modified != got.Modified {
+				t.Errorf("Build() = %+v, String() %q, want %q", b, b.String(), tc.build)
 			}
 		})
 	}
