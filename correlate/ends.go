@@ -111,7 +111,7 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 		}
 	case *kmsg.ListOffsetsResponse:
 		req, _ := e.Req.(*kmsg.ListOffsetsRequest)
-		if req == nil || req.Version == 0 {
+		if req == nil {
 			return
 		}
 		latest := make(map[tp]bool)
@@ -125,6 +125,12 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 		for _, t := range resp.Topics {
 			for _, rp := range t.Partitions {
 				p := tp{t.Topic, rp.Partition}
+				if req.Version == 0 { // the old form (Burrow 1.2 asks it): the newest offset first
+					rp.Offset = -1
+					if len(rp.OldStyleOffsets) > 0 {
+						rp.Offset = rp.OldStyleOffsets[0]
+					}
+				}
 				if !latest[p] || rp.ErrorCode != 0 || rp.Offset < 0 {
 					continue
 				}

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -9,8 +10,9 @@ import (
 //
 // Each group partition with a committed offset is judged over the last
 // Options.HealthWindow of capture time (--health-window, 60 s): its
-// committed offset and its end then (the last commit before the window,
-// the end offset seen last before it) and now. A capture shorter than the
+// committed offset and its end at the window's start (sampled at each
+// health tick, a quarter window apart at most) and now, and the commits
+// between. A capture shorter than the
 // window gives no judgment (no health field), as Burrow waits for a full
 // window of offsets.
 //
@@ -53,7 +55,43 @@ type Health struct {
 	WindowMillis int64 `json:"window_ms"`
 }
 
-// health judges ps (its lag now lag, its end now end) over the window.
+// healthSample is a group partition's end and committed offset at a
+// health tick (healthTick): the state a window that begins then starts
+// from.
+type healthSample struct {
+	at        time.Time
+	end       int64 // -1 unknown
+	committed int64 // -1 none
+}
+
+// sample records ps's end and committed offset now, keeping those a window
+// needs: the newest taken at or before its start, and all since.
+func (c *Correlator) sample(ps *partState, end int64, haveEnd bool) {
+	sm := healthSample{at: c.now, end: -1, committed: -1}
+	if haveEnd {
+		sm.end = end
+	}
+	if ps.hasCommitted {
+		sm.committed = ps.committed
+	}
+	from := c.now.Add(-c.opts.HealthWindow)
+	i := 0
+	for i+1 < len(ps.samples) && !ps.samples[i+1].at.After(from) {
+		i++
+	}
+	ps.samples = append(ps.samples[:0], ps.samples[i:]...)
+	if len(ps.samples) >= maxHealthSamples { // ticks closer than a quarter window: thin the middle
+		ps.samples = slices.Delete(ps.samples, 1, 2)
+	}
+	ps.samples = append(ps.samples, sm)
+}
+
+// maxHealthSamples bounds a group partition's health samples: a window
+// holds four ticks, and the one before it.
+const maxHealthSamples = 8
+
+// health judges ps (its lag now lag, its end now end) over the window,
+// from the sample taken at or before its start.
 func (c *Correlator) health(g *groupState, p tp, ps *partState, end, lag int64) *Health {
 	if !ps.hasCommitted || end < 0 {
 		return nil
@@ -62,17 +100,22 @@ func (c *Correlator) health(g *groupState, p tp, ps *partState, end, lag int64) 
 	if c.first.After(from) {
 		return nil // a whole window not seen yet: no judgment
 	}
+	var then *healthSample
+	for i := range ps.samples {
+		if !ps.samples[i].at.After(from) {
+			then = &ps.samples[i]
+		}
+	}
+	if then == nil || then.end < 0 {
+		return nil // the partition not seen at the window's start
+	}
 	h := &Health{State: HealthOK, WindowMillis: c.now.Sub(from).Milliseconds()}
-	// The commits of the window, and the committed offset before it.
-	then, haveThen := int64(-1), false
+	// The commits of the window.
 	var accepted, rejected, same int
 	var lastErr int16
-	prev, rewound := int64(-1), false
+	prev, rewound := then.committed, false
 	for _, r := range ps.commits.all() {
 		if r.at.Before(from) {
-			if r.code == 0 {
-				then, haveThen = r.offset, true
-			}
 			continue
 		}
 		if r.code != 0 {
@@ -87,50 +130,35 @@ func (c *Correlator) health(g *groupState, p tp, ps *partState, end, lag int64) 
 		}
 		prev = r.offset
 		accepted++
-		if haveThen && r.offset == then {
+		if r.offset == then.committed {
 			same++
-		}
-	}
-	if !haveThen && accepted > 0 { // the history does not reach back: its oldest commit stands in
-		for _, r := range ps.commits.all() {
-			if r.code == 0 && !r.at.Before(from) {
-				then, haveThen = r.offset, true
-				break
-			}
-		}
-		same = 0
-		for _, r := range ps.commits.all() {
-			if r.code == 0 && !r.at.Before(from) && r.offset == then {
-				same++
-			}
 		}
 	}
 	if accepted == 0 && !ps.committedAt.Before(from) {
 		// Committed in the window without a commit of its history: a
 		// transaction's offsets, an OffsetFetch answer.
 		accepted = 1
-		if !haveThen {
-			then, haveThen = ps.committed, true
-		}
-		if ps.committed == then {
+		if ps.committed == then.committed {
 			same = 1
 		}
 	}
-	endThen, haveEnd := c.endAt(p, from)
-	if haveThen && haveEnd {
-		h.LagThen = i64(endThen - then)
+	if then.committed >= 0 {
+		h.LagThen = i64(then.end - then.committed)
 	}
-	endMoved := haveEnd && end > endThen
+	endMoved := end > then.end
 	switch {
 	case rewound:
 		h.State, h.Evidence = HealthRewind, "a commit in the window went back"
 	case lag <= 0:
 	case accepted == 0 && endMoved:
 		h.State, h.Evidence = HealthStopped, c.stoppedEvidence(g, from, rejected, lastErr)
-	case accepted > 1 && same == accepted && ps.committed == then && endMoved:
+	case accepted > 1 && same == accepted && ps.committed == then.committed && endMoved:
 		h.State = HealthStalled
-		h.Evidence = fmt.Sprintf("%d commits in the window, all of offset %d, while the end moved from %d to %d", accepted, then, endThen, end)
-	case h.LagThen != nil && lag > *h.LagThen:
+		h.Evidence = fmt.Sprintf("%d commits in the window, all of offset %d, while the end moved from %d to %d", accepted, then.committed, then.end, end)
+	case h.LagThen != nil && *h.LagThen > 0 && lag > *h.LagThen:
+		// As Burrow's WARN: behind at the window's start already, and
+		// further behind now (a consumer that keeps up and is a record
+		// behind at one moment is not lagging).
 		h.State, h.Evidence = HealthLagging, fmt.Sprintf("commits move, but the lag grew from %d to %d", *h.LagThen, lag)
 	}
 	return h
@@ -159,26 +187,6 @@ func (c *Correlator) stoppedEvidence(g *groupState, from time.Time, rejected int
 		return "heartbeats, no fetches: processing stuck"
 	}
 	return "no traffic from its members: the consumer is gone"
-}
-
-// endAt returns the end of p known at time t: the last end mark seen at
-// or before it.
-func (c *Correlator) endAt(p tp, t time.Time) (int64, bool) {
-	s := c.ends[p]
-	if s == nil {
-		return -1, false
-	}
-	ms := t.UnixMilli()
-	end, ok := int64(-1), false
-	for _, m := range s.marks {
-		if m.ms <= ms {
-			end, ok = m.end, true
-		}
-	}
-	if !ok && len(s.marks) > 0 { // seen only since: its first mark stands in
-		end, ok = s.marks[0].end, true
-	}
-	return end, ok
 }
 
 // worseHealth returns the worse of a and b.

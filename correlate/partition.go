@@ -92,6 +92,9 @@ type partState struct {
 	// fetched are the last batches the group's Fetches delivered
 	// (maxFetchedBatches): the committed offset is most often in one.
 	fetched []batchTime
+	// samples are its end and committed offset at the last health ticks
+	// (health.go).
+	samples []healthSample
 }
 
 // listedOffset is a ListOffsets answer for one partition.
