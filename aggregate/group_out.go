@@ -87,7 +87,7 @@ func (g *groupAgg) finish(stdout io.Writer, rs *routeStage) error {
 		if !g.owns(route.AgentKey(a.agent.String())) {
 			continue
 		}
-		x := LineAgent{Agent: a.name, State: m.state(a, time.Now()), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
+		x := LineAgent{Agent: a.name, State: m.state(a, time.Now()), Batches: a.got, Missing: a.missing(), First: correlate.TimeOf(a.first), Latest: correlate.TimeOf(a.latest)}
 		if a.counter != nil {
 			x.Publish = a.counter.Publish
 		}

@@ -251,7 +251,7 @@ type HazardEvent struct {
 	// rebalance_timeout (it did not rejoin a rebalance in time).
 	Reason string `json:"reason,omitempty"`
 	// LastSeen is the member's last request to the coordinator.
-	LastSeen *time.Time `json:"last_seen,omitempty"`
+	LastSeen *Time `json:"last_seen,omitempty"`
 	// Cause is another hazard that explains this one (a commit_regression
 	// made by an admin commit or after an offset reset); that hazard is
 	// reported too.
@@ -279,8 +279,9 @@ type HazardEvent struct {
 
 // HazardCause names another hazard by its kind and time (ts).
 type HazardCause struct {
-	Kind string    `json:"kind"`
-	TS   time.Time `json:"ts"`
+	Kind     string `json:"kind"`
+	TS       Time   `json:"ts"`
+	TSMillis int64  `json:"ts_ms"` // TS in milliseconds since the epoch (set by publish)
 }
 
 // absence is what an absence-based hazard rests on: nothing was seen from
@@ -299,17 +300,18 @@ func (e *HazardEvent) Time() time.Time { return e.at }
 // Evidence is one exchange a hazard rests on: find it in Wireshark with
 // kafka.correlation_id and the connection's addresses.
 type Evidence struct {
-	TS            time.Time `json:"ts"` // the request's capture time
-	Conn          Conn      `json:"conn"`
-	API           string    `json:"api"`
-	CorrelationID int32     `json:"correlation_id"`
+	TS            Time   `json:"ts"`    // the request's capture time
+	TSMillis      int64  `json:"ts_ms"` // TS in milliseconds since the epoch (set by publish)
+	Conn          Conn   `json:"conn"`
+	API           string `json:"api"`
+	CorrelationID int32  `json:"correlation_id"`
 }
 
 // maxEvidence caps the evidence of one hazard.
 const maxEvidence = 8
 
 func (c *Correlator) evidenceOf(e *decode.Exchange) Evidence {
-	return Evidence{TS: e.ReqTime.UTC(), Conn: c.connOf(e), API: kmsg.NameForKey(e.Key), CorrelationID: e.CorrelationID}
+	return Evidence{TS: TimeOf(e.ReqTime), Conn: c.connOf(e), API: kmsg.NameForKey(e.Key), CorrelationID: e.CorrelationID}
 }
 
 // HazardOptions tune hazard detection. A zero field means the default.
@@ -551,6 +553,12 @@ func (c *Correlator) publish(ev *HazardEvent) {
 	}
 	if ev.Evidence == nil {
 		ev.Evidence = []Evidence{}
+	}
+	for i := range ev.Evidence {
+		ev.Evidence[i].TSMillis = ev.Evidence[i].TS.UnixMilli()
+	}
+	if ev.Cause != nil {
+		ev.Cause.TSMillis = ev.Cause.TS.UnixMilli()
 	}
 	h.bySeverity[ev.Severity]++
 	if ev.Group != "" {

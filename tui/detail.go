@@ -88,7 +88,7 @@ func (v *detailView) update(fr *Frame) {
 		}
 	}
 	if fr != nil && fr.Snapshot != nil {
-		v.now = fr.Snapshot.Time
+		v.now = fr.Snapshot.Time.Time
 		for i := range fr.Snapshot.Groups {
 			if fr.Snapshot.Groups[i].Group == v.group {
 				v.g = &fr.Snapshot.Groups[i]
@@ -235,11 +235,11 @@ func (v *detailView) process(host, clientID string) string {
 
 // heartbeatCell is the age of a member's last request against its
 // session timeout: a bar, then the numbers ("[###---] 1.2s/6s").
-func heartbeatCell(now time.Time, last *time.Time, sessionMillis int32) cell {
+func heartbeatCell(now time.Time, last *correlate.Time, sessionMillis int32) cell {
 	if last == nil {
 		return cell{text: "?"}
 	}
-	age := max(now.Sub(*last), 0)
+	age := max(now.Sub(last.Time), 0)
 	if sessionMillis <= 0 {
 		return cell{text: dur(age) + "/?"}
 	}
@@ -263,9 +263,9 @@ func (v *detailView) generations(b *strings.Builder, g *correlate.Group, width i
 		e := &gens[i]
 		when := e.Time()
 		if e.Completed != nil {
-			when = *e.Completed
+			when = e.Completed.Time
 		} else if e.Started != nil {
-			when = *e.Started
+			when = e.Started.Time
 		}
 		took := "?"
 		if e.DurationMillis != nil {
@@ -352,11 +352,11 @@ func (v *detailView) commits(b *strings.Builder, g *correlate.Group, width int) 
 			all = append(all, partCommit{p.Topic, p.Partition, cm})
 		}
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.After(all[j].Time) })
+	sort.SliceStable(all, func(i, j int) bool { return all[i].TS.After(all[j].TS.Time) })
 	fmt.Fprintf(b, "\n[::u]RECENT COMMITS[::-] newest first\n")
 	rows := make([][]cell, 0, maxCommitsShown)
 	for _, cm := range all[:min(len(all), maxCommitsShown)] {
-		rows = append(rows, []cell{c(clock(cm.Time)), cf("%s/%d", cm.topic, cm.part), cf("%d", cm.Offset), c(orDash(v.ids.id(cm.MemberID))),
+		rows = append(rows, []cell{c(clock(cm.TS.Time)), cf("%s/%d", cm.topic, cm.part), cf("%d", cm.Offset), c(orDash(v.ids.id(cm.MemberID))),
 			cf("%d", cm.Generation), commitResult(cm.ErrorCode)})
 	}
 	writeTable(b, width, []col{{title: "TIME"}, {title: "PARTITION", shrink: 10}, {title: "OFFSET", right: true},

@@ -57,9 +57,9 @@ func newGroupRow(g *correlate.Group) groupRow {
 		r.lastAt = e.Time()
 		switch {
 		case e.Completed != nil:
-			r.lastAt = *e.Completed
+			r.lastAt = e.Completed.Time
 		case e.Started != nil:
-			r.lastAt = *e.Started
+			r.lastAt = e.Started.Time
 		}
 		r.lastCause = e.Cause.Kind
 	}

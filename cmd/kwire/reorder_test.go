@@ -187,7 +187,7 @@ func lossCounts(t *testing.T, out []byte) losses {
 // durations measured between packets that moved, and the count of
 // segments that came out of order.
 var reorderMay = map[string]bool{
-	"ts": true, "time": true, "out_of_order": true, "summary": true, "evidence": true,
+	"ts": true, "ts_ms": true, "time": true, "out_of_order": true, "summary": true, "evidence": true,
 	"duration_ms": true, "silent_ms": true, "max_heartbeat_gap_ms": true, "latency_us": true,
 	// Measured between a request and a response, or between two
 	// requests: a feed that runs late shifts one end.
