@@ -138,6 +138,15 @@ func SeverityRank(s string) int {
 // Fields that do not apply are omitted. Numbers are typed fields; offsets
 // are Kafka's (a committed offset is the next record to read).
 type HazardEvent struct {
+	// ID names the hazard (hazardID): the same in every run over the same
+	// traffic. RangeID is set when the hazard names a range of records
+	// (Range): hazards whose ranges of one group partition overlap or
+	// touch share it, the ID of the first of them, so that the records
+	// are counted once (rangeTracker). A hazard bridging two ranges
+	// already written merges them: the later one's hazards keep their
+	// RangeID in the events and have the first's in the Snapshot.
+	ID       string `json:"id"`
+	RangeID  string `json:"range_id,omitempty"`
 	Kind     string `json:"kind"`
 	Severity string `json:"severity"`
 	Group    string `json:"group,omitempty"`
@@ -170,6 +179,10 @@ type HazardEvent struct {
 	// (commit_regression, commit_rejected).
 	FromOffset *int64 `json:"from_offset,omitempty"`
 	ToOffset   *int64 `json:"to_offset,omitempty"`
+	// Range is the records lost, replayed... as Impact reads them from
+	// the fields each kind names them with (absent: the hazard names no
+	// range of records).
+	Range *RecordRange `json:"range,omitempty"`
 	// Reset is earliest or latest: the ListOffsets a reset asked for.
 	Reset string `json:"reset,omitempty"`
 	// Skipped and Replayed count records never processed, or processed
@@ -448,6 +461,7 @@ type hazardState struct {
 	// commit at a time uses it (a pending one keeps a copy).
 	recvParts []recvPart
 	pending   []*HazardEvent // absence-based hazards held for loss (releasePending)
+	ranges    rangeTracker   // the records hazards name, for their range ids
 }
 
 // episode is one hazard's episode: while open, further occurrences are
@@ -560,6 +574,8 @@ func (c *Correlator) publish(ev *HazardEvent) {
 	if ev.Cause != nil {
 		ev.Cause.TSMillis = ev.Cause.TS.UnixMilli()
 	}
+	ev.ID = hazardID(ev)
+	h.ranges.add(ev, c.opts.Hazards.MaxHazards)
 	h.bySeverity[ev.Severity]++
 	if ev.Group != "" {
 		if h.counts[ev.Group] == nil {
