@@ -51,7 +51,9 @@ test: vet test-deps realkafka-deps java-driver
 # for the HTML report's tests (read in headless Chromium over the DevTools
 # protocol; they skip without it, but fail under CI=true);
 # systemd-analyze (systemd) and setpriv (util-linux) for the deploy/ units'
-# tests (TestDeployUnits, TestDeployUnitCapabilities).
+# tests (TestDeployUnits, TestDeployUnitCapabilities); jq for TestRecipes,
+# which runs docs/schema.md's jq recipes as written (skips without it,
+# fails under CI=true).
 test-deps:
 	command -v gcc >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
 	command -v tmux >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux; } \
@@ -65,6 +67,8 @@ test-deps:
 	{ command -v java >/dev/null && command -v mvn >/dev/null; } || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless maven; }
 	command -v systemd-analyze >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y systemd; }
 	command -v setpriv >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y util-linux; }
+	command -v jq >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y jq; } \
+	  || echo "test-deps: jq could not be installed; TestRecipes (the jq recipes of docs/schema.md) will skip"
 
 # kwire against tshark's Kafka dissector on the public captures of other
 # projects (EXTERNAL, beside the clone; its README says where each came
