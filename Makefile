@@ -53,7 +53,9 @@ test: vet test-deps realkafka-deps java-driver
 # systemd-analyze (systemd) and setpriv (util-linux) for the deploy/ units'
 # tests (TestDeployUnits, TestDeployUnitCapabilities); Burrow (installed
 # as /usr/bin/Burrow) for the side-by-side lag and consumer-health test
-# (internal/burrowcmp: skips without it, fails under CI=true).
+# (internal/burrowcmp: skips without it, fails under CI=true); jq for
+# TestRecipes, which runs docs/schema.md's jq recipes as written (skips
+# without it, fails under CI=true).
 test-deps:
 	command -v gcc >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
 	command -v tmux >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux; } \
@@ -69,6 +71,8 @@ test-deps:
 	command -v setpriv >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y util-linux; }
 	command -v Burrow >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y burrow; } \
 	  || echo "test-deps: burrow could not be installed; TestBurrow will skip"
+	command -v jq >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y jq; } \
+	  || echo "test-deps: jq could not be installed; TestRecipes (the jq recipes of docs/schema.md) will skip"
 
 # kwire against tshark's Kafka dissector on the public captures of other
 # projects (EXTERNAL, beside the clone; its README says where each came

@@ -199,7 +199,7 @@ func (cv *coverage) filter(ev correlate.Event, emit func(correlate.Event)) bool 
 		}
 		since := ev.Time()
 		if ev.LastSeen != nil {
-			since = *ev.LastSeen
+			since = ev.LastSeen.Time
 		}
 		if host == "" || cv.covered(host, since, ev.Time()) {
 			return true
@@ -242,7 +242,7 @@ func (cv *coverage) observed(ev *correlate.HazardEvent) bool {
 	case ev.Kind == correlate.HazardMemberExpired && cv.gone[ref]:
 		return true
 	case ev.Kind == correlate.HazardMemberExpired && ev.LastSeen != nil:
-		from = *ev.LastSeen
+		from = ev.LastSeen.Time
 	case ev.Kind == correlate.HazardHeartbeatLate && ev.HeartbeatGapMillis > 0:
 		from = ev.Time().Add(-time.Duration(ev.HeartbeatGapMillis) * time.Millisecond)
 	default:
@@ -300,10 +300,10 @@ func (cv *coverage) generation(ev *correlate.GenerationEvent, emit func(correlat
 // correlator judged it expired from a silence of the coordinator's host
 // (Host) the agents did not capture, since its last request (Since).
 type Unobserved struct {
-	Group    string    `json:"group"`
-	MemberID string    `json:"member_id"`
-	Host     string    `json:"host"`
-	Since    time.Time `json:"since"`
+	Group    string         `json:"group"`
+	MemberID string         `json:"member_id"`
+	Host     string         `json:"host"`
+	Since    correlate.Time `json:"since"`
 }
 
 // patch shows the members still withheld as live in s (the correlator
@@ -335,7 +335,7 @@ func (cv *coverage) patch(s *correlate.Snapshot) []Unobserved {
 			}
 		}
 		if found {
-			out = append(out, Unobserved{ref.group, ref.member, w.host, w.since.UTC()})
+			out = append(out, Unobserved{ref.group, ref.member, w.host, correlate.TimeOf(w.since)})
 		}
 	}
 	s.Hazards = slices.DeleteFunc(s.Hazards, func(h correlate.HazardEvent) bool {

@@ -10,21 +10,23 @@ import (
 	"time"
 
 	"github.com/kwire/kwire/aggregate/wire"
+	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/internal/version"
 	"github.com/kwire/kwire/jsonout"
 )
 
 // Line is the final "aggregate" NDJSON line (docs/aggregate.md).
 type Line struct {
-	V          int         `json:"v"`
-	Type       string      `json:"type"`
-	TS         time.Time   `json:"ts"`
-	Agents     []LineAgent `json:"agents"`
-	Missing    uint64      `json:"agent_records_missing"`
-	Duplicates int64       `json:"duplicate_batches"`
-	Corrupt    int64       `json:"corrupt_batches"`
-	Late       int64       `json:"late_exchanges"`
-	Dropped    uint64      `json:"publish_batches_dropped"`
+	V          int            `json:"v"`
+	Type       string         `json:"type"`
+	TS         correlate.Time `json:"ts"`
+	TSMillis   int64          `json:"ts_ms"`
+	Agents     []LineAgent    `json:"agents"`
+	Missing    uint64         `json:"agent_records_missing"`
+	Duplicates int64          `json:"duplicate_batches"`
+	Corrupt    int64          `json:"corrupt_batches"`
+	Late       int64          `json:"late_exchanges"`
+	Dropped    uint64         `json:"publish_batches_dropped"`
 	// Unverified counts batches dropped because they were not signed
 	// with a key of the agent they name (Options.Keys).
 	Unverified int64 `json:"unverified_batches"`
@@ -70,14 +72,14 @@ type LineAgent struct {
 	State   string            `json:"state"`
 	Batches uint64            `json:"batches"`
 	Missing uint64            `json:"records_missing"`
-	First   time.Time         `json:"first"`
-	Latest  time.Time         `json:"latest"`
+	First   correlate.Time    `json:"first"`
+	Latest  correlate.Time    `json:"latest"`
 	Publish wire.PublishStats `json:"publish"`
 }
 
 // lineAgent is a's LineAgent at wall time now.
 func (m *merger) lineAgent(a *agentState, now time.Time) LineAgent {
-	x := LineAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: a.first.UTC(), Latest: a.latest.UTC()}
+	x := LineAgent{Agent: a.name, State: m.state(a, now), Batches: a.got, Missing: a.missing(), First: correlate.TimeOf(a.first), Latest: correlate.TimeOf(a.latest)}
 	if a.kwire != (version.Build{}) {
 		b := a.kwire
 		x.Kwire = &b
@@ -90,7 +92,7 @@ func (m *merger) lineAgent(a *agentState, now time.Time) LineAgent {
 
 func (ag *Aggregator) line(end, now time.Time) *Line {
 	m := ag.m
-	l := &Line{V: jsonout.SchemaVersion, Type: "aggregate", TS: end.UTC(), Duplicates: m.duplicates, Corrupt: m.corrupt, Unverified: ag.verify.count(),
+	l := &Line{V: jsonout.SchemaVersion, Type: "aggregate", TS: correlate.TimeOf(end), TSMillis: end.UnixMilli(), Duplicates: m.duplicates, Corrupt: m.corrupt, Unverified: ag.verify.count(),
 		NewerFormat: ag.newer.batches(), Late: m.late, Withheld: m.cover.expiries, HazardsWithheld: m.cover.hazards}
 	m.caps.line(l, m)
 	for _, a := range m.agents {

@@ -93,13 +93,11 @@ func (c *Correlator) commitMember(g *groupState, e *decode.Exchange, req *kmsg.O
 // commit records one committed partition and emits its event.
 func (c *Correlator) commit(g *groupState, e *decode.Exchange, member string, gen int32, p tp, offset int64, meta *string, code int16) {
 	c.stats.Commits++
-	outcome := CommitAccepted
-	switch {
-	case code < 0:
-		outcome = CommitUnknown
+	outcome := commitOutcome(code)
+	switch outcome {
+	case CommitUnknown:
 		c.stats.CommitsUnanswered++
-	case code > 0:
-		outcome = CommitRejected
+	case CommitRejected:
 		c.stats.CommitsRejected++
 	default:
 		c.stats.CommitsAccepted++

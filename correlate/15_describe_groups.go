@@ -3,7 +3,6 @@ package correlate
 import (
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -12,7 +11,9 @@ import (
 
 // Described is a group as the broker described it (DescribeGroups).
 type Described struct {
-	Time         time.Time         `json:"time"`
+	// TS is the DescribeGroups answer's time.
+	TS           Time              `json:"ts"`
+	TSMillis     int64             `json:"ts_ms"`
 	State        string            `json:"state"`
 	ProtocolType string            `json:"protocol_type"`
 	Protocol     string            `json:"protocol"`
@@ -46,7 +47,7 @@ func (c *Correlator) describeGroups(e *decode.Exchange) {
 		if g == nil {
 			continue
 		}
-		d := &Described{Time: e.RespTime.UTC(), State: rg.State, ProtocolType: rg.ProtocolType, Protocol: rg.Protocol}
+		d := &Described{TS: TimeOf(e.RespTime), TSMillis: e.RespTime.UnixMilli(), State: rg.State, ProtocolType: rg.ProtocolType, Protocol: rg.Protocol}
 		for _, rm := range rg.Members {
 			dm := DescribedMember{
 				MemberID: rm.MemberID, InstanceID: strPtr(rm.InstanceID),

@@ -263,14 +263,6 @@ func ErrorName(code int16) string {
 // millis converts a duration to whole milliseconds.
 func millis(d time.Duration) int64 { return d.Milliseconds() }
 
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 func strPtr(s *string) *string {
 	if s == nil {
 		return nil

@@ -224,10 +224,10 @@ func checkGenerationEvidence(t *testing.T, gen *GenerationEvent) {
 		return
 	}
 	ev := gen.Evidence
-	if !slices.IsSortedFunc(ev, func(a, b Evidence) int { return a.TS.Compare(b.TS) }) {
+	if !slices.IsSortedFunc(ev, func(a, b Evidence) int { return a.TS.Compare(b.TS.Time) }) {
 		t.Errorf("generation %d: evidence not oldest first: %+v", gen.Generation, ev)
 	}
-	if gen.Started != nil && !ev[0].TS.Equal(*gen.Started) {
+	if gen.Started != nil && !ev[0].TS.Equal(gen.Started.Time) {
 		t.Errorf("generation %d: first evidence %s %s, want the exchange at started %s", gen.Generation, ev[0].API, ev[0].TS, gen.Started)
 	}
 	want := map[string]bool{"JoinGroup": true, "SyncGroup": true, "ConsumerGroupHeartbeat": true, "ShareGroupHeartbeat": true}

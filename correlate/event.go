@@ -130,15 +130,15 @@ type GenerationEvent struct {
 	Cause          Cause `json:"cause"`
 	// Started is the first JoinGroup request of the rebalance; Completed
 	// the last SyncGroup response. Null when the capture does not show them.
-	Started        *time.Time `json:"started"`
-	Completed      *time.Time `json:"completed"`
-	DurationMillis *int64     `json:"duration_ms"`
+	Started        *Time  `json:"started"`
+	Completed      *Time  `json:"completed"`
+	DurationMillis *int64 `json:"duration_ms"`
 	// Complete says every member's SyncGroup response (KIP-848: epoch) was seen.
 	Complete bool `json:"complete"`
 	// Evidence are the exchanges it rests on, oldest first (the first
 	// JoinGroups or heartbeats of it, and the SyncGroup or heartbeat that
 	// last completed it), for the HTML report to link to; not in the
-	// NDJSON (schema v1 has no such field for generations).
+	// NDJSON (the schema has no such field for generations).
 	Evidence []Evidence `json:"-"`
 
 	at time.Time
@@ -199,8 +199,8 @@ type MemberEvent struct {
 	Comm string `json:"comm,omitempty"`
 	// LastSeen (expired only) is the member's last request to the
 	// coordinator; SilentMillis how long it was silent until expiry.
-	LastSeen     *time.Time `json:"last_seen,omitempty"`
-	SilentMillis int64      `json:"silent_ms,omitempty"`
+	LastSeen     *Time `json:"last_seen,omitempty"`
+	SilentMillis int64 `json:"silent_ms,omitempty"`
 
 	at time.Time
 }
@@ -217,6 +217,18 @@ const (
 	CommitRejected = "rejected" // a partition error code
 	CommitUnknown  = "unknown"  // no response seen
 )
+
+// commitOutcome is the Outcome of a commit the broker answered with code
+// (-1: no answer seen).
+func commitOutcome(code int16) string {
+	switch {
+	case code < 0:
+		return CommitUnknown
+	case code > 0:
+		return CommitRejected
+	}
+	return CommitAccepted
+}
 
 // CommitEvent ("type":"commit") is one partition of an OffsetCommit request
 // with the broker's answer for it. Its time is the request's.

@@ -270,7 +270,7 @@ func (c *Correlator) generationEvent(g *groupState, gen *genState) *GenerationEv
 		Complete: gen.complete(), at: gen.firstSeen,
 		Evidence: slices.Clone(gen.evidence),
 	}
-	slices.SortStableFunc(ev.Evidence, func(a, b Evidence) int { return a.TS.Compare(b.TS) })
+	slices.SortStableFunc(ev.Evidence, func(a, b Evidence) int { return a.TS.Compare(b.TS.Time) })
 	if gen.prevID >= 0 && !g.epochs() {
 		ev.Missed = gen.missed()
 	}

@@ -24,7 +24,7 @@ type genView struct {
 	Completed string
 }
 
-func rel(t *time.Time) string {
+func rel(t *Time) string {
 	if t == nil {
 		return "null"
 	}
@@ -58,7 +58,7 @@ func memberViews(evs []Event) []memberView {
 	var out []memberView
 	for _, ev := range evs {
 		m := ev.(*MemberEvent)
-		at := m.Time()
+		at := Time{m.Time()}
 		out = append(out, memberView{m.Action, m.MemberID, m.Generation, m.Reason, rel(&at)})
 	}
 	return out

@@ -138,6 +138,15 @@ func SeverityRank(s string) int {
 // Fields that do not apply are omitted. Numbers are typed fields; offsets
 // are Kafka's (a committed offset is the next record to read).
 type HazardEvent struct {
+	// ID names the hazard (hazardID): the same in every run over the same
+	// traffic. RangeID is set when the hazard names a range of records
+	// (Range): hazards whose ranges of one group partition overlap or
+	// touch share it, the ID of the first of them, so that the records
+	// are counted once (rangeTracker). A hazard bridging two ranges
+	// already written merges them: the later one's hazards keep their
+	// RangeID in the events and have the first's in the Snapshot.
+	ID       string `json:"id"`
+	RangeID  string `json:"range_id,omitempty"`
 	Kind     string `json:"kind"`
 	Severity string `json:"severity"`
 	Group    string `json:"group,omitempty"`
@@ -170,6 +179,10 @@ type HazardEvent struct {
 	// (commit_regression, commit_rejected).
 	FromOffset *int64 `json:"from_offset,omitempty"`
 	ToOffset   *int64 `json:"to_offset,omitempty"`
+	// Range is the records lost, replayed... as Impact reads them from
+	// the fields each kind names them with (absent: the hazard names no
+	// range of records).
+	Range *RecordRange `json:"range,omitempty"`
 	// Reset is earliest or latest: the ListOffsets a reset asked for.
 	Reset string `json:"reset,omitempty"`
 	// Skipped and Replayed count records never processed, or processed
@@ -251,7 +264,7 @@ type HazardEvent struct {
 	// rebalance_timeout (it did not rejoin a rebalance in time).
 	Reason string `json:"reason,omitempty"`
 	// LastSeen is the member's last request to the coordinator.
-	LastSeen *time.Time `json:"last_seen,omitempty"`
+	LastSeen *Time `json:"last_seen,omitempty"`
 	// Cause is another hazard that explains this one (a commit_regression
 	// made by an admin commit or after an offset reset); that hazard is
 	// reported too.
@@ -279,8 +292,9 @@ type HazardEvent struct {
 
 // HazardCause names another hazard by its kind and time (ts).
 type HazardCause struct {
-	Kind string    `json:"kind"`
-	TS   time.Time `json:"ts"`
+	Kind     string `json:"kind"`
+	TS       Time   `json:"ts"`
+	TSMillis int64  `json:"ts_ms"` // TS in milliseconds since the epoch (set by publish)
 }
 
 // absence is what an absence-based hazard rests on: nothing was seen from
@@ -299,17 +313,18 @@ func (e *HazardEvent) Time() time.Time { return e.at }
 // Evidence is one exchange a hazard rests on: find it in Wireshark with
 // kafka.correlation_id and the connection's addresses.
 type Evidence struct {
-	TS            time.Time `json:"ts"` // the request's capture time
-	Conn          Conn      `json:"conn"`
-	API           string    `json:"api"`
-	CorrelationID int32     `json:"correlation_id"`
+	TS            Time   `json:"ts"`    // the request's capture time
+	TSMillis      int64  `json:"ts_ms"` // TS in milliseconds since the epoch (set by publish)
+	Conn          Conn   `json:"conn"`
+	API           string `json:"api"`
+	CorrelationID int32  `json:"correlation_id"`
 }
 
 // maxEvidence caps the evidence of one hazard.
 const maxEvidence = 8
 
 func (c *Correlator) evidenceOf(e *decode.Exchange) Evidence {
-	return Evidence{TS: e.ReqTime.UTC(), Conn: c.connOf(e), API: kmsg.NameForKey(e.Key), CorrelationID: e.CorrelationID}
+	return Evidence{TS: TimeOf(e.ReqTime), Conn: c.connOf(e), API: kmsg.NameForKey(e.Key), CorrelationID: e.CorrelationID}
 }
 
 // HazardOptions tune hazard detection. A zero field means the default.
@@ -446,6 +461,7 @@ type hazardState struct {
 	// commit at a time uses it (a pending one keeps a copy).
 	recvParts []recvPart
 	pending   []*HazardEvent // absence-based hazards held for loss (releasePending)
+	ranges    rangeTracker   // the records hazards name, for their range ids
 }
 
 // episode is one hazard's episode: while open, further occurrences are
@@ -552,6 +568,14 @@ func (c *Correlator) publish(ev *HazardEvent) {
 	if ev.Evidence == nil {
 		ev.Evidence = []Evidence{}
 	}
+	for i := range ev.Evidence {
+		ev.Evidence[i].TSMillis = ev.Evidence[i].TS.UnixMilli()
+	}
+	if ev.Cause != nil {
+		ev.Cause.TSMillis = ev.Cause.TS.UnixMilli()
+	}
+	ev.ID = hazardID(ev)
+	h.ranges.add(ev, c.opts.Hazards.MaxHazards)
 	h.bySeverity[ev.Severity]++
 	if ev.Group != "" {
 		if h.counts[ev.Group] == nil {

@@ -120,7 +120,7 @@ func (c *Correlator) commitHazards(e *decode.Exchange, req *kmsg.OffsetCommitReq
 // back, and the later one stays the committed offset.
 func (c *Correlator) acceptedCommit(g *groupState, p tp, ph *partHazard, cm *committer, off int64, recv *recvNote) {
 	prev := ph.last
-	if prev.known && prev.fromCommit && cm.at.Before(prev.ev.TS) {
+	if prev.known && prev.fromCommit && cm.at.Before(prev.ev.TS.Time) {
 		c.supersede(g, p, ph, cm, off)
 		return
 	}
@@ -128,13 +128,13 @@ func (c *Correlator) acceptedCommit(g *groupState, p tp, ph *partHazard, cm *com
 	if cm.member == "" || cm.gen < 0 {
 		var cause *HazardCause
 		if c.adminCommit(g, p, cm, off, prev) {
-			cause = &HazardCause{Kind: HazardNonOwnerCommit, TS: cm.at}
+			cause = &HazardCause{Kind: HazardNonOwnerCommit, TS: TimeOf(cm.at)}
 		}
 		c.checkRegression(g, p, ph, cm, off, prev, cause)
 	} else {
 		var cause *HazardCause
 		if c.checkOwnerCommit(g, p, cm, off, prev) {
-			cause = &HazardCause{Kind: HazardNonOwnerCommit, TS: cm.at}
+			cause = &HazardCause{Kind: HazardNonOwnerCommit, TS: TimeOf(cm.at)}
 		}
 		c.checkRegression(g, p, ph, cm, off, prev, cause)
 		if mp := c.memberPartOf(g.name, cm.member, p); mp != nil {
@@ -177,7 +177,7 @@ func (c *Correlator) checkRegression(g *groupState, p tp, ph *partHazard, cm *co
 		return
 	}
 	if cause == nil && ph.resetSinceCommit {
-		cause = &HazardCause{Kind: HazardOffsetReset, TS: ph.resetAt}
+		cause = &HazardCause{Kind: HazardOffsetReset, TS: TimeOf(ph.resetAt)}
 	}
 	if prev.offset > ph.high {
 		ph.high = prev.offset
@@ -349,6 +349,6 @@ func (c *Correlator) reportGap(g *groupState, p tp, mp *memberPart, cm *committe
 	ev.Evidence = []Evidence{prev.ev, cm.ev}
 	// The commits in between are not in the capture: lost ones would
 	// close the gap.
-	ev.absent = &absence{clients: []clientKey{cm.client}, from: prev.ev.TS, to: cm.at}
+	ev.absent = &absence{clients: []clientKey{cm.client}, from: prev.ev.TS.Time, to: cm.at}
 	c.report(partKey(HazardCommitGap, g.name, p, cm.member, strconv.Itoa(int(cm.gen))), ev)
 }

@@ -154,7 +154,7 @@ func TestHazardCommitRegression(t *testing.T) {
 	if d := diff(want, h.hazardViews()); d != "" {
 		t.Errorf("hazards (-want +got):\n%s", d)
 	}
-	if ev := h.hazards()[0]; len(ev.Evidence) != 2 || ev.Evidence[0].API != "OffsetCommit" || ev.Evidence[1].TS != base.Add(2*time.Second) {
+	if ev := h.hazards()[0]; len(ev.Evidence) != 2 || ev.Evidence[0].API != "OffsetCommit" || ev.Evidence[1].TS.Time != base.Add(2*time.Second) {
 		t.Errorf("evidence = %+v, want the two commits", ev.Evidence)
 	}
 }
@@ -265,7 +265,7 @@ func TestHazardNonOwnerCommit(t *testing.T) {
 	for _, ev := range h.hazards(HazardCommitRegression) {
 		owner := h.hazards(HazardNonOwnerCommit)
 		if ev.Cause == nil || ev.Cause.Kind != HazardNonOwnerCommit || !slices.ContainsFunc(owner, func(o *HazardEvent) bool {
-			return o.Time().Equal(ev.Cause.TS) && *o.Partition == *ev.Partition
+			return o.Time().Equal(ev.Cause.TS.Time) && *o.Partition == *ev.Partition
 		}) {
 			t.Errorf("regression of t/%d: cause %+v, want the non_owner_commit of that partition", *ev.Partition, ev.Cause)
 		}

@@ -97,7 +97,7 @@ func (c *Correlator) reportBeyond(group string, p tp, mp *memberPart) {
 	// the previous commit (or within ResetWindow) would explain it.
 	from := pb.at.Add(-c.opts.Hazards.ResetWindow)
 	if pb.prev.known && pb.prev.ev.TS.Before(pb.at) {
-		from = pb.prev.ev.TS
+		from = pb.prev.ev.TS.Time
 	}
 	ev.absent = &absence{clients: []clientKey{pb.client}, from: from, to: pb.at.Add(c.opts.Hazards.FetchGrace)}
 	if c.report(partKey(HazardCommitBeyondFetch, group, p, pb.member), ev) {

@@ -396,7 +396,7 @@ func (c *Correlator) checkOwnerFetch(g *groupState, a attribution, p tp, owners 
 	case m.status == statusLeft && !e.ReqTime.After(m.goneAt.Add(grace)):
 		return // in flight when it left
 	case m.status != statusLive:
-		why = fmt.Sprintf("%s %s at %s", m.id, m.status, m.goneAt.Format(time.RFC3339Nano))
+		why = fmt.Sprintf("%s %s at %s", m.id, m.status, stamp(m.goneAt))
 	default:
 		mh := c.memberHz(g.name, m.id)
 		if mh.assignAt.IsZero() || !e.ReqTime.After(mh.assignAt.Add(grace)) {

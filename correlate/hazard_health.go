@@ -71,7 +71,7 @@ func (c *Correlator) healthHazard(kind string, g *groupState, p tp, ps *partStat
 	all := ps.commits.all()
 	for i := len(all) - 1; i >= 0 && len(ev.Evidence) < 2; i-- {
 		r := all[i]
-		ev.Evidence = append(ev.Evidence, Evidence{TS: r.at, Conn: r.conn, API: "OffsetCommit", CorrelationID: r.corr})
+		ev.Evidence = append(ev.Evidence, Evidence{TS: TimeOf(r.at), Conn: r.conn, API: "OffsetCommit", CorrelationID: r.corr})
 		if ev.MemberID == "" {
 			ev.MemberID, ev.ClientID, ev.ClientHost = r.member, r.clientID, r.clientHost
 		}

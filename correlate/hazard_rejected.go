@@ -101,7 +101,7 @@ func (c *Correlator) reportRejected(group string, p tp, pr *pendingReject) {
 	// as far), and no retry since.
 	from := time.Time{}
 	if pr.prev.known {
-		from = pr.prev.ev.TS
+		from = pr.prev.ev.TS.Time
 	}
 	ev.absent = &absence{from: from, to: maxTime(pr.at, c.now)}
 	who := pr.member

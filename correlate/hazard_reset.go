@@ -43,7 +43,7 @@ func (c *Correlator) outOfRange(g *groupState, p tp, k clientKey, member string,
 	if r := &ph.reset; r.origin == resetOutOfRange && r.client == k && r.from == off && !r.listed {
 		return // fetched again before resetting: the same reset
 	}
-	ph.reset = resetState{origin: resetOutOfRange, client: k, member: member, from: off, at: ev.TS,
+	ph.reset = resetState{origin: resetOutOfRange, client: k, member: member, from: off, at: ev.TS.Time,
 		evs: []Evidence{ev}, logStart: nonNeg(rp.LogStartOffset), hwm: nonNeg(rp.HighWatermark)}
 }
 
@@ -99,7 +99,7 @@ func (c *Correlator) noCommit(e *decode.Exchange, group string, answer []fetched
 		if ph.last.known || ph.reset.origin != resetNone {
 			continue
 		}
-		ph.reset = resetState{origin: resetNoCommit, client: c.keyOf(e), from: -1, at: ev.TS, evs: []Evidence{ev}, logStart: -1, hwm: -1}
+		ph.reset = resetState{origin: resetNoCommit, client: c.keyOf(e), from: -1, at: ev.TS.Time, evs: []Evidence{ev}, logStart: -1, hwm: -1}
 	}
 }
 
@@ -171,7 +171,7 @@ func (c *Correlator) resetResumed(g *groupState, p tp, k clientKey, member strin
 	if r.origin == resetNone || !r.listed || r.client != k || ev.TS.Before(r.listAt.Add(-c.opts.Hazards.OrderTolerance)) || c.resetStale(&ph.reset) {
 		return
 	}
-	ph.reset, ph.resetSinceCommit, ph.resetAt = resetState{}, true, ev.TS
+	ph.reset, ph.resetSinceCommit, ph.resetAt = resetState{}, true, ev.TS.Time
 	if rp != nil {
 		if rp.LogStartOffset >= 0 {
 			r.logStart = rp.LogStartOffset
@@ -183,9 +183,9 @@ func (c *Correlator) resetResumed(g *groupState, p tp, k clientKey, member strin
 	if member == "" {
 		member = r.member
 	}
-	ev2 := partHazardEvent(HazardOffsetReset, SeverityInfo, g.name, p, ev.TS)
+	ev2 := partHazardEvent(HazardOffsetReset, SeverityInfo, g.name, p, ev.TS.Time)
 	ev2.MemberID, ev2.ClientID, ev2.ClientHost = member, k.clientID, k.host
-	if gen := g.memberGenAt(member, ev.TS); gen >= 0 {
+	if gen := g.memberGenAt(member, ev.TS.Time); gen >= 0 {
 		ev2.Generation = i32p(gen)
 	} else if m := g.members[member]; m != nil && m.generation >= 0 {
 		ev2.Generation = i32p(m.generation)

@@ -161,7 +161,7 @@ func (c *Correlator) shareLost(g *groupState, p tp, sp *sharePart, lost []*share
 		ev.Summary = fmt.Sprintf("%s: member %s (client %s on %s) acquired %d records of %s[%d] (offsets %d-%d) at %s and "+
 			"acknowledged none of them within the %v acquisition lock: the broker put them back in the queue, to be "+
 			"delivered again with a higher delivery count (processing stuck or done twice)", g.name, member,
-			h.client.clientID, h.client.host, n, p.topic, p.partition, first, last, h.at.Format(time.RFC3339Nano), lock)
+			h.client.clientID, h.client.host, n, p.topic, p.partition, first, last, stamp(h.at), lock)
 		c.report(episodeKey(HazardShareAckLost, g.name, p.topic, strconv.Itoa(int(p.partition)), member, h.at.String()), ev)
 	}
 }

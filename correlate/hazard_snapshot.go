@@ -22,6 +22,9 @@ func (c *Correlator) hazardSnapshot() ([]HazardEvent, map[string]int, int64) {
 	for _, ev := range h.list {
 		cp := *ev
 		cp.Evidence = append([]Evidence(nil), ev.Evidence...)
+		if cp.RangeID != "" {
+			cp.RangeID = h.ranges.resolve(cp.RangeID)
+		}
 		out = append(out, cp)
 	}
 	SortHazards(out)

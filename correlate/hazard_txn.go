@@ -40,7 +40,7 @@ func (c *Correlator) txnRefused(t *txnState, e *decode.Exchange, pid int64, epoc
 		ev.Summary = fmt.Sprintf("producer %s on %s (transactional id %s, producer id %d, epoch %d) keeps sending after "+
 			"InitProducerID by %s on %s gave epoch %d at %s: its %s was answered %s; two instances of one "+
 			"transactional id run at once, and this one's writes are refused", k.clientID, k.host, t.id, pid, epoch,
-			t.initClient.clientID, t.initClient.host, t.initEpoch, t.initEvidence.TS.Format(time.RFC3339Nano), api, errName(code))
+			t.initClient.clientID, t.initClient.host, t.initEpoch, stamp(t.initEvidence.TS.Time), api, errName(code))
 	} else {
 		ev.Evidence = []Evidence{c.evidenceOf(e)}
 		ev.Summary = fmt.Sprintf("producer %s on %s (transactional id %s, producer id %d, epoch %d): its %s was answered %s: "+
@@ -118,7 +118,7 @@ func (c *Correlator) txnTick() {
 		ev.Summary = fmt.Sprintf("transaction of %s on %s (transactional id %s, producer id %d, epoch %d) began at %s "+
 			"with %d partitions and %d groups and saw no EndTxn within its %d ms timeout%s: read_committed consumers "+
 			"of its partitions waited until the broker aborted it", t.client.clientID, t.client.host, t.id, t.producerID,
-			t.epoch, t.began.Format(time.RFC3339Nano), len(t.parts), len(t.groups), timeout, assumed)
+			t.epoch, stamp(t.began), len(t.parts), len(t.groups), timeout, assumed)
 		c.report(episodeKey(HazardHangingTransaction, t.id, strconv.FormatInt(t.producerID, 10), t.began.String()), ev)
 		c.endTxn(t, nil, false, TxnEndedByTimeout, deadline)
 	}
@@ -164,7 +164,7 @@ func (c *Correlator) txnOffsetsAborted(t *txnState, offsets map[string]map[tp]tx
 			ev.Summary = fmt.Sprintf("%s %s/%d: the transaction of %s on %s (transactional id %s, producer id %d, epoch %d) "+
 				"committed offset %d for the group (TxnOffsetCommit at %s) and %s: the offset is discarded, %s",
 				group, p.topic, p.partition, t.client.clientID, t.client.host, t.id, t.producerID, t.epoch, o.offset,
-				o.ev.TS.Format(time.RFC3339Nano), how, stays)
+				stamp(o.ev.TS.Time), how, stays)
 			if e == nil {
 				ev.absent = &absence{clients: []clientKey{t.client}, from: t.began, to: at}
 			}

@@ -39,8 +39,8 @@ type LossFigures struct {
 	// (kernel ring, eBPF ring), on no known connection.
 	SourceDrops int64 `json:"source_drops,omitempty"`
 	// FromTS and ToTS bound the window checked.
-	FromTS time.Time `json:"from_ts"`
-	ToTS   time.Time `json:"to_ts"`
+	FromTS Time `json:"from_ts"`
+	ToTS   Time `json:"to_ts"`
 }
 
 func (f *LossFigures) any() bool {
@@ -226,7 +226,7 @@ func (cl *connLoss) add(m lossMark) {
 // client id was never seen counts for every client of its host) over
 // [from, to]; the figures' Connections is 0 when nothing was lost.
 func (c *Correlator) lossFor(clients []clientKey, from, to time.Time) LossFigures {
-	f := LossFigures{FromTS: from.UTC(), ToTS: to.UTC()}
+	f := LossFigures{FromTS: TimeOf(from), ToTS: TimeOf(to)}
 	for _, id := range sortedKeys(c.loss.conns) {
 		cl := c.loss.conns[id]
 		if len(cl.marks) == 0 || !cl.belongs(clients) {

@@ -315,7 +315,7 @@ func pendingRecords(spans []span64) int64 {
 // addReturn remembers records that went back to the queue.
 func (sp *sharePart) addReturn(r shareReturn) {
 	if r.at.IsZero() {
-		r.at = r.ev.TS
+		r.at = r.ev.TS.Time
 	}
 	if len(sp.returns) == maxShareReturns {
 		copy(sp.returns, sp.returns[1:])

@@ -48,7 +48,7 @@ func (c *Correlator) ConnClosed(conn *capture.Conn, at time.Time, reason capture
 	if reason == capture.CloseRST {
 		api = "TCP RST"
 	}
-	ev := Evidence{TS: at.UTC(), Conn: cn, API: api, CorrelationID: -1}
+	ev := Evidence{TS: TimeOf(at), Conn: cn, API: api, CorrelationID: -1}
 	for _, g := range c.sortedGroups() {
 		if g.share == nil {
 			continue
@@ -169,7 +169,7 @@ func (c *Correlator) shareExpiredText(g *groupState, m *memberState, at time.Tim
 			consumed, n)
 	case closed > 0:
 		return fmt.Sprintf("%s; the %d records it held unacknowledged had gone back to the queue when its connection "+
-			"closed at %s, before their acquisition lock ran out", consumed, closed, closedAt.Format(time.RFC3339Nano))
+			"closed at %s, before their acquisition lock ran out", consumed, closed, stamp(closedAt))
 	}
 	return consumed
 }

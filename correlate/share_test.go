@@ -167,7 +167,7 @@ func TestShareHazards(t *testing.T) {
 						t.Errorf("share_ack_lost of %v records; %d were delivered again, %d locks expired", ev.Records, p.Redelivered, p.LockExpired)
 					}
 					if lock := time.Duration(ev.LockTimeoutMillis) * time.Millisecond; !ev.Time().Equal(ev.Evidence[0].TS.Add(lock)) &&
-						ev.Time().Sub(ev.Evidence[0].TS) < lock {
+						ev.Time().Sub(ev.Evidence[0].TS.Time) < lock {
 						t.Errorf("share_ack_lost at %v, before its %v lock from the acquisition at %v ran out", ev.Time(), lock, ev.Evidence[0].TS)
 					}
 				}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Snapshot is the Correlator's state at one moment, for the final
@@ -15,7 +14,7 @@ import (
 // client id.
 type Snapshot struct {
 	// Time is the latest capture time seen.
-	Time         time.Time     `json:"time"`
+	Time         Time          `json:"time"`
 	Groups       []Group       `json:"groups"`
 	Clients      []Client      `json:"clients"`
 	Unattributed []Consumption `json:"unattributed"`
@@ -79,18 +78,19 @@ type Group struct {
 // Coordinator is what the capture says about a group's coordinator.
 type Coordinator struct {
 	// From the last FindCoordinator answer (NodeID -1 when none).
-	NodeID      int32      `json:"node_id"`
-	Host        string     `json:"host"`
-	Port        int32      `json:"port"`
-	ErrorCode   int16      `json:"error_code"`
-	LearnedFrom string     `json:"learned_from"`
-	LearnedAt   *time.Time `json:"learned_at"`
+	NodeID      int32  `json:"node_id"`
+	Host        string `json:"host"`
+	Port        int32  `json:"port"`
+	ErrorCode   int16  `json:"error_code"`
+	Error       string `json:"error,omitempty"`
+	LearnedFrom string `json:"learned_from"`
+	LearnedAt   *Time  `json:"learned_at"`
 	// ServedBy is the broker (ip:port) that last answered the group's
 	// requests as coordinator.
-	ServedBy       string     `json:"served_by"`
-	ServedAt       *time.Time `json:"served_at"`
-	NotCoordinator int64      `json:"not_coordinator"`
-	NotAvailable   int64      `json:"coordinator_not_available"`
+	ServedBy       string `json:"served_by"`
+	ServedAt       *Time  `json:"served_at"`
+	NotCoordinator int64  `json:"not_coordinator"`
+	NotAvailable   int64  `json:"coordinator_not_available"`
 }
 
 // Member is one member in a Snapshot.
@@ -105,13 +105,13 @@ type Member struct {
 	Comm     string `json:"comm,omitempty"`
 	CgroupID uint64 `json:"cgroup_id,omitempty"`
 	// Status is live, left or expired.
-	Status     string     `json:"status"`
-	Generation int32      `json:"generation"`
-	JoinedAt   *time.Time `json:"joined_at"` // null when its join was not seen
-	FirstSeen  time.Time  `json:"first_seen"`
-	LastSeen   *time.Time `json:"last_seen"`
-	GoneAt     *time.Time `json:"gone_at,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
+	Status     string `json:"status"`
+	Generation int32  `json:"generation"`
+	JoinedAt   *Time  `json:"joined_at"` // null when its join was not seen
+	FirstSeen  Time   `json:"first_seen"`
+	LastSeen   *Time  `json:"last_seen"`
+	GoneAt     *Time  `json:"gone_at,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 
 	SessionTimeoutMillis   int32              `json:"session_timeout_ms"`
 	RebalanceTimeoutMillis int32              `json:"rebalance_timeout_ms"`
@@ -165,13 +165,13 @@ type Fetch struct {
 	// NotCopied counts responses whose record bytes the source did not
 	// copy (eBPF --snap): Records, Bytes, Batches and DeliveredTo leave
 	// them out.
-	NotCopied int64      `json:"records_not_copied,omitempty"`
-	LastFetch *time.Time `json:"last_fetch"`
-	FetchedBy string     `json:"fetched_by,omitempty"`
+	NotCopied int64  `json:"records_not_copied,omitempty"`
+	LastFetch *Time  `json:"last_fetch"`
+	FetchedBy string `json:"fetched_by,omitempty"`
 	// LastErrorCode is the last partition error (OFFSET_OUT_OF_RANGE...).
-	LastErrorCode int16      `json:"last_error_code,omitempty"`
-	LastError     string     `json:"last_error,omitempty"`
-	LastErrorAt   *time.Time `json:"last_error_at,omitempty"`
+	LastErrorCode int16  `json:"last_error_code,omitempty"`
+	LastError     string `json:"last_error,omitempty"`
+	LastErrorAt   *Time  `json:"last_error_at,omitempty"`
 }
 
 // PartitionFetch is a Fetch of one topic partition.
@@ -192,9 +192,9 @@ type Partition struct {
 	// stable offset for a read_committed group), the offset after a
 	// Produce response's records, a ListOffsets answer for the latest
 	// offset. EndOffsetFrom says which (fetch, produce, list_offsets).
-	EndOffset     *int64     `json:"end_offset"`
-	EndOffsetAt   *time.Time `json:"end_offset_at"`
-	EndOffsetFrom string     `json:"end_offset_from,omitempty"`
+	EndOffset     *int64 `json:"end_offset"`
+	EndOffsetAt   *Time  `json:"end_offset_at"`
+	EndOffsetFrom string `json:"end_offset_from,omitempty"`
 	// Lag is EndOffset - Committed, as kafka-consumer-groups.sh prints
 	// it: what the group would read again from its committed offset;
 	// null when either is unknown.
@@ -214,11 +214,11 @@ type Partition struct {
 	Health *Health `json:"health,omitempty"`
 	// Committed is the committed offset now: the last accepted commit,
 	// or a later OffsetFetch answer (CommittedSource "offset_fetch").
-	Committed           *int64     `json:"committed"`
-	CommittedAt         *time.Time `json:"committed_at"`
-	CommittedBy         string     `json:"committed_by"`
-	CommittedGeneration int32      `json:"committed_generation"`
-	CommittedSource     string     `json:"committed_source,omitempty"`
+	Committed           *int64 `json:"committed"`
+	CommittedAt         *Time  `json:"committed_at"`
+	CommittedBy         string `json:"committed_by"`
+	CommittedGeneration int32  `json:"committed_generation"`
+	CommittedSource     string `json:"committed_source,omitempty"`
 	// Commits are the last commits (Options.MaxCommitHistory), oldest
 	// first; CommitsDropped counts older ones forgotten.
 	Commits        []Commit `json:"commits"`
@@ -227,25 +227,34 @@ type Partition struct {
 	ListOffsets *ListOffsets `json:"list_offsets,omitempty"`
 }
 
-// Commit is one remembered commit of a partition.
+// Commit is one remembered commit of a partition, with the names and
+// meanings of the commit event's fields: TS (and TSMillis) the request's
+// time, ErrorCode the broker's answer (-1: none seen), Error its name
+// when not 0, Outcome accepted, rejected or unknown.
 type Commit struct {
-	Time       time.Time `json:"time"`
-	MemberID   string    `json:"member_id"`
-	Generation int32     `json:"generation"`
-	Offset     int64     `json:"offset"`
-	Metadata   *string   `json:"metadata"`
-	ErrorCode  int16     `json:"error_code"` // -1: no response seen
-	ClientID   string    `json:"client_id"`
-	ClientHost string    `json:"client_host"`
-	Conn       Conn      `json:"conn"`
+	TS         Time    `json:"ts"`
+	TSMillis   int64   `json:"ts_ms"`
+	MemberID   string  `json:"member_id"`
+	Generation int32   `json:"generation"`
+	Offset     int64   `json:"offset"`
+	Metadata   *string `json:"metadata"`
+	ErrorCode  int16   `json:"error_code"`
+	Error      string  `json:"error,omitempty"`
+	Outcome    string  `json:"outcome"`
+	ClientID   string  `json:"client_id"`
+	ClientHost string  `json:"client_host"`
+	Conn       Conn    `json:"conn"`
 }
 
-// ListOffsets is the last ListOffsets answer for a partition.
+// ListOffsets is the last ListOffsets answer for a partition: TS is the
+// request's time, ErrorCode and Error the partition's answer.
 type ListOffsets struct {
-	Time      time.Time `json:"time"`
-	Timestamp int64     `json:"timestamp"` // -1 latest, -2 earliest
-	Offset    int64     `json:"offset"`
-	ErrorCode int16     `json:"error_code"`
+	TS        Time   `json:"ts"`
+	TSMillis  int64  `json:"ts_ms"`
+	Timestamp int64  `json:"timestamp"` // -1 latest, -2 earliest
+	Offset    int64  `json:"offset"`
+	ErrorCode int16  `json:"error_code"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Client is one client (host + client id) and its group bindings.
@@ -275,10 +284,10 @@ type Binding struct {
 	InstanceID    string   `json:"instance_id,omitempty"`
 	// LearnedFrom is the API of the request that created the binding,
 	// LearnedOnConn its connection (the binding outlives it).
-	LearnedFrom   string    `json:"learned_from"`
-	LearnedOnConn uint64    `json:"learned_on_conn"`
-	First         time.Time `json:"first"`
-	Last          time.Time `json:"last"`
+	LearnedFrom   string `json:"learned_from"`
+	LearnedOnConn uint64 `json:"learned_on_conn"`
+	First         Time   `json:"first"`
+	Last          Time   `json:"last"`
 }
 
 // Consumption is what a client's Fetches got while they could not be
@@ -293,7 +302,7 @@ type Consumption struct {
 
 // Snapshot returns the state now.
 func (c *Correlator) Snapshot() *Snapshot {
-	s := &Snapshot{Time: c.now, Brokers: map[string]string{}, Stats: c.Stats()}
+	s := &Snapshot{Time: TimeOf(c.now), Brokers: map[string]string{}, Stats: c.Stats()}
 	for id, addr := range c.brokers {
 		s.Brokers[strconv.Itoa(int(id))] = addr
 	}

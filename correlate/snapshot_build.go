@@ -73,7 +73,7 @@ func (g *groupState) owners() map[tp]string {
 
 func (cs *coordState) snapshot() Coordinator {
 	return Coordinator{
-		NodeID: cs.nodeID, Host: cs.host, Port: cs.port, ErrorCode: cs.code,
+		NodeID: cs.nodeID, Host: cs.host, Port: cs.port, ErrorCode: cs.code, Error: errName(cs.code),
 		LearnedFrom: cs.learnedFrom, LearnedAt: timePtr(cs.learnedAt),
 		ServedBy: cs.servedBy, ServedAt: timePtr(cs.servedAt),
 		NotCoordinator: cs.notCoordinator, NotAvailable: cs.notAvailable,
@@ -85,7 +85,7 @@ func (m *memberState) snapshot() Member {
 		MemberID: m.id, InstanceID: strPtr(m.instanceID), ClientID: m.clientID, ClientHost: m.clientHost,
 		PID: m.process.PID, Comm: m.process.Comm, CgroupID: m.process.CgroupID,
 		Status: m.status.String(), Generation: m.generation, JoinedAt: timePtr(m.joinedAt),
-		FirstSeen: m.firstSeen, LastSeen: timePtr(m.lastSeen), GoneAt: timePtr(m.goneAt), Reason: m.goneReason,
+		FirstSeen: TimeOf(m.firstSeen), LastSeen: timePtr(m.lastSeen), GoneAt: timePtr(m.goneAt), Reason: m.goneReason,
 		SessionTimeoutMillis: m.sessionMillis, RebalanceTimeoutMillis: m.rebalanceMillis,
 		Protocols: slices.Clone(m.protocols), Subscription: slices.Clone(m.subscription),
 		Heartbeats: m.heartbeats, MaxHeartbeatGapMillis: millis(m.maxHeartbeatGap),
@@ -110,13 +110,14 @@ func (c *Correlator) partSnapshot(g *groupState, ps *partState, p tp, owner stri
 	}
 	for _, r := range ps.commits.all() {
 		o.Commits = append(o.Commits, Commit{
-			Time: r.at, MemberID: r.member, Generation: r.generation, Offset: r.offset,
-			Metadata: strPtr(r.metadata), ErrorCode: r.code, ClientID: r.clientID,
-			ClientHost: r.clientHost, Conn: r.conn,
+			TS: TimeOf(r.at), TSMillis: r.at.UnixMilli(), MemberID: r.member, Generation: r.generation, Offset: r.offset,
+			Metadata: strPtr(r.metadata), ErrorCode: r.code, Error: errName(max(r.code, 0)), Outcome: commitOutcome(r.code),
+			ClientID: r.clientID, ClientHost: r.clientHost, Conn: r.conn,
 		})
 	}
 	if l := ps.listed; l != nil {
-		o.ListOffsets = &ListOffsets{Time: l.at, Timestamp: l.timestamp, Offset: l.offset, ErrorCode: l.code}
+		o.ListOffsets = &ListOffsets{TS: TimeOf(l.at), TSMillis: l.at.UnixMilli(), Timestamp: l.timestamp, Offset: l.offset,
+			ErrorCode: l.code, Error: errName(l.code)}
 	}
 	return o
 }
@@ -155,7 +156,7 @@ func (b *binding) snapshot(group string) Binding {
 	return Binding{
 		Group: group, Members: sortedKeys(b.live), EndedMembers: sortedKeys(b.ended),
 		WithoutMember: b.memberless, InstanceID: b.instanceID, LearnedFrom: b.learnedFrom,
-		LearnedOnConn: b.conn, First: b.first, Last: b.last,
+		LearnedOnConn: b.conn, First: TimeOf(b.first), Last: TimeOf(b.last),
 	}
 }
 

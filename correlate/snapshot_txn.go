@@ -1,7 +1,5 @@
 package correlate
 
-import "time"
-
 // Transaction is one transactional id in a Snapshot: its current producer
 // instance and what its transactions did in the capture.
 type Transaction struct {
@@ -32,7 +30,7 @@ type Transaction struct {
 	TotalDurationMillis int64 `json:"total_duration_ms"`
 	// OpenSince and OpenPartitions describe a transaction still open at
 	// the end of the input.
-	OpenSince      *time.Time         `json:"open_since,omitempty"`
+	OpenSince      *Time              `json:"open_since,omitempty"`
 	OpenPartitions map[string][]int32 `json:"open_partitions,omitempty"`
 }
 
@@ -69,9 +67,9 @@ type StablePartition struct {
 	// is below the high watermark; StuckMillis how long it had not moved
 	// at the last read_committed Fetch; MaxStuckMillis the longest it
 	// stayed below the high watermark unmoved (this one included).
-	StuckSince     *time.Time `json:"stuck_since,omitempty"`
-	StuckMillis    int64      `json:"stuck_ms,omitempty"`
-	MaxStuckMillis int64      `json:"max_stuck_ms"`
+	StuckSince     *Time `json:"stuck_since,omitempty"`
+	StuckMillis    int64 `json:"stuck_ms,omitempty"`
+	MaxStuckMillis int64 `json:"max_stuck_ms"`
 	// HeldBy is the transactional id of the open transaction holding the
 	// partition, when the capture shows it.
 	HeldBy string `json:"held_by,omitempty"`

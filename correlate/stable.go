@@ -191,7 +191,7 @@ func (c *Correlator) checkStuck(p tp, s *stableState) {
 		ev.ProducerID, ev.ProducerEpoch, ev.TransactionTimeoutMillis = i64(t.producerID), i16p(t.epoch), t.timeoutMillis
 		ev.Evidence = append([]Evidence{t.beganEv}, ev.Evidence...)
 		holder = fmt.Sprintf("the open transaction of %s on %s (transactional id %s, producer id %d, epoch %d) began at %s",
-			t.client.clientID, t.client.host, t.id, t.producerID, t.epoch, t.began.Format(time.RFC3339Nano))
+			t.client.clientID, t.client.host, t.id, t.producerID, t.epoch, stamp(t.began))
 		if t.timeoutMillis > 0 {
 			holder += fmt.Sprintf(" with a %d ms timeout", t.timeoutMillis)
 		}

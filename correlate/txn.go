@@ -71,10 +71,10 @@ type TransactionEvent struct {
 	EndedBy string `json:"ended_by,omitempty"`
 	// Began and DurationMillis (commit, abort): the transaction's begin
 	// and how long it was open.
-	Began          *time.Time `json:"began,omitempty"`
-	DurationMillis *int64     `json:"duration_ms,omitempty"`
-	ErrorCode      int16      `json:"error_code,omitempty"`
-	Error          string     `json:"error,omitempty"`
+	Began          *Time  `json:"began,omitempty"`
+	DurationMillis *int64 `json:"duration_ms,omitempty"`
+	ErrorCode      int16  `json:"error_code,omitempty"`
+	Error          string `json:"error,omitempty"`
 
 	at time.Time
 }

@@ -112,7 +112,7 @@ func TestReadCommittedAccounting(t *testing.T) {
 				t.Errorf("%s %s/%d: read_committed %v, position lag %v: want end %v - position %v", g.Group, p.Topic, p.Partition,
 					p.ReadCommitted, ptrStr64(p.PositionLag), ptrStr64(p.EndOffset), ptrStr64(p.Position))
 			}
-			if p.EndOffsetAt != nil && p.LastFetch != nil && p.EndOffsetAt.Equal(*p.LastFetch) && (p.LastStable == nil || *p.EndOffset != *p.LastStable) {
+			if p.EndOffsetAt != nil && p.LastFetch != nil && p.EndOffsetAt.Equal(p.LastFetch.Time) && (p.LastStable == nil || *p.EndOffset != *p.LastStable) {
 				t.Errorf("%s %s/%d: end %v from the group's own last Fetch, whose last stable offset is %v", g.Group, p.Topic, p.Partition,
 					ptrStr64(p.EndOffset), ptrStr64(p.LastStable))
 			}

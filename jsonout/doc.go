@@ -1,4 +1,4 @@
-// Package jsonout writes kwire's output: NDJSON lines (schema v1, see
+// Package jsonout writes kwire's output: NDJSON lines (see
 // docs/schema.md) or a human-readable one-line-per-item text form, from the
 // exchanges and anomalies of package decode and the events of package
 // correlate.

@@ -67,7 +67,7 @@ func (w *Writer) Summary(s *correlate.Snapshot) {
 		w.line(textReport(s, w.timeline, &w.opts))
 		return
 	}
-	w.envelope("summary", s.Time, s)
+	w.envelope("summary", s.Time.Time, s)
 }
 
 // envelope writes v's JSON object with the common fields in front.
@@ -81,7 +81,7 @@ func (w *Writer) envelope(typ string, ts time.Time, v any) {
 		return
 	}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, `{"v":%d,"type":%q,"ts":%q`, SchemaVersion, typ, Time(ts))
+	fmt.Fprintf(&buf, `{"v":%d,"type":%q,"ts":%q,"ts_ms":%d`, SchemaVersion, typ, Time(ts), ts.UnixMilli())
 	if len(b) > 2 {
 		buf.WriteByte(',')
 	}

@@ -82,7 +82,7 @@ func (l *Lines) Err() error { return l.err }
 func (l *Lines) line(e *decode.Exchange, pre *scanned) exchangeLine {
 	code := decode.ErrorCode(e.Resp)
 	x := exchangeLine{
-		V: SchemaVersion, Type: "exchange", TS: Time(e.ReqTime), Conn: ConnOf(e.Conn),
+		V: SchemaVersion, Type: "exchange", TS: Time(e.ReqTime), TSMillis: e.ReqTime.UnixMilli(), Conn: ConnOf(e.Conn),
 		APIKey: e.Key, API: APIName(e.Key), APIVersion: e.Version, CorrelationID: e.CorrelationID,
 		ClientID: e.ClientID, Response: e.Response.String(), ResponseSeen: e.Response == decode.ResponseSeen,
 		LatencyUS: e.Latency().Microseconds(), ErrorCode: code, ReqBytes: e.ReqSize, RespBytes: e.RespSize,

@@ -51,29 +51,3 @@ func TestRemedies(t *testing.T) {
 		}
 	}
 }
-
-func TestMergeSpan(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []span
-		want []span
-	}{
-		{"one", []span{{107, 116}}, []span{{107, 116}}},
-		{"the same range twice counts once", []span{{107, 116}, {107, 116}}, []span{{107, 116}}},
-		{"overlapping", []span{{10, 20}, {15, 30}}, []span{{10, 30}}},
-		{"touching", []span{{0, 99}, {100, 499}}, []span{{0, 499}}},
-		{"apart, out of order", []span{{50, 60}, {0, 9}}, []span{{0, 9}, {50, 60}}},
-		{"one spanning two", []span{{0, 9}, {50, 60}, {5, 55}}, []span{{0, 60}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []span
-			for _, s := range tt.in {
-				got = mergeSpan(got, s)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("(-want +got):\n-%v\n+%v", tt.want, got)
-			}
-		})
-	}
-}

@@ -18,7 +18,7 @@ import (
 func textReport(s *correlate.Snapshot, tl *timeline, o *Options) string {
 	var b strings.Builder
 	ids := o.ids
-	fmt.Fprintf(&b, "== kwire report at %s (the end of the capture; times are UTC", Time(s.Time))
+	fmt.Fprintf(&b, "== kwire report at %s (the end of the capture; times are UTC", Time(s.Time.Time))
 	if !o.FullIDs {
 		b.WriteString("; member ids cut to a prefix, --full-ids for them whole")
 	}
@@ -91,7 +91,7 @@ func groupReport(b *strings.Builder, g *correlate.Group, ids func(string) string
 		for _, e := range g.Generations {
 			when, took := "?", "?"
 			if e.Completed != nil {
-				when = Time(*e.Completed)
+				when = Time(e.Completed.Time)
 			}
 			if e.DurationMillis != nil {
 				took = fmt.Sprintf("%dms", *e.DurationMillis)
@@ -201,7 +201,7 @@ func hazardReport(b *strings.Builder, s *correlate.Snapshot, ids func(string) st
 		}
 		fmt.Fprintf(b, "  %s %s: %s\n", Time(h.Time()), h.Kind, ids(h.Summary))
 		for _, ev := range h.Evidence {
-			fmt.Fprintf(b, "      %s %s #%d c%d %s>%s\n", Time(ev.TS), ev.API, ev.CorrelationID, ev.Conn.ID, ev.Conn.Client, ev.Conn.Broker)
+			fmt.Fprintf(b, "      %s %s #%d c%d %s>%s\n", Time(ev.TS.Time), ev.API, ev.CorrelationID, ev.Conn.ID, ev.Conn.Client, ev.Conn.Broker)
 		}
 	}
 	if len(folded) > 0 {

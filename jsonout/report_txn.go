@@ -19,7 +19,7 @@ func txnReport(b *strings.Builder, s *correlate.Snapshot) {
 		fmt.Fprintln(tw, "  transactional id\tclient\tproducer id\tepoch\tstate\tcommitted\taborted\ttimed out\tfenced\tmax took")
 		for _, t := range s.Transactions {
 			fmt.Fprintf(tw, "  %s\t%s@%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%dms\n", t.TransactionalID, t.ClientID, t.ClientHost,
-				t.ProducerID, t.ProducerEpoch, TxnState(&t, s.Time), t.Committed, t.Aborted, t.TimedOut, t.Fenced, t.MaxDurationMillis)
+				t.ProducerID, t.ProducerEpoch, TxnState(&t, s.Time.Time), t.Committed, t.Aborted, t.TimedOut, t.Fenced, t.MaxDurationMillis)
 		}
 		tw.Flush()
 	}
@@ -41,10 +41,10 @@ func TxnState(t *correlate.Transaction, now time.Time) string {
 	if t.OpenSince == nil {
 		return "idle"
 	}
-	return "open " + now.Sub(*t.OpenSince).Round(time.Millisecond).String()
+	return "open " + now.Sub(t.OpenSince.Time).Round(time.Millisecond).String()
 }
 
-func stuckText(ms int64, since *time.Time) string {
+func stuckText(ms int64, since *correlate.Time) string {
 	if since == nil {
 		return "-"
 	}

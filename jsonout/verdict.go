@@ -10,72 +10,14 @@ import (
 	"github.com/kwire/kwire/correlate"
 )
 
-// What a hazard says happens to records (impact.what).
-const (
-	recLost        = "never processed"
-	recNotRead     = "not read (the new group started at the log's end)"
-	recReplayed    = "processed again"
-	recRedelivered = "redelivered"
-)
-
-// impact is what one hazard says happens to records: their partition and
-// offsets first..last (ranged), or only how many (n).
-type impact struct {
-	what        string
-	topic       string
-	part        int32
-	first, last int64
-	n           int64
-	ranged      bool
+// What a hazard says happens to records (correlate.Impact.What), as the
+// verdict says it.
+var impactWords = map[string]string{
+	correlate.ImpactLost:        "never processed",
+	correlate.ImpactNotRead:     "not read (the new group started at the log's end)",
+	correlate.ImpactReplayed:    "processed again",
+	correlate.ImpactRedelivered: "redelivered",
 }
-
-// impactOf reads impact from h's fields; ok is false when h says nothing
-// of records. Each kind names its range its own way (docs/schema.md).
-func impactOf(h *correlate.HazardEvent) (im impact, ok bool) {
-	set := func(p ...*int64) bool { return !slices.Contains(p, nil) }
-	from, to := h.FromOffset, h.ToOffset
-	switch {
-	case positive(h.Skipped):
-		im.what, im.n = recLost, *h.Skipped
-		switch {
-		case h.Kind == correlate.HazardOffsetReset && from == nil && set(to, h.LogStartOffset):
-			im.what, im.first, im.last = recNotRead, *h.LogStartOffset, *to-1
-		case h.Kind == correlate.HazardOffsetReset && set(from, to):
-			im.first, im.last = *from, *to-1
-		case h.Kind == correlate.HazardCommitGap && set(h.PreviousOffset, h.Offset):
-			im.first, im.last = *h.PreviousOffset, *h.Offset-2
-		case h.Kind == correlate.HazardCommitBeyondFetch && h.Offset != nil:
-			im.first, im.last = *h.Offset-im.n, *h.Offset-1
-		case set(from, to):
-			im.first, im.last = *from, *to
-		default:
-			im.first, im.last = 0, -1
-		}
-	case positive(h.Replayed):
-		im.what, im.n = recReplayed, *h.Replayed
-		switch {
-		case h.Kind == correlate.HazardOffsetReset && to != nil:
-			im.first, im.last = *to, *to+im.n-1
-		case set(from, to):
-			im.first, im.last = *from, *to
-		default:
-			im.first, im.last = 0, -1
-		}
-	case (h.Kind == correlate.HazardShareRedelivery || h.Kind == correlate.HazardShareAckLost) && set(from, to):
-		im.what, im.first, im.last, im.n = recRedelivered, *from, *to, *to-*from+1
-	case h.Kind == correlate.HazardTxnOffsetsAborted && set(from, to):
-		im.what, im.first, im.last, im.n = recReplayed, *from, *to, *to-*from+1
-	default:
-		return im, false
-	}
-	im.ranged = im.last >= im.first && h.Topic != "" && h.Partition != nil
-	if im.ranged {
-		im.topic, im.part = h.Topic, *h.Partition
-	}
-	return im, true
-}
-
-func positive(n *int64) bool { return n != nil && *n > 0 }
 
 // groupVerdict is what the verdict says of one group's hazards.
 type groupVerdict struct {
@@ -86,7 +28,7 @@ type groupVerdict struct {
 	// spans are the records its hazards at warn or worse lose or replay,
 	// by what and partition, merged; unranged counts those known only by
 	// number.
-	spans    map[spanKey][]span
+	spans    map[spanKey]correlate.Spans
 	unranged map[string]int64
 }
 
@@ -95,13 +37,11 @@ type spanKey struct {
 	part        int32
 }
 
-type span struct{ first, last int64 }
-
 // kindVerdict is one kind's hazards in a group.
 type kindVerdict struct {
 	kind                 string
 	worst, n, incomplete int
-	spans                map[spanKey][]span
+	spans                map[spanKey]correlate.Spans
 	unranged             map[string]int64
 	members, clients     []string
 	parts, other, gens   []string
@@ -115,7 +55,7 @@ func verdicts(s *correlate.Snapshot, ids func(string) string) []*groupVerdict {
 		v := byGroup[g]
 		if v == nil {
 			v = &groupVerdict{group: g, kinds: map[string]*kindVerdict{}, routine: map[string]int{},
-				spans: map[spanKey][]span{}, unranged: map[string]int64{}}
+				spans: map[spanKey]correlate.Spans{}, unranged: map[string]int64{}}
 			byGroup[g] = v
 		}
 		return v
@@ -134,11 +74,11 @@ func verdicts(s *correlate.Snapshot, ids func(string) string) []*groupVerdict {
 		v.worst = max(v.worst, rank)
 		k := v.kinds[h.Kind]
 		if k == nil {
-			k = &kindVerdict{kind: h.Kind, spans: map[spanKey][]span{}, unranged: map[string]int64{}}
+			k = &kindVerdict{kind: h.Kind, spans: map[spanKey]correlate.Spans{}, unranged: map[string]int64{}}
 			v.kinds[h.Kind] = k
 		}
 		k.add(h, ids)
-		if im, ok := impactOf(h); ok && rank >= 2 {
+		if im, ok := h.Impact(); ok && rank >= 2 {
 			addImpact(v.spans, v.unranged, im)
 		}
 	}
@@ -155,7 +95,7 @@ func (k *kindVerdict) add(h *correlate.HazardEvent, ids func(string) string) {
 	if h.EvidenceComplete != nil && !*h.EvidenceComplete {
 		k.incomplete++
 	}
-	im, ok := impactOf(h)
+	im, ok := h.Impact()
 	if ok {
 		addImpact(k.spans, k.unranged, im)
 	}
@@ -168,7 +108,7 @@ func (k *kindVerdict) add(h *correlate.HazardEvent, ids func(string) string) {
 	case h.ClientID != "" || h.ClientHost != "":
 		k.clients = addOnce(k.clients, h.ClientID+h.ClientHost)
 	}
-	if h.Topic != "" && h.Partition != nil && !im.ranged {
+	if h.Topic != "" && h.Partition != nil && !im.Ranged {
 		k.parts = addOnce(k.parts, fmt.Sprintf("%s/%d", h.Topic, *h.Partition))
 	}
 	switch {
@@ -183,42 +123,25 @@ func (k *kindVerdict) add(h *correlate.HazardEvent, ids func(string) string) {
 	}
 }
 
-// addImpact merges im into spans (ranged) or unranged.
-func addImpact(spans map[spanKey][]span, unranged map[string]int64, im impact) {
-	if !im.ranged {
-		unranged[im.what] += im.n
+// addImpact merges im into spans (ranged) or unranged: two hazards over
+// the same records count them once.
+func addImpact(spans map[spanKey]correlate.Spans, unranged map[string]int64, im correlate.Impact) {
+	if !im.Ranged {
+		unranged[im.What] += im.N
 		return
 	}
-	k := spanKey{im.what, im.topic, im.part}
-	spans[k] = mergeSpan(spans[k], span{im.first, im.last})
-}
-
-// mergeSpan adds s to the sorted, disjoint spans ss, merging what
-// overlaps or touches it: two hazards over the same records count them
-// once.
-func mergeSpan(ss []span, s span) []span {
-	ss = append(ss, s)
-	slices.SortFunc(ss, func(a, b span) int { return cmp.Compare(a.first, b.first) })
-	out := ss[:1]
-	for _, x := range ss[1:] {
-		last := &out[len(out)-1]
-		if x.first <= last.last+1 {
-			last.last = max(last.last, x.last)
-			continue
-		}
-		out = append(out, x)
-	}
-	return out
+	k := spanKey{im.What, im.Topic, im.Partition}
+	ss := spans[k]
+	ss.Add(correlate.Span{First: im.First, Last: im.Last})
+	spans[k] = ss
 }
 
 // total is how many records spans and unranged count of what.
-func total(spans map[spanKey][]span, unranged map[string]int64, what string) int64 {
+func total(spans map[spanKey]correlate.Spans, unranged map[string]int64, what string) int64 {
 	n := unranged[what]
 	for k, ss := range spans {
 		if k.what == what {
-			for _, s := range ss {
-				n += s.last - s.first + 1
-			}
+			n += ss.Count()
 		}
 	}
 	return n
@@ -226,9 +149,9 @@ func total(spans map[spanKey][]span, unranged map[string]int64, what string) int
 
 // impactText is "processed again hcj-orders/0 107..116 (10), 12 more" for
 // each what, most serious first.
-func impactText(spans map[spanKey][]span, unranged map[string]int64) string {
+func impactText(spans map[spanKey]correlate.Spans, unranged map[string]int64) string {
 	var out []string
-	for _, what := range []string{recLost, recNotRead, recReplayed, recRedelivered} {
+	for _, what := range []string{correlate.ImpactLost, correlate.ImpactNotRead, correlate.ImpactReplayed, correlate.ImpactRedelivered} {
 		var parts []string
 		for _, k := range slices.SortedFunc(maps.Keys(spans), func(a, b spanKey) int {
 			return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.part, b.part))
@@ -238,15 +161,15 @@ func impactText(spans map[spanKey][]span, unranged map[string]int64) string {
 			}
 			var rs []string
 			for _, s := range spans[k] {
-				if s.first == s.last {
-					rs = append(rs, fmt.Sprint(s.first))
+				if s.First == s.Last {
+					rs = append(rs, fmt.Sprint(s.First))
 				} else {
-					rs = append(rs, fmt.Sprintf("%d..%d", s.first, s.last))
+					rs = append(rs, fmt.Sprintf("%d..%d", s.First, s.Last))
 				}
 			}
 			parts = append(parts, fmt.Sprintf("%s/%d %s", k.topic, k.part, strings.Join(listed(rs, 4), ", ")))
 		}
-		line := records(total(spans, unranged, what)) + " " + what
+		line := records(total(spans, unranged, what)) + " " + impactWords[what]
 		switch n := unranged[what]; {
 		case len(parts) > 0 && n > 0:
 			out = append(out, fmt.Sprintf("%s: %s; %d more whose partitions the hazards' summaries name", line, strings.Join(listed(parts, 6), "; "), n))
@@ -311,9 +234,9 @@ func verdictReport(b *strings.Builder, s *correlate.Snapshot, ids func(string) s
 // headline says in a few words what a group's hazards cost.
 func (v *groupVerdict) headline() string {
 	var parts []string
-	for _, what := range []string{recLost, recReplayed, recRedelivered} {
+	for _, what := range []string{correlate.ImpactLost, correlate.ImpactReplayed, correlate.ImpactRedelivered} {
 		if n := total(v.spans, v.unranged, what); n > 0 {
-			parts = append(parts, records(n)+" "+what)
+			parts = append(parts, records(n)+" "+impactWords[what])
 		}
 	}
 	switch {

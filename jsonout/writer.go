@@ -18,10 +18,12 @@ import (
 )
 
 // SchemaVersion is the "v" of every NDJSON line.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
-// TimeFormat is how capture times are written: RFC 3339, UTC, microseconds.
-const TimeFormat = "2006-01-02T15:04:05.000000Z07:00"
+// TimeFormat is how capture times are written: RFC 3339, UTC, exactly
+// six fractional digits (correlate.TimeFormat, which every time field of
+// the events and the summary has too).
+const TimeFormat = correlate.TimeFormat
 
 // Options tune a Writer. nil means NDJSON.
 type Options struct {
@@ -121,6 +123,7 @@ type exchangeLine struct {
 	V             int      `json:"v"`
 	Type          string   `json:"type"`
 	TS            string   `json:"ts"`
+	TSMillis      int64    `json:"ts_ms"`
 	Conn          Conn     `json:"conn"`
 	APIKey        int16    `json:"api_key"`
 	API           string   `json:"api"`
@@ -172,6 +175,7 @@ type anomalyLine struct {
 	V             int    `json:"v"`
 	Type          string `json:"type"`
 	TS            string `json:"ts"`
+	TSMillis      int64  `json:"ts_ms"`
 	Kind          string `json:"kind"`
 	Conn          Conn   `json:"conn"`
 	Dir           string `json:"dir"`
@@ -190,7 +194,7 @@ type anomalyLine struct {
 
 // Anomaly writes an anomaly line. It implements decode.Handler.
 func (w *Writer) Anomaly(a *decode.Anomaly) {
-	l := anomalyLine{V: SchemaVersion, Type: "anomaly", TS: Time(a.Time), Kind: string(a.Kind), Conn: ConnOf(a.Conn),
+	l := anomalyLine{V: SchemaVersion, Type: "anomaly", TS: Time(a.Time), TSMillis: a.Time.UnixMilli(), Kind: string(a.Kind), Conn: ConnOf(a.Conn),
 		Dir: a.Dir.String(), Bytes: a.Bytes, Detail: a.Detail}
 	if a.Key >= 0 {
 		l.APIKey = &a.Key
@@ -230,11 +234,12 @@ func (w *Writer) Anomaly(a *decode.Anomaly) {
 }
 
 type statsLine struct {
-	V       int           `json:"v"`
-	Type    string        `json:"type"`
-	TS      string        `json:"ts"`
-	Capture capture.Stats `json:"capture"`
-	Decode  decodeStats   `json:"decode"`
+	V        int           `json:"v"`
+	Type     string        `json:"type"`
+	TS       string        `json:"ts"`
+	TSMillis int64         `json:"ts_ms"`
+	Capture  capture.Stats `json:"capture"`
+	Decode   decodeStats   `json:"decode"`
 	// Kwire is the build that wrote the line, for bug reports.
 	Kwire version.Build `json:"kwire"`
 }
@@ -246,7 +251,7 @@ type decodeStats struct {
 
 // Stats writes the final (or periodic) counters line.
 func (w *Writer) Stats(ts time.Time, cs capture.Stats, ds decode.Stats) {
-	l := statsLine{V: SchemaVersion, Type: "stats", TS: Time(ts), Capture: cs, Decode: decodeStats{Stats: ds, ByAPI: map[string]int64{}},
+	l := statsLine{V: SchemaVersion, Type: "stats", TS: Time(ts), TSMillis: ts.UnixMilli(), Capture: cs, Decode: decodeStats{Stats: ds, ByAPI: map[string]int64{}},
 		Kwire: version.Get().Build()}
 	for k, n := range ds.ByKey {
 		if n > 0 {

@@ -13,12 +13,13 @@ import (
 )
 
 // TestEnvelope checks that events and the summary are written as one JSON
-// object per line with "v", "type" and "ts" first, then the event's fields.
+// object per line with "v", "type", "ts" and "ts_ms" first, then the
+// event's fields, and that times have six fractional digits, zeros kept.
 func TestEnvelope(t *testing.T) {
 	var buf bytes.Buffer
 	w := New(&buf, nil)
 	w.Event(&correlate.CommitEvent{Group: "g", Topic: "t", Partition: 3, Offset: 42, Outcome: correlate.CommitAccepted})
-	w.Summary(&correlate.Snapshot{Time: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)})
+	w.Summary(&correlate.Snapshot{Time: correlate.TimeOf(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))})
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,8 @@ func TestEnvelope(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines, want 2:\n%s", len(lines), buf.String())
 	}
-	for i, want := range []string{`{"v":2,"type":"commit","ts":"0001-01-01T00:00:00.000000Z","group":"g"`, `{"v":2,"type":"summary","ts":"2026-11-29T10:00:00.000000Z","time":`} {
+	for i, want := range []string{`{"v":3,"type":"commit","ts":"0001-01-01T00:00:00.000000Z","ts_ms":-62135596800000,"group":"g"`,
+		`{"v":3,"type":"summary","ts":"2026-11-29T10:00:00.000000Z","ts_ms":1795946400000,"time":"2026-11-29T10:00:00.000000Z",`} {
 		if !strings.HasPrefix(lines[i], want) {
 			t.Errorf("line %d:\n-want prefix %s\n+got  %s", i+1, want, lines[i])
 		}
@@ -123,7 +125,7 @@ func TestTextLate(t *testing.T) {
 	for _, ev := range evs {
 		w.Event(ev)
 	}
-	w.Summary(&correlate.Snapshot{Time: at})
+	w.Summary(&correlate.Snapshot{Time: correlate.TimeOf(at)})
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func (c *stateCollector) txnRows(s *correlate.Snapshot) ([]txnRow, int) {
 			r := txnRow{id: t.TransactionalID, epoch: t.ProducerEpoch, committed: t.Committed, aborted: t.Aborted,
 				timedOut: t.TimedOut, fenced: t.Fenced, openSeconds: -1}
 			if t.OpenSince != nil {
-				r.openSeconds = max(s.Time.Sub(*t.OpenSince).Seconds(), 0)
+				r.openSeconds = max(s.Time.Sub(t.OpenSince.Time).Seconds(), 0)
 			}
 			if _, f := c.txnIDs.label(t.TransactionalID, real); f {
 				r.id, r.epoch = other, -1

@@ -56,7 +56,7 @@ func TestTransactionMetrics(t *testing.T) {
 	part := fmt.Sprintf("{partition=\"%d\",topic=%q}", sp.Partition, sp.Topic)
 	want := map[string]float64{
 		"kwire_transaction_open" + id:                       1,
-		"kwire_transaction_open_seconds" + id:               h.mid.Time.Sub(*tx.OpenSince).Seconds(),
+		"kwire_transaction_open_seconds" + id:               h.mid.Time.Sub(tx.OpenSince.Time).Seconds(),
 		"kwire_transaction_producer_epoch" + id:             float64(tx.ProducerEpoch),
 		"kwire_last_stable_offset" + part:                   float64(sp.LastStable),
 		"kwire_unstable_offsets" + part:                     float64(sp.Unstable),

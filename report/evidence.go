@@ -24,7 +24,7 @@ type evidenceRow struct {
 func evidenceRows(evs []correlate.Evidence) []evidenceRow {
 	out := make([]evidenceRow, 0, len(evs))
 	for _, e := range evs {
-		r := evidenceRow{Time: clock(e.TS), API: e.API, ConnID: e.Conn.ID, Client: e.Conn.Client, Broker: e.Conn.Broker,
+		r := evidenceRow{Time: clock(e.TS.Time), API: e.API, ConnID: e.Conn.ID, Client: e.Conn.Client, Broker: e.Conn.Broker,
 			CorrelationID: e.CorrelationID, Filter: wiresharkFilter(e.Conn, e.CorrelationID)}
 		if e.Conn.PID != 0 {
 			r.Process = fmt.Sprintf("%s (pid %d)", e.Conn.Comm, e.Conn.PID)

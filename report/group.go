@@ -118,20 +118,20 @@ func groupSpan(in *Input, g *correlate.Group) (from, to time.Time) {
 	}
 	for i := range g.Generations {
 		if e := &g.Generations[i]; e.Started != nil {
-			early(*e.Started)
+			early(e.Started.Time)
 		} else {
 			early(e.Time())
 		}
 	}
 	for i := range g.Members {
-		early(g.Members[i].FirstSeen)
+		early(g.Members[i].FirstSeen.Time)
 		if j := g.Members[i].JoinedAt; j != nil {
-			early(*j)
+			early(j.Time)
 		}
 	}
 	for i := range g.Partitions {
 		for _, c := range g.Partitions[i].Commits {
-			early(c.Time)
+			early(c.TS.Time)
 		}
 	}
 	if r := in.Recorder; r != nil {
@@ -158,12 +158,12 @@ func memberIndex(gid string, g *correlate.Group, end time.Time) *members {
 	ms := &members{byID: map[string]*member{}}
 	for i := range g.Members {
 		m := &g.Members[i]
-		x := &member{m: m, begin: m.FirstSeen, end: end}
+		x := &member{m: m, begin: m.FirstSeen.Time, end: end}
 		if m.JoinedAt != nil {
-			x.begin, x.joined = *m.JoinedAt, true
+			x.begin, x.joined = m.JoinedAt.Time, true
 		}
 		if m.GoneAt != nil {
-			x.end = *m.GoneAt
+			x.end = m.GoneAt.Time
 		}
 		x.ID = m.MemberID
 		ms.order = append(ms.order, x)
@@ -224,15 +224,15 @@ func (gv *groupView) members(g *correlate.Group, ms *members) {
 		if m.PID != 0 {
 			r.Process = fmt.Sprintf("%s (pid %d)", m.Comm, m.PID)
 		}
-		r.Joined = "not in the capture (first seen " + clock(m.FirstSeen) + ")"
+		r.Joined = "not in the capture (first seen " + clock(m.FirstSeen.Time) + ")"
 		if m.JoinedAt != nil {
-			r.Joined = clock(*m.JoinedAt)
+			r.Joined = clock(m.JoinedAt.Time)
 		}
 		if m.GoneAt != nil {
-			r.Gone = clock(*m.GoneAt)
+			r.Gone = clock(m.GoneAt.Time)
 		}
 		if m.LastSeen != nil {
-			r.LastSeen = clock(*m.LastSeen)
+			r.LastSeen = clock(m.LastSeen.Time)
 		}
 		for _, hv := range memberHazards(gv.Hazards, m.MemberID) {
 			if i := slices.IndexFunc(r.Hazards, func(l hazardLink) bool { return l.Kind == hv.Kind }); i >= 0 {
@@ -268,10 +268,10 @@ func (gv *groupView) gens(g *correlate.Group, ms *members, spans []genSpan, r *R
 			row.Leader = ms.ref(e.Leader)
 		}
 		if e.Started != nil {
-			row.Started = clock(*e.Started)
+			row.Started = clock(e.Started.Time)
 		}
 		if e.Completed != nil {
-			row.Completed = clock(*e.Completed)
+			row.Completed = clock(e.Completed.Time)
 		}
 		if e.DurationMillis != nil {
 			row.Took = dur(time.Duration(*e.DurationMillis) * time.Millisecond)
@@ -300,10 +300,10 @@ func genSpans(gens []correlate.GenerationEvent, end time.Time) []genSpan {
 		e := &gens[i]
 		s := genSpan{ev: e, begin: e.Time(), stable: e.Time()}
 		if e.Started != nil {
-			s.begin = *e.Started
+			s.begin = e.Started.Time
 		}
 		if e.Completed != nil {
-			s.stable = *e.Completed
+			s.stable = e.Completed.Time
 		}
 		if s.stable.Before(s.begin) {
 			s.stable = s.begin

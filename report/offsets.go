@@ -94,7 +94,7 @@ func pointsOf(r *Recorder, group string, p *correlate.Partition, end time.Time) 
 	if len(pts) == 0 {
 		for _, c := range p.Commits {
 			if c.ErrorCode == 0 {
-				pts = append(pts, point{at: c.Time, committed: c.Offset, position: -1, hwm: -1, lso: -1, deliv: -1})
+				pts = append(pts, point{at: c.TS.Time, committed: c.Offset, position: -1, hwm: -1, lso: -1, deliv: -1})
 			}
 		}
 	}
@@ -192,7 +192,7 @@ func (s *svg) lagStrip(ts timeScale, pts []point, top float64) {
 }
 
 func (s *svg) commitMark(ts timeScale, c correlate.Commit, cy float64, ms *members) {
-	x := ts.x(c.Time)
+	x := ts.x(c.TS.Time)
 	outcome := "accepted"
 	switch c.ErrorCode {
 	case 0:
@@ -204,7 +204,7 @@ func (s *svg) commitMark(ts timeScale, c correlate.Commit, cy float64, ms *membe
 		outcome = "rejected " + strconv.Itoa(int(c.ErrorCode))
 		s.raw(`<g class="commit"><path class="c-rejected" d="M%s %sl6 6M%s %sl-6 6"/>`, num(x-3), num(cy-3), num(x+3), num(cy-3))
 	}
-	s.title(fmt.Sprintf("commit %d by %s (generation %d) at %s: %s", c.Offset, orDash(ms.ref(c.MemberID).Label+" "+c.MemberID), c.Generation, clock(c.Time), outcome))
+	s.title(fmt.Sprintf("commit %d by %s (generation %d) at %s: %s", c.Offset, orDash(ms.ref(c.MemberID).Label+" "+c.MemberID), c.Generation, clock(c.TS.Time), outcome))
 	s.raw("</g>")
 }
 

@@ -111,7 +111,7 @@ func (s *svg) ownerRow(ts timeScale, k partKey, spans []genSpan, owners []map[pa
 		ids := strings.Split(owner, ownerSep)
 		if !revoked && len(ids) == 1 { // the current owner: to its end, if it ended
 			if x := ms.byID[owner]; x != nil && x.m != nil && x.m.GoneAt != nil && x.m.GoneAt.Before(to) {
-				to = *x.m.GoneAt
+				to = x.m.GoneAt.Time
 			}
 		}
 		i = j

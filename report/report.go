@@ -158,7 +158,7 @@ func build(in *Input) *view {
 // span is the capture's time span: from the first time recorded (or seen
 // in the state) to the Snapshot's.
 func span(in *Input) (from, to time.Time) {
-	to = in.Snapshot.Time
+	to = in.Snapshot.Time.Time
 	from = to
 	if r := in.Recorder; r != nil && !r.start.IsZero() {
 		from = r.start

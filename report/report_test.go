@@ -28,8 +28,8 @@ func bigSnapshot(gens, members, parts, hazards int) (*correlate.Snapshot, *Recor
 		d := int64(20)
 		e := correlate.GenerationEvent{Group: g.Group, GroupType: g.GroupType, Generation: int32(i + 1), PreviousGeneration: int32(i),
 			Protocol: "range", Cause: correlate.Cause{Kind: correlate.CauseMemberJoined, Member: id(i)},
-			Started: &started, Completed: &completed, DurationMillis: &d, Complete: true,
-			Evidence: []correlate.Evidence{{TS: started, Conn: conn, API: "JoinGroup", CorrelationID: int32(i)}}}
+			Started: new(correlate.TimeOf(started)), Completed: new(correlate.TimeOf(completed)), DurationMillis: &d, Complete: true,
+			Evidence: []correlate.Evidence{{TS: correlate.TimeOf(started), Conn: conn, API: "JoinGroup", CorrelationID: int32(i)}}}
 		for k := range 3 {
 			m := correlate.GenerationMember{MemberID: id(i + k), Assignment: map[string][]int32{}}
 			for p := k; p < parts; p += 3 {
@@ -42,7 +42,7 @@ func bigSnapshot(gens, members, parts, hazards int) (*correlate.Snapshot, *Recor
 	for i := range members {
 		joined, gone := at(i), at(i+5)
 		g.Members = append(g.Members, correlate.Member{MemberID: id(i), ClientID: "c" + strconv.Itoa(i), ClientHost: "10.1.2.3",
-			Status: "expired", JoinedAt: &joined, FirstSeen: joined, LastSeen: &joined, GoneAt: &gone, Reason: "session timeout"})
+			Status: "expired", JoinedAt: new(correlate.TimeOf(joined)), FirstSeen: correlate.TimeOf(joined), LastSeen: new(correlate.TimeOf(joined)), GoneAt: new(correlate.TimeOf(gone)), Reason: "session timeout"})
 	}
 	rec := NewRecorder()
 	for step := range 20000 {
@@ -59,16 +59,16 @@ func bigSnapshot(gens, members, parts, hazards int) (*correlate.Snapshot, *Recor
 		c := int64(p)
 		part := correlate.Partition{Topic: "orders", Partition: int32(p), Committed: &c}
 		for k := range 32 {
-			part.Commits = append(part.Commits, correlate.Commit{Time: at(gens - 32 + k), MemberID: id(k), Offset: int64(k)})
+			part.Commits = append(part.Commits, correlate.Commit{TS: correlate.TimeOf(at(gens - 32 + k)), MemberID: id(k), Offset: int64(k)})
 		}
 		g.Partitions = append(g.Partitions, part)
 	}
-	s := &correlate.Snapshot{Time: at(gens + 10), Groups: []correlate.Group{g}, HazardCounts: map[string]int{"warn": hazards}}
+	s := &correlate.Snapshot{Time: correlate.TimeOf(at(gens + 10)), Groups: []correlate.Group{g}, HazardCounts: map[string]int{"warn": hazards}}
 	for i := range hazards {
 		h := correlate.HazardEvent{Kind: correlate.HazardMemberExpired, Severity: "warn", Group: g.Group, MemberID: id(i),
 			Summary: fmt.Sprintf("member %s expired", id(i))}
 		for k := range 8 {
-			h.Evidence = append(h.Evidence, correlate.Evidence{TS: at(i), Conn: conn, API: "Heartbeat", CorrelationID: int32(k)})
+			h.Evidence = append(h.Evidence, correlate.Evidence{TS: correlate.TimeOf(at(i)), Conn: conn, API: "Heartbeat", CorrelationID: int32(k)})
 		}
 		s.Hazards = append(s.Hazards, h)
 	}

@@ -223,14 +223,14 @@ func memberHazards(hs []*hazardView, id string) []*hazardView {
 // expiry (KIP-848: fenced), with the silence before it dotted.
 func (s *svg) laneEnd(ts timeScale, x *member, mid float64) {
 	m := x.m
-	xe := ts.x(*m.GoneAt)
+	xe := ts.x(m.GoneAt.Time)
 	word := m.Status
 	if m.Status == "expired" {
 		if strings.Contains(m.Reason, "fenced") {
 			word = "fenced"
 		}
-		if m.LastSeen != nil && m.LastSeen.Before(*m.GoneAt) {
-			s.silence(ts, *m.LastSeen, *m.GoneAt, mid, "silent from its last request to its expiry")
+		if m.LastSeen != nil && m.LastSeen.Before(m.GoneAt.Time) {
+			s.silence(ts, m.LastSeen.Time, m.GoneAt.Time, mid, "silent from its last request to its expiry")
 		}
 		s.raw(`<path class="end-x" d="M%s %sl8 8M%s %sl-8 8"/>`, num(xe-4), num(mid-4), num(xe+4), num(mid-4))
 	} else {
@@ -257,7 +257,7 @@ func memberTip(x *member) string {
 		t += ", group.instance.id " + *m.InstanceID
 	}
 	if !x.joined {
-		t += ", a member already when first seen (" + clock(m.FirstSeen) + ")"
+		t += ", a member already when first seen (" + clock(m.FirstSeen.Time) + ")"
 	}
 	if m.Reason != "" {
 		t += ": " + m.Reason

@@ -99,7 +99,7 @@ func (v *detailView) update(fr *Frame) {
 		}
 	}
 	if fr != nil && fr.Snapshot != nil {
-		v.now = fr.Snapshot.Time
+		v.now = fr.Snapshot.Time.Time
 		for i := range fr.Snapshot.Groups {
 			if fr.Snapshot.Groups[i].Group == v.group {
 				v.g = &fr.Snapshot.Groups[i]
@@ -253,11 +253,11 @@ func (v *detailView) process(host, clientID string) string {
 
 // heartbeatCell is the age of a member's last request against its
 // session timeout: a bar, then the numbers ("[###---] 1.2s/6s").
-func heartbeatCell(now time.Time, last *time.Time, sessionMillis int32) cell {
+func heartbeatCell(now time.Time, last *correlate.Time, sessionMillis int32) cell {
 	if last == nil {
 		return cell{text: "?"}
 	}
-	age := max(now.Sub(*last), 0)
+	age := max(now.Sub(last.Time), 0)
 	if sessionMillis <= 0 {
 		return cell{text: dur(age) + "/?"}
 	}
@@ -370,7 +370,7 @@ func recentCommits(g *correlate.Group, member string) []partCommit {
 			}
 		}
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.After(all[j].Time) })
+	sort.SliceStable(all, func(i, j int) bool { return all[i].TS.After(all[j].TS.Time) })
 	return all
 }
 
@@ -379,7 +379,7 @@ func (v *detailView) commits(b *strings.Builder, g *correlate.Group, width int) 
 	fmt.Fprintf(b, "\n[::u]RECENT COMMITS[::-] newest first\n")
 	rows := make([][]cell, 0, maxCommitsShown)
 	for _, cm := range all[:min(len(all), maxCommitsShown)] {
-		rows = append(rows, []cell{c(clock(cm.Time)), cf("%s/%d", cm.topic, cm.part), cf("%d", cm.Offset), c(orDash(v.ids.id(cm.MemberID))),
+		rows = append(rows, []cell{c(clock(cm.TS.Time)), cf("%s/%d", cm.topic, cm.part), cf("%d", cm.Offset), c(orDash(v.ids.id(cm.MemberID))),
 			cf("%d", cm.Generation), commitResult(cm.ErrorCode)})
 	}
 	writeTable(b, width, []col{{title: "TIME"}, {title: "PARTITION", shrink: 10}, {title: "OFFSET", right: true},

@@ -217,11 +217,11 @@ func clock(t time.Time) string {
 }
 
 // clockp is clock of a time that may be unknown.
-func clockp(t *time.Time) string {
+func clockp(t *correlate.Time) string {
 	if t == nil {
 		return "-"
 	}
-	return clock(*t)
+	return clock(t.Time)
 }
 
 // dur is a duration, short: 850µs, 12.3ms, 4.2s, 3m10s.

@@ -45,7 +45,7 @@ func (v *memberView) update(fr *Frame) {
 		v.pane.invalidate()
 		return
 	}
-	v.now = fr.Snapshot.Time
+	v.now = fr.Snapshot.Time.Time
 	v.g = findGroup(fr.Snapshot, v.group)
 	if v.g != nil {
 		for i := range v.g.Members {
@@ -108,7 +108,7 @@ func (v *memberView) facts(b *strings.Builder, m *correlate.Member, width int) {
 	}
 	gone := "-"
 	if m.GoneAt != nil {
-		gone = clock(*m.GoneAt) + " " + m.Reason
+		gone = clock(m.GoneAt.Time) + " " + m.Reason
 	}
 	proc := "-"
 	if m.PID != 0 || m.Comm != "" {
@@ -119,7 +119,7 @@ func (v *memberView) facts(b *strings.Builder, m *correlate.Member, width int) {
 		{c("instance id"), c(instance)},
 		{c("process"), c(proc)},
 		{c("joined"), c(clockp(m.JoinedAt))},
-		{c("first seen"), c(clock(m.FirstSeen))},
+		{c("first seen"), c(clock(m.FirstSeen.Time))},
 		{c("last request"), hb},
 		{c("gone"), c(gone)},
 		{c("heartbeats"), cf("%d, longest gap %s of a %s session timeout; %d answered REBALANCE_IN_PROGRESS", m.Heartbeats,
@@ -181,9 +181,9 @@ func (v *memberView) generations(b *strings.Builder, width int) {
 func generationTime(e *correlate.GenerationEvent) time.Time {
 	switch {
 	case e.Completed != nil:
-		return *e.Completed
+		return e.Completed.Time
 	case e.Started != nil:
-		return *e.Started
+		return e.Started.Time
 	}
 	return e.Time()
 }
@@ -251,7 +251,7 @@ func (v *memberView) commits(b *strings.Builder, width int) {
 	fmt.Fprintf(b, "\n[::u]COMMITS[::-] %d remembered, newest first\n", len(all))
 	rows := make([][]cell, 0, maxCommitsShown)
 	for _, cm := range all[:min(len(all), maxCommitsShown)] {
-		rows = append(rows, []cell{c(clock(cm.Time)), cf("%s/%d", cm.topic, cm.part), cf("%d", cm.Offset), cf("%d", cm.Generation), commitResult(cm.ErrorCode)})
+		rows = append(rows, []cell{c(clock(cm.TS.Time)), cf("%s/%d", cm.topic, cm.part), cf("%d", cm.Offset), cf("%d", cm.Generation), commitResult(cm.ErrorCode)})
 	}
 	writeTable(b, width, []col{{title: "TIME"}, {title: "PARTITION", shrink: 10}, {title: "OFFSET", right: true},
 		{title: "GEN", right: true}, {title: "RESULT", shrink: 8}}, rows)

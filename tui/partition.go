@@ -76,11 +76,11 @@ func (v *partitionView) render(width int) string {
 // facts are the partition's offsets, lag, health and fetching, one a
 // line.
 func (v *partitionView) facts(p *correlate.Partition) [][]cell {
-	at := func(t *time.Time) string {
+	at := func(t *correlate.Time) string {
 		if t == nil {
 			return ""
 		}
-		return " at " + clock(*t)
+		return " at " + clock(t.Time)
 	}
 	committed := opt(p.Committed)
 	if p.Committed != nil {
@@ -149,7 +149,7 @@ func (v *partitionView) facts(p *correlate.Partition) [][]cell {
 		{c("fetch error"), c(fetchErr)},
 	}
 	if lo := p.ListOffsets; lo != nil {
-		rows = append(rows, []cell{c("list offsets"), cf("timestamp %d answered %d at %s", lo.Timestamp, lo.Offset, clock(lo.Time))})
+		rows = append(rows, []cell{c("list offsets"), cf("timestamp %d answered %d at %s", lo.Timestamp, lo.Offset, clock(lo.TS.Time))})
 	}
 	return rows
 }
@@ -220,7 +220,7 @@ func (v *partitionView) commits(b *strings.Builder, p *correlate.Partition, widt
 	rows := make([][]cell, 0, len(p.Commits))
 	for i := len(p.Commits) - 1; i >= 0; i-- {
 		cm := &p.Commits[i]
-		rows = append(rows, []cell{c(clock(cm.Time)), cf("%d", cm.Offset), c(orDash(v.ids.id(cm.MemberID))), cf("%d", cm.Generation), commitResult(cm.ErrorCode)})
+		rows = append(rows, []cell{c(clock(cm.TS.Time)), cf("%d", cm.Offset), c(orDash(v.ids.id(cm.MemberID))), cf("%d", cm.Generation), commitResult(cm.ErrorCode)})
 	}
 	writeTable(b, width, []col{{title: "TIME"}, {title: "OFFSET", right: true}, {title: "MEMBER", shrink: 10, mid: true},
 		{title: "GEN", right: true}, {title: "RESULT", shrink: 8}}, rows)

@@ -27,7 +27,7 @@ type rateWindow struct {
 
 func frameTime(fr *Frame) time.Time {
 	if fr.Snapshot != nil && !fr.Snapshot.Time.IsZero() {
-		return fr.Snapshot.Time
+		return fr.Snapshot.Time.Time
 	}
 	return fr.Traffic.Last
 }

@@ -71,7 +71,7 @@ func (v *txnsView) render() {
 	var parts []correlate.StablePartition
 	var now time.Time
 	if v.snap != nil {
-		txns, parts, now = v.snap.Transactions, v.snap.StablePartitions, v.snap.Time
+		txns, parts, now = v.snap.Transactions, v.snap.StablePartitions, v.snap.Time.Time
 	}
 	y := 1
 	for i := range txns {
@@ -81,8 +81,8 @@ func (v *txnsView) render() {
 		}
 		state, col := "idle", tcell.ColorDefault
 		if x.OpenSince != nil {
-			state = "open " + now.Sub(*x.OpenSince).Round(time.Millisecond).String()
-			if x.TimeoutMillis > 0 && now.Sub(*x.OpenSince) > time.Duration(x.TimeoutMillis)*time.Millisecond {
+			state = "open " + now.Sub(x.OpenSince.Time).Round(time.Millisecond).String()
+			if x.TimeoutMillis > 0 && now.Sub(x.OpenSince.Time) > time.Duration(x.TimeoutMillis)*time.Millisecond {
 				col = colorOf(severityColor(correlate.SeverityWarn))
 			}
 		}

@@ -225,7 +225,7 @@ func mergeSummaries(t *testing.T, out []byte) []byte {
 			json.Unmarshal([]byte(l), &base)
 			continue
 		}
-		if !merged.Time.Equal(s.Time) {
+		if !merged.Time.Equal(s.Time.Time) {
 			t.Errorf("summaries at %v and %v", merged.Time, s.Time)
 		}
 		merged.Groups = append(merged.Groups, s.Groups...)

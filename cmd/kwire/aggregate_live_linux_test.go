@@ -255,6 +255,7 @@ func summaryUntimed(t *testing.T, lines []string) []string {
 		}
 		delete(v, "time")
 		delete(v, "ts")
+		delete(v, "ts_ms")
 		b, _ := json.Marshal(v)
 		out[i] = string(b)
 	}

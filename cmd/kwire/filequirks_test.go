@@ -176,7 +176,7 @@ func withoutStats(t *testing.T, out []byte) []string {
 	t.Helper()
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if !strings.HasPrefix(l, `{"v":2,"type":"stats"`) {
+		if !strings.HasPrefix(l, `{"v":3,"type":"stats"`) {
 			lines = append(lines, l)
 		}
 	}

@@ -77,7 +77,7 @@ func (h *htmlReport) check() error {
 func (p *pipeline) writeReportNow(cs capture.Stats, now time.Time) error {
 	snap := p.corr.Snapshot()
 	if snap.Time.IsZero() {
-		snap.Time = now
+		snap.Time = correlate.TimeOf(now)
 	}
 	return p.html.write(snap, p.captureStats(cs), p.dec.Stats())
 }

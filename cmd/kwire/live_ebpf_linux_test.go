@@ -87,11 +87,11 @@ func TestLiveEBPF(t *testing.T) {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		switch {
-		case strings.HasPrefix(line, `{"v":2,"type":"stats"`):
+		case strings.HasPrefix(line, `{"v":3,"type":"stats"`):
 			if err := json.Unmarshal([]byte(line), &last); err != nil {
 				t.Fatalf("stats line %q: %v", line, err)
 			}
-		case strings.HasPrefix(line, `{"v":2,"type":"member"`), strings.HasPrefix(line, `{"v":2,"type":"commit"`):
+		case strings.HasPrefix(line, `{"v":3,"type":"member"`), strings.HasPrefix(line, `{"v":3,"type":"commit"`):
 			var ev struct {
 				Type, Group string
 				PID         int
@@ -103,7 +103,7 @@ func TestLiveEBPF(t *testing.T) {
 			if pid := max(ev.PID, ev.Conn.PID); ev.Group == groupName && pid != os.Getpid() {
 				t.Errorf("%s event of %s without this process's pid: %s", ev.Type, groupName, line)
 			}
-		case strings.HasPrefix(line, `{"v":2,"type":"summary"`):
+		case strings.HasPrefix(line, `{"v":3,"type":"summary"`):
 			if err := json.Unmarshal([]byte(line), &summary); err != nil {
 				t.Fatalf("summary line: %v", err)
 			}

@@ -306,7 +306,7 @@ func (p *pipeline) finish(end, statsAt time.Time, cs capture.Stats, summary bool
 		if snap.Time.IsZero() {
 			// Nothing was captured (an empty kwire live run): the
 			// summary is stamped like the stats line, not 0001-01-01.
-			snap.Time = statsAt
+			snap.Time = correlate.TimeOf(statsAt)
 		}
 		if p.window != nil {
 			p.window.snapshot(snap)
