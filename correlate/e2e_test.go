@@ -145,8 +145,23 @@ func TestCaptures(t *testing.T) {
 }
 
 // checkCommitted: each group's committed offsets, rebuilt from its
-// OffsetCommits, are the broker's at the end.
+// OffsetCommits, are the broker's at the end; and lag is end offset minus
+// committed offset everywhere, 0 where the group has consumed to the end
+// (issue 41).
 func checkCommitted(t *testing.T, tr *truth, s *Snapshot) {
+	for _, g := range s.Groups {
+		for _, p := range g.Partitions {
+			if p.Committed == nil || p.EndOffset == nil {
+				if p.Lag != nil {
+					t.Errorf("group %s %s/%d: lag %d without a committed and an end offset", g.Group, p.Topic, p.Partition, *p.Lag)
+				}
+				continue
+			}
+			if p.Lag == nil || *p.Lag != *p.EndOffset-*p.Committed {
+				t.Errorf("group %s %s/%d: lag %v, end %d - committed %d", g.Group, p.Topic, p.Partition, p.Lag, *p.EndOffset, *p.Committed)
+			}
+		}
+	}
 	for group, topics := range tr.Committed {
 		got := map[string]map[string]int64{}
 		for _, p := range findGroup(s, group).Partitions {

@@ -12,8 +12,20 @@ Rebuild every consumer group from one or more pcap/pcapng files (merged by
 packet time: one capture per broker host is normal): coordinators, every
 generation with its members, leader, assignments and cause (member joined,
 left, expired, metadata change, or unknown when the capture began mid-way),
-what each group fetched (positions, records, bytes, high watermark, lag)
-and committed.
+what each group fetched (positions, records, bytes) and committed.
+
+Lag, per group partition, as an operator reads it:
+  lag          end offset - committed offset, as kafka-consumer-groups.sh
+               prints LAG (the end: the newest high watermark any client's
+               Fetch, Produce or ListOffsets showed)
+  lag s        how long ago the record at the committed offset was made,
+               from the record batches on the wire (~: estimated)
+  health       ok, lagging, stalled, stopped or rewind over the last
+               --health-window, as Burrow judges commits, with what the
+               wire shows behind a stop; a stop or stall that lasts the
+               window is a consumer_stopped or consumer_stalled hazard
+The same figures are in --json (docs/schema.md), the metrics
+(kafka_consumergroup_lag, kafka_consumergroup_lag_seconds) and the TUI.
 
 It also flags the consumer mistakes that lose or replay data (hazards):
 commits going backwards, skipping delivered records, past what was
