@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/kwire/kwire/decode"
@@ -330,4 +331,17 @@ func (s *endState) fetchBatches(records []byte) {
 			s.addBatch(batchTime{base: h.Base, last: h.Last, first: h.FirstTimestamp, max: h.MaxTimestamp, logAppend: h.LogAppendTime})
 		}
 	})
+}
+
+// LagSecondsText is a lag in seconds as kwire's tables show it: "12.3",
+// "~12.3" when estimated, "-" when unknown (nil).
+func LagSecondsText(s *float64, estimated bool) string {
+	if s == nil {
+		return "-"
+	}
+	t := strconv.FormatFloat(*s, 'f', 1, 64)
+	if estimated {
+		t = "~" + t
+	}
+	return t
 }

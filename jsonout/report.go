@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -115,7 +114,7 @@ func groupReport(b *strings.Builder, g *correlate.Group, ids func(string) string
 		fmt.Fprintln(tw, "topic\tpart\tcommitted\tposition\tend\tlag\tlag s\thealth\trecords\tbytes\towner\t")
 		for _, p := range g.Partitions {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", p.Topic, p.Partition, opt(p.Committed), opt(p.Position),
-				opt(p.EndOffset), opt(p.Lag), lagSeconds(p.LagSeconds, p.LagSecondsEstimated), health(p.Health), p.Records, p.Bytes, ids(orDash(p.Owner)))
+				opt(p.EndOffset), opt(p.Lag), correlate.LagSecondsText(p.LagSeconds, p.LagSecondsEstimated), health(p.Health), p.Records, p.Bytes, ids(orDash(p.Owner)))
 		}
 		tw.Flush()
 	}
@@ -210,19 +209,6 @@ func hazardReport(b *strings.Builder, s *correlate.Snapshot, ids func(string) st
 			fmt.Fprintf(b, "  %s\n", routineText(g, folded[g]))
 		}
 	}
-}
-
-// lagSeconds is a lag in seconds as the text report shows it: "12.3",
-// "~12.3" when estimated, "-" when unknown.
-func lagSeconds(s *float64, estimated bool) string {
-	if s == nil {
-		return "-"
-	}
-	t := strconv.FormatFloat(*s, 'f', 1, 64)
-	if estimated {
-		t = "~" + t
-	}
-	return t
 }
 
 // health is a partition's health as the text report shows it: its state,

@@ -271,17 +271,13 @@ func endFrom(p *correlate.Partition) string {
 	return " (" + strings.ReplaceAll(p.EndOffsetFrom, "_", " ") + ")"
 }
 
-// lagSecondsText is a lag in seconds: "12.3 s", "~12.3 s" when estimated,
-// "-" unknown.
+// lagSecondsText is a partition's lag in seconds: "12.3 s", "~12.3 s"
+// when estimated, "-" unknown.
 func lagSecondsText(p *correlate.Partition) string {
 	if p.LagSeconds == nil {
 		return "-"
 	}
-	t := strconv.FormatFloat(*p.LagSeconds, 'f', 1, 64) + " s"
-	if p.LagSecondsEstimated {
-		t = "~" + t
-	}
-	return t
+	return correlate.LagSecondsText(p.LagSeconds, p.LagSecondsEstimated) + " s"
 }
 
 // healthText is a partition's health, with what the wire shows behind it

@@ -340,12 +340,8 @@ func (v *detailView) partitions(b *strings.Builder, g *correlate.Group, width, s
 		if p.LastErrorCode != 0 {
 			errText = p.LastError
 		}
-		ls := -1.0
-		if p.LagSeconds != nil {
-			ls = *p.LagSeconds
-		}
 		rows = append(rows, []cell{c(p.Topic), cf("%d", p.Partition), c(orDash(v.ids.id(p.Owner))), c(opt(p.Position)), c(opt(p.Committed)),
-			c(opt(p.EndOffset)), lag, c(lagSecondsText(ls, p.LagSecondsEstimated)), c(errText)})
+			c(opt(p.EndOffset)), lag, c(correlate.LagSecondsText(p.LagSeconds, p.LagSecondsEstimated)), c(errText)})
 	}
 	v.selected(b, writeTableSel(b, width, []col{{title: "TOPIC", shrink: 8}, {title: "PART", right: true}, {title: "OWNER", shrink: 10, mid: true},
 		{title: "POSITION", right: true}, {title: "COMMITTED", right: true}, {title: "END", right: true}, {title: "LAG", right: true}, {title: "LAG(S)", right: true},

@@ -3,7 +3,6 @@ package tui
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -216,7 +215,7 @@ func (r *groupRow) cells() []*tview.TableCell {
 		tview.NewTableCell(fmt.Sprint(r.gen)).SetAlign(tview.AlignRight),
 		tview.NewTableCell(fmt.Sprintf("%d/%d", r.live, r.members)).SetAlign(tview.AlignRight),
 		tview.NewTableCell(lag).SetAlign(tview.AlignRight),
-		tview.NewTableCell(lagSecondsText(r.lagSeconds, r.lagEstimated)).SetAlign(tview.AlignRight),
+		tview.NewTableCell(correlate.LagSecondsText(r.lagSecondsPtr(), r.lagEstimated)).SetAlign(tview.AlignRight),
 		tview.NewTableCell(r.hazardText()).SetTextColor(colorOf(hazardColor(r.hz))),
 		tview.NewTableCell(tview.Escape(last)).SetMaxWidth(26),
 		tview.NewTableCell(fmt.Sprint(r.parts)).SetAlign(tview.AlignRight),
@@ -245,15 +244,10 @@ func colorOf(name string) tcell.Color {
 	return tcell.GetColor(name)
 }
 
-// lagSecondsText is a lag in seconds as the tables show it: "12.3", "~12.3"
-// when estimated, "-" when unknown.
-func lagSecondsText(s float64, estimated bool) string {
-	if s < 0 {
-		return "-"
+// lagSecondsPtr is the row's lag in seconds, nil when unknown.
+func (r *groupRow) lagSecondsPtr() *float64 {
+	if r.lagSeconds < 0 {
+		return nil
 	}
-	t := strconv.FormatFloat(s, 'f', 1, 64)
-	if estimated {
-		t = "~" + t
-	}
-	return t
+	return &r.lagSeconds
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"github.com/kwire/kwire/correlate"
 	"regexp"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestLagSecondsColumn(t *testing.T) {
 		if g.LagSeconds == nil {
 			t.Fatalf("group %s: no lag_seconds", g.Group)
 		}
-		want = append(want, `^`+regexp.QuoteMeta(g.Group)+` .* `+regexp.QuoteMeta(lagSecondsText(*g.LagSeconds, g.LagSecondsEstimated))+` `)
+		want = append(want, `^`+regexp.QuoteMeta(g.Group)+` .* `+regexp.QuoteMeta(correlate.LagSecondsText(g.LagSeconds, g.LagSecondsEstimated))+` `)
 	}
 	checkScreen(t, lines, want, nil)
 	if len(want) != 5 {

@@ -105,7 +105,7 @@ func (v *partitionView) facts(p *correlate.Partition) [][]cell {
 	}
 	lagSecs := "-"
 	if p.LagSeconds != nil {
-		lagSecs = lagSecondsText(*p.LagSeconds, p.LagSecondsEstimated) + "s"
+		lagSecs = correlate.LagSecondsText(p.LagSeconds, p.LagSecondsEstimated) + "s"
 		if p.LagSecondsEstimated {
 			lagSecs += " (estimated)"
 		}
