@@ -137,6 +137,7 @@ func (c *Correlator) shareAcquired(g *groupState, e *decode.Exchange, member str
 		var inferred *absence
 		if a.DeliveryCount > 1 {
 			cause, inferred = sp.redeliveryCause(a.FirstOffset, a.LastOffset, at)
+			c.shareDied(g, e, member, p, sp, a)
 			if inferred == nil && (cause == ShareCauseUnknown || cause == ShareCauseLock) {
 				// No acquisition of them held any more: their last
 				// delivery was within a lock's time, to a member of this

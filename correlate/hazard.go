@@ -35,6 +35,7 @@ const (
 	// Share groups (KIP-932), see hazard_share.go.
 	HazardShareRedelivery = "share_redelivery"
 	HazardShareAckLost    = "share_ack_lost"
+	HazardShareMemberDied = "share_member_died"
 	// Consumer health (health.go), see hazard_health.go.
 	HazardConsumerStopped = "consumer_stopped"
 	HazardConsumerStalled = "consumer_stalled"
@@ -48,7 +49,7 @@ var HazardKinds = []string{
 	HazardNonOwnerFetch, HazardOffsetReset, HazardCommitOnReceive, HazardMemberExpired, HazardHeartbeatLate,
 	HazardRebalanceStorm, HazardRebalanceSlow, HazardInconsistentProtocol, HazardProducerAcksWeak, HazardClientIDChurn,
 	HazardZombieProducer, HazardHangingTransaction, HazardTxnOffsetCommitRejected, HazardTxnOffsetsAborted,
-	HazardShareRedelivery, HazardShareAckLost, HazardConsumerStopped, HazardConsumerStalled,
+	HazardShareRedelivery, HazardShareAckLost, HazardShareMemberDied, HazardConsumerStopped, HazardConsumerStalled,
 }
 
 // Hazard severities (HazardEvent.Severity), least severe first.
@@ -126,6 +127,9 @@ func SeverityRank(s string) int {
 //	                                       count of ShareRedeliveries or more (a poison message)
 //	share_ack_lost               warn      group/partition/member/acquisition: records not acknowledged
 //	                                       before their acquisition lock ran out (absence-based)
+//	share_member_died            warn      group/partition/member/release: records a member held when its
+//	                                       connection closed without a leave, or the broker fenced it,
+//	                                       delivered again to another member (absence-based)
 //	consumer_stopped             warn      group/partition, while its health is stopped: no commit for a whole
 //	                                       HealthWindow while its end moved and it has lag
 //	consumer_stalled             warn      group/partition, while its health is stalled: commits of one offset

@@ -61,7 +61,7 @@ func (h *HazardEvent) Impact() (im Impact, ok bool) {
 		default:
 			im.First, im.Last = 0, -1
 		}
-	case (h.Kind == HazardShareRedelivery || h.Kind == HazardShareAckLost) && set(from, to):
+	case (h.Kind == HazardShareRedelivery || h.Kind == HazardShareAckLost || h.Kind == HazardShareMemberDied) && set(from, to):
 		im.What, im.First, im.Last, im.N = ImpactRedelivered, *from, *to, *to-*from+1
 	case h.Kind == HazardTxnOffsetsAborted && set(from, to):
 		im.What, im.First, im.Last, im.N = ImpactReplayed, *from, *to, *to-*from+1

@@ -165,3 +165,42 @@ func (c *Correlator) shareLost(g *groupState, p tp, sp *sharePart, lost []*share
 		c.report(episodeKey(HazardShareAckLost, g.name, p.topic, strconv.Itoa(int(p.partition)), member, h.at.String()), ev)
 	}
 }
+
+// shareDied reports share_member_died: records of p that another member
+// held unacknowledged when its connection closed with no leave before
+// (the process died, or the network cut it) or the broker fenced it,
+// acquired again by member with a higher delivery count (a of e). The
+// broker released them with the holder's share session (KIP-932), before
+// their lock ran out: what the holder did with them is lost, or done
+// again by member. It rests on the absence of an acknowledgement or a
+// leave from the holder's client, and is info when the capture lost data
+// there. One episode per group, partition, holder and release.
+func (c *Correlator) shareDied(g *groupState, e *decode.Exchange, member string, p tp, sp *sharePart,
+	a kmsg.ShareFetchResponseTopicPartitionAcquiredRecord) {
+	for _, r := range sp.returns {
+		if r.held == nil || r.member == member || r.first > a.LastOffset || r.last < a.FirstOffset ||
+			(r.how != ShareCauseConnClosed && r.how != ShareCauseExpired) {
+			continue
+		}
+		h, k := r.held, c.keyOf(e)
+		why := fmt.Sprintf("its connection to %s closed (%s) at %s with no leave before (the process died, or the "+
+			"network cut it)", r.ev.Conn.Broker, r.ev.API, stamp(r.at))
+		if r.how == ShareCauseExpired {
+			why = fmt.Sprintf("the broker fenced it at %s (its session ran out)", stamp(r.at))
+		}
+		first, last := max(r.first, a.FirstOffset), min(r.last, a.LastOffset)
+		ev := partHazardEvent(HazardShareMemberDied, SeverityWarn, g.name, p, e.RespTime)
+		ev.MemberID, ev.ClientID, ev.ClientHost = r.member, h.client.clientID, h.client.host
+		ev.FromOffset, ev.ToOffset, ev.Records = i64(r.first), i64(r.last), i64(records(r.first, r.last))
+		ev.DeliveryCount, ev.Reason = i16p(a.DeliveryCount), r.how
+		ev.Evidence = []Evidence{h.ev, r.ev, c.evidenceOf(e)}
+		ev.absent = &absence{clients: []clientKey{h.client}, from: h.at, to: r.at}
+		ev.Summary = fmt.Sprintf("%s: member %s (client %s on %s) acquired %d records of %s[%d] (offsets %d-%d) at %s and "+
+			"held them unacknowledged when %s: the broker put them back in the queue, and delivered offsets %d-%d again "+
+			"to member %s (client %s) at %s, delivery count %d: what %s did with them is lost, or done twice", g.name,
+			r.member, h.client.clientID, h.client.host, records(r.first, r.last), p.topic, p.partition, r.first, r.last,
+			stamp(h.at), why, first, last, member, k.clientID, stamp(e.RespTime), a.DeliveryCount, r.member)
+		c.report(episodeKey(HazardShareMemberDied, g.name, p.topic, strconv.Itoa(int(p.partition)), r.member,
+			r.at.String()), ev)
+	}
+}

@@ -183,6 +183,9 @@ type shareReturn struct {
 	member      string
 	ev          Evidence
 	at          time.Time // when the broker put them back (zero: at ev)
+	// held is the acquisition they were released from (connection
+	// closes and expiries: share_member_died), its client and time.
+	held *shareHeld
 }
 
 // span64 is the offsets first..last.

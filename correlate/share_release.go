@@ -76,7 +76,7 @@ func (c *Correlator) shareRelease(g *groupState, match func(*shareHeld) bool, ca
 			}
 			for _, s := range h.pending {
 				n = satAdd(n, records(s.first, s.last))
-				sp.addReturn(shareReturn{first: s.first, last: s.last, how: cause, member: h.member, ev: ev, at: at})
+				sp.addReturn(shareReturn{first: s.first, last: s.last, how: cause, member: h.member, ev: ev, at: at, held: h})
 			}
 		}
 		clear(sp.held[len(keep):])

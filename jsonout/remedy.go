@@ -46,6 +46,8 @@ var remedies = map[string]string{
 		"(acknowledge REJECT) before group.share.delivery.count.limit archives them unprocessed",
 	"share_ack_lost": "a member held records past their acquisition lock without acknowledging them: shorten processing or raise " +
 		"group.share.record.lock.duration.ms; find the stuck or killed consumer",
+	"share_member_died": "a member died (or lost its connection) holding records: they went to another member, so make " +
+		"processing idempotent; find why the consumer process ended without close()",
 	"consumer_stopped": "the group commits nothing while its partition grows: if it fetches, its commits fail or are disabled " +
 		"(check the commit errors and enable.auto.commit); if it only heartbeats, its processing is stuck (take a thread dump); " +
 		"if nothing comes from it, restart or replace the consumer",

@@ -94,7 +94,7 @@ func (f *failOn) matches(h *correlate.HazardEvent) bool {
 func replays(h *correlate.HazardEvent) bool {
 	switch h.Kind {
 	case correlate.HazardTxnOffsetCommitRejected, correlate.HazardTxnOffsetsAborted,
-		correlate.HazardShareRedelivery, correlate.HazardShareAckLost:
+		correlate.HazardShareRedelivery, correlate.HazardShareAckLost, correlate.HazardShareMemberDied:
 		return true
 	}
 	return positive(h.Replayed)

@@ -162,6 +162,9 @@ var hShareKilledHeld = Scenario{
 			again[0].at.Sub(held.at).Round(time.Millisecond), len(again))
 		c.AddHazard(Hazard{Kind: "member_expired", Group: group, MemberID: holder, ClientID: "hsk-holder", Reason: ReasonSessionTimeout,
 			Note: "SIGKILLed: no heartbeat; kfake fenced it at the share session timeout (6s, not on the wire)"})
+		c.AddHazard(Hazard{Kind: "share_member_died", Group: group, Topic: topic, Partition: i32(0), MemberID: holder,
+			ClientID: "hsk-holder", Note: "SIGKILLed holding the records it acquired: its connection closed, and hsk-consumer " +
+				"acquired them again before their lock ran out"})
 		return c.RecordEndOffsets(ctx, topic)
 	},
 }

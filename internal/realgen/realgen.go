@@ -26,7 +26,12 @@ type Scenario struct {
 	Topics map[string]int
 	// Groups are the groups whose truth is written.
 	Groups []string
-	Run    func(ctx context.Context, e *Env) error
+	// Share are the share groups (KIP-932) whose truth is written.
+	Share []string
+	// Kwire are the flags an operator gives kwire analyze for broker
+	// settings that are not on the wire (Truth.KwireArgs).
+	Kwire []string
+	Run   func(ctx context.Context, e *Env) error
 }
 
 var scenarios []Scenario
@@ -257,7 +262,7 @@ func Run(ctx context.Context, s Scenario, out string, o Options) (*Truth, error)
 	e.Logf("%d packets in %s", n, capture)
 
 	t := &Truth{Scenario: s.Name, Doc: s.Doc, Kafka: realkafka.Version4, Capture: filepath.Base(capture),
-		Packets: n, Ports: c.Ports(realkafka.ListenerPlaintext), Listeners: map[string]string{}}
+		Packets: n, Ports: c.Ports(realkafka.ListenerPlaintext), Listeners: map[string]string{}, KwireArgs: s.Kwire}
 	for addr, l := range c.Listeners() {
 		t.Listeners[addr] = fmt.Sprintf("node %d %s", l.Node, l.Name)
 	}
@@ -265,7 +270,7 @@ func Run(ctx context.Context, s Scenario, out string, o Options) (*Truth, error)
 		t.Topics = append(t.Topics, TopicTruth{Topic: name, Partitions: p})
 	}
 	sort.Slice(t.Topics, func(i, j int) bool { return t.Topics[i].Topic < t.Topics[j].Topic })
-	if err := e.readTruth(ctx, t, s.Groups); err != nil {
+	if err := e.readTruth(ctx, t, s.Groups, s.Share); err != nil {
 		return nil, fmt.Errorf("%s: truth: %w", s.Name, err)
 	}
 	b, err := json.MarshalIndent(t, "", "  ")

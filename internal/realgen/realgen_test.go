@@ -30,6 +30,11 @@ var expectedHazards = map[string][]string{
 	// rk-s2, static, SIGKILLed the second time and not restarted: its
 	// session expired. Its restart inside the session before is no hazard.
 	"r_static": {"member_expired"},
+	// rk-sh1 was SIGKILLed holding 10 records (share_member_died: they
+	// went to rk-sh2) and expired; rk-sh2 released the poison record
+	// until its 3rd delivery (share_redelivery); rk-sh3 held its records
+	// past their 5 s lock (share_ack_lost).
+	"r_share": {"member_expired", "share_member_died", "share_redelivery", "share_ack_lost"},
 }
 
 // expectedInfo are, per scenario, info hazards that must be told: what
@@ -70,7 +75,7 @@ func TestRealCaptures(t *testing.T) {
 			if err := json.Unmarshal(b, &truth); err != nil {
 				t.Fatalf("%s: %v", tf, err)
 			}
-			snap, coords := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports)
+			snap, coords := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports, truth.KwireArgs...)
 			expired := map[string]bool{}
 			for _, gt := range truth.Groups {
 				g := findGroup(snap, gt.Group)
@@ -89,6 +94,16 @@ func TestRealCaptures(t *testing.T) {
 					if how == correlate.MemberExpired {
 						expired[id] = true
 					}
+				}
+			}
+			for _, st := range truth.Share {
+				g := findGroup(snap, st.Group)
+				if g == nil {
+					t.Errorf("kwire found no share group %q", st.Group)
+					continue
+				}
+				for id := range checkShare(t, truth, st, g, snap) {
+					expired[id] = true
 				}
 			}
 			checkHazards(t, name, snap, expired)
@@ -417,14 +432,14 @@ func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot, expired 
 }
 
 // analyze runs kwire analyze --json on capture with ports as the brokers'
-// and returns its summary and coordinator events.
-func analyze(t *testing.T, kwire, capture string, ports []int) (*correlate.Snapshot, []correlate.CoordinatorEvent) {
+// (and args, the truth's kwire_args) and returns its summary and coordinator events.
+func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) (*correlate.Snapshot, []correlate.CoordinatorEvent) {
 	t.Helper()
 	var ps []string
 	for _, p := range ports {
 		ps = append(ps, strconv.Itoa(p))
 	}
-	cmd := exec.Command(kwire, "analyze", "--json", "--port", strings.Join(ps, ","), capture)
+	cmd := exec.Command(kwire, append(append([]string{"analyze", "--json", "--port", strings.Join(ps, ",")}, args...), capture)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -29,10 +29,15 @@ type Truth struct {
 	Packets  int    `json:"packets"`
 	// Ports are every relayed listener's port: kwire analyze --port.
 	Ports []int `json:"ports"`
+	// KwireArgs are kwire analyze's flags for the brokers' settings that
+	// are not on the wire (e.g. --consumer-session-timeout).
+	KwireArgs []string `json:"kwire_args,omitempty"`
 	// Listeners names each relayed address: "node 1 PLAINTEXT".
 	Listeners map[string]string `json:"listeners"`
 	Topics    []TopicTruth      `json:"topics"`
 	Groups    []GroupTruth      `json:"groups"`
+	// Share are the share groups (KIP-932).
+	Share []ShareTruth `json:"share_groups,omitempty"`
 	// Reports are the Java clients' report lines, in arrival order.
 	Reports []json.RawMessage `json:"reports"`
 }
@@ -138,7 +143,7 @@ type LoggedGeneration struct {
 
 // readTruth fills t from __consumer_offsets, the brokers' logs and the
 // clients' reports.
-func (e *Env) readTruth(ctx context.Context, t *Truth, groups []string) error {
+func (e *Env) readTruth(ctx context.Context, t *Truth, groups, share []string) error {
 	for _, r := range e.Reports() {
 		t.Reports = append(t.Reports, r.Raw)
 	}
@@ -219,7 +224,9 @@ func (e *Env) readTruth(ctx context.Context, t *Truth, groups []string) error {
 		}
 		t.Groups = append(t.Groups, gt)
 	}
-	return nil
+	var err error
+	t.Share, err = e.shareGroups(ctx, share, all)
+	return err
 }
 
 // formatted is one line of a CoordinatorRecordMessageFormatter:
@@ -241,10 +248,16 @@ type formatted struct {
 // came for 10 s. With formatter "", GroupRecords.java's formatter (every
 // group record type) is used.
 func (e *Env) consumeOffsets(ctx context.Context, formatter string) ([]formatted, error) {
+	return e.consumeTopic(ctx, "__consumer_offsets", formatter)
+}
+
+// consumeTopic reads all of an internal topic with Kafka's ConsoleConsumer
+// and formatter, as consumeOffsets.
+func (e *Env) consumeTopic(ctx context.Context, topic, formatter string) ([]formatted, error) {
 	cp := filepath.Join(realkafka.LibDir(realkafka.Version4), "*")
 	args := []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp,
 		"org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", e.C.Addrs()[0],
-		"--topic", "__consumer_offsets", "--from-beginning", "--timeout-ms", "10000", "--formatter", formatter,
+		"--topic", topic, "--from-beginning", "--timeout-ms", "10000", "--formatter", formatter,
 		"--command-property", "client.id=rk-truth", "--command-property", "enable.auto.commit=false",
 		"--group", fmt.Sprintf("rk-truth-%d", time.Now().UnixNano())}
 	if formatter == "" {
@@ -258,7 +271,7 @@ func (e *Env) consumeOffsets(ctx context.Context, formatter string) ([]formatted
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	// Kept beside the broker logs, to study a failed reading.
-	_ = os.WriteFile(filepath.Join(e.C.Dir(), "truth-"+formatter+".out"), append(out, stderr.Bytes()...), 0o644)
+	_ = os.WriteFile(filepath.Join(e.C.Dir(), "truth-"+topic+"-"+filepath.Ext("." + formatter)[1:]+".out"), append(out, stderr.Bytes()...), 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("ConsoleConsumer %s: %w\n%s", formatter, err, stderr.String())
 	}
