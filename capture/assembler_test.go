@@ -152,9 +152,9 @@ var reassemblyTests = []reassemblyTest{{
 		}
 	},
 }, {
-	// The peer's direction ends resetGrace after the RST: what it sent
-	// before the RST reached it may be captured after it (a tap with one
-	// feed per direction); later bytes are dropped.
+	// Both directions end resetGrace after the RST, together: what the
+	// peer sent before the RST reached it may be captured after it (a tap
+	// with one feed per direction); later bytes are dropped.
 	name: "RST ends both directions",
 	segs: cat(handshake(0, 0), []seg{
 		{at: 1, seq: 1, flags: "PA", data: "hello"},
@@ -164,9 +164,9 @@ var reassemblyTests = []reassemblyTest{{
 	}),
 	want: []string{
 		"c1 to_server data hello",
-		"c1 to_client close rst",
 		"c1 to_server data late",
 		"c1 to_server close rst",
+		"c1 to_client close rst",
 	},
 }, {
 	name: "4-tuple reused after both FINs is a new connection",

@@ -389,7 +389,8 @@ func (s *stream) resetAfterFIN(hi int, tcp *layers.TCP) {
 // resetOther ends the direction other than hi, whose sender reset the
 // connection: resetGrace later, so that the bytes it sent before the RST
 // reached it, which a tap with one feed per direction may deliver after
-// the RST, are still read.
+// the RST, are still read. The RST's own direction, if still open, ends
+// with it (the decoder ends a connection at its first RST).
 func (s *stream) resetOther(hi int) {
 	if o := &s.half[1-hi]; !o.closed && o.resetDue.IsZero() {
 		o.resetDue = s.last.Add(min(resetGrace, s.a.opts.ReorderTimeout))
@@ -499,8 +500,15 @@ func (s *stream) reassembled(hi int, data []byte, skip int, end bool) {
 	}
 	if end {
 		if s.a.rst && !s.a.flushing {
-			s.close(hi, CloseRST)
-			s.resetOther(hi) // the peer drops everything after a reset
+			// The peer drops everything after a reset: both directions
+			// end, resetGrace later (resetOther), together.
+			s.resetOther(hi)
+			switch h, o := &s.half[hi], &s.half[1-hi]; {
+			case o.closed || o.resetDue.IsZero():
+				s.close(hi, CloseRST)
+			case h.resetDue.IsZero():
+				h.resetDue = o.resetDue
+			}
 		} else {
 			s.close(hi, CloseFIN)
 		}

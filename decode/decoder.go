@@ -228,10 +228,7 @@ func (d *Decoder) sniffFirst(cs *connState, c *capture.Chunk) bool {
 // awaiting a response are reported as missing and the state is dropped.
 func (d *Decoder) close(cs *connState, c *capture.Chunk) {
 	cs.closed[c.Dir] = true
-	// A FIN ends one direction; so does a RST now: the capture ends the
-	// other direction a moment later (capture's resetGrace), reading the
-	// responses it sent before the reset reached it.
-	if (c.Reason == capture.CloseFIN || c.Reason == capture.CloseRST) && !(cs.closed[0] && cs.closed[1]) {
+	if c.Reason == capture.CloseFIN && !(cs.closed[0] && cs.closed[1]) {
 		return
 	}
 	d.unmatched(cs, len(cs.early))
