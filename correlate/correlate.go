@@ -62,8 +62,10 @@ type Correlator struct {
 
 	now   time.Time // latest capture time seen
 	first time.Time // earliest request time seen (health windows begin no earlier)
-	// lastHealth is when healthTick last judged health for hazards.
+	// lastHealth is when healthTick last judged health for hazards;
+	// lastSample the grid time of the last health samples.
 	lastHealth time.Time
+	lastSample time.Time
 	lastSweep  time.Time
 	closed     bool
 	stats      Stats
@@ -101,6 +103,7 @@ func (c *Correlator) Exchange(e *decode.Exchange) {
 	}
 	c.stats.Exchanges++
 	c.advance(e)
+	c.healthSamples()
 	c.lossExchange(e)
 	c.learnTopics(e)
 	c.endEvidence(e)
@@ -289,6 +292,7 @@ func (c *Correlator) Tick(e *decode.Exchange) {
 	}
 	c.stats.Exchanges++
 	c.advance(e)
+	c.healthSamples()
 	c.lossExchange(e)
 	c.endEvidence(e)
 	c.hazardTimers()

@@ -29,7 +29,6 @@ func (c *Correlator) healthTick(final bool) {
 			stopped := episodeKey(HazardConsumerStopped, g.name, p.topic, strconv.Itoa(int(p.partition)))
 			stalled := episodeKey(HazardConsumerStalled, g.name, p.topic, strconv.Itoa(int(p.partition)))
 			end, ok := c.partEnd(ps, p)
-			c.sample(ps, end, ok)
 			var h *Health
 			if ok && ps.hasCommitted {
 				h = c.health(g, p, ps, end, end-ps.committed)

@@ -66,15 +66,15 @@ type healthSample struct {
 
 // sample records ps's end and committed offset now, keeping those a window
 // needs: the newest taken at or before its start, and all since.
-func (c *Correlator) sample(ps *partState, end int64, haveEnd bool) {
-	sm := healthSample{at: c.now, end: -1, committed: -1}
+func (c *Correlator) sample(ps *partState, at time.Time, end int64, haveEnd bool) {
+	sm := healthSample{at: at, end: -1, committed: -1}
 	if haveEnd {
 		sm.end = end
 	}
 	if ps.hasCommitted {
 		sm.committed = ps.committed
 	}
-	from := c.now.Add(-c.opts.HealthWindow)
+	from := at.Add(-c.opts.HealthWindow)
 	i := 0
 	for i+1 < len(ps.samples) && !ps.samples[i+1].at.After(from) {
 		i++
@@ -198,4 +198,28 @@ func worseHealth(a, b *Health) *Health {
 		return a
 	}
 	return b
+}
+
+// healthSamples samples every group partition when the capture clock
+// crosses a step of the sampling grid (a quarter window, at most
+// healthEvery), before the exchange that crossed it is taken: on a grid,
+// so that correlators that see other exchanges (shards, an aggregator of
+// some groups) sample a group's partitions at the same times, in the same
+// state.
+func (c *Correlator) healthSamples() {
+	step := min(healthEvery, c.opts.HealthWindow/4)
+	if step <= 0 {
+		return
+	}
+	at := c.now.Truncate(step)
+	if !at.After(c.lastSample) {
+		return
+	}
+	c.lastSample = at
+	for _, g := range c.groups {
+		for p, ps := range g.parts {
+			end, ok := c.partEnd(ps, p)
+			c.sample(ps, at, end, ok)
+		}
+	}
 }
