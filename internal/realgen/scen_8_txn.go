@@ -12,7 +12,7 @@ func init() {
 	register(Scenario{
 		Name: "r_txn",
 		Doc: "Java transactional producers (transactions v2, KIP-890) on one partition read by a read_committed classic " +
-			"consumer rk-reader (group rk-txn-reader): rk-txn-ok commits two transactions and aborts a third; rk-txn-z-zombie " +
+			"consumer rk-reader (group rk-txn-reader): rk-txn-ok commits two transactions and aborts a third (its records written); rk-txn-z-zombie " +
 			"(transactional id rk-txn-zombie) begins a transaction and is fenced when rk-txn-z-successor initializes the same " +
 			"id (the broker aborts the open transaction), its next send and commit are refused, and the successor commits; " +
 			"rk-txn-hang begins a transaction, writes 3 records and is SIGKILLed: it hangs past its 15 s transaction timeout, " +
@@ -71,8 +71,10 @@ func runTxn(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	// 5 records committed twice, 5 aborted.
-	if err := e.RunJava(ctx, gen.JavaTxn, txnArgs(txnOK, txnOK, map[string]any{"transactions": 3, "records": 5, "abort_every": 3})); err != nil {
+	// 5 records committed twice, 5 aborted (flushed first, so the abort
+	// has records and a marker).
+	if err := e.RunJava(ctx, gen.JavaTxn, txnArgs(txnOK, txnOK, map[string]any{"transactions": 3, "records": 5, "abort_every": 3,
+		"flush": true})); err != nil {
 		return err
 	}
 	if err := e.WaitFor(ctx, "rk-reader read rk-txn-ok's commits", func(rs []Report) bool { return consumed(rs, "rk-reader", 10) }); err != nil {

@@ -57,6 +57,7 @@ func checkTxns(t *testing.T, truth Truth, s *correlate.Snapshot) {
 		if tt.TimedOut > 0 {
 			checkHang(t, tt, s)
 		}
+		checkHeld(t, tt, s)
 		if fenced[tt.TransactionalID] && !hasHazard(s, correlate.HazardZombieProducer, tt.TransactionalID, false) {
 			t.Errorf("%s: a client was fenced, and kwire told no zombie_producer of it", tt.TransactionalID)
 		}
@@ -77,6 +78,64 @@ func checkHang(t *testing.T, tt TxnTruth, s *correlate.Snapshot) {
 	if !hasHazard(s, correlate.HazardHangingTransaction, tt.TransactionalID, true) {
 		t.Errorf("%s: kwire told no stuck last stable offset held by it", tt.TransactionalID)
 	}
+}
+
+// maxHeldSkewMillis is how much shorter than the coordinator's account
+// kwire may find the longest hold of a last stable offset: kwire sees it
+// from the first read_committed Fetch answered after the transaction's
+// first records to the last one before its marker (the consumer's fetches
+// wait up to 500 ms), the coordinator from adding the partition to
+// completing the abort.
+const maxHeldSkewMillis = 2000
+
+// checkHeld compares, for a transaction the broker aborted on timeout,
+// how long its partitions' last stable offset stayed below the high
+// watermark by kwire (StablePartition.MaxStuckMillis) with its time open
+// in the coordinator's log (its Ongoing record's start to its
+// CompleteAbort): no longer, and at most maxHeldSkewMillis shorter.
+func checkHeld(t *testing.T, tt TxnTruth, s *correlate.Snapshot) {
+	t.Helper()
+	var start, end int64
+	for _, r := range tt.Log {
+		switch {
+		case r.State == "Ongoing" && start == 0:
+			start = r.StartMs
+		case r.State == "CompleteAbort" && start > 0 && end == 0:
+			end = r.UpdateMs
+		}
+	}
+	if tt.TimedOut == 0 || start == 0 || end == 0 {
+		return
+	}
+	held := end - start
+	for _, r := range tt.Log {
+		if r.State != "Ongoing" || r.StartMs != start {
+			continue
+		}
+		for topic, ps := range r.Partitions {
+			for _, p := range ps {
+				sp := stablePartition(s, topic, p)
+				if sp == nil {
+					t.Errorf("%s: kwire has no last stable offset of %s/%d", tt.TransactionalID, topic, p)
+					continue
+				}
+				t.Logf("%s/%d: kwire held %d ms, the coordinator's transaction open %d ms", topic, p, sp.MaxStuckMillis, held)
+				if sp.MaxStuckMillis > held || held-sp.MaxStuckMillis > maxHeldSkewMillis {
+					t.Errorf("%s/%d: kwire's last stable offset held %d ms; %s was open %d ms by its coordinator",
+						topic, p, sp.MaxStuckMillis, tt.TransactionalID, held)
+				}
+			}
+		}
+	}
+}
+
+func stablePartition(s *correlate.Snapshot, topic string, p int32) *correlate.StablePartition {
+	for i := range s.StablePartitions {
+		if sp := &s.StablePartitions[i]; sp.Topic == topic && sp.Partition == p {
+			return sp
+		}
+	}
+	return nil
 }
 
 // hasHazard says whether s has a hazard of kind naming transactional id
