@@ -31,7 +31,8 @@ func (c *Correlator) initProducerID(e *decode.Exchange, req *kmsg.InitProducerID
 	if t.open {
 		c.endTxn(t, e, false, TxnEndedByInit, e.ReqTime)
 	}
-	t.producerID, t.epoch, t.initEpoch = resp.ProducerID, resp.ProducerEpoch, resp.ProducerEpoch
+	c.setProducer(t, resp.ProducerID)
+	t.epoch, t.initEpoch = resp.ProducerEpoch, resp.ProducerEpoch
 	t.initAt, t.timeoutMillis = e.RespTime.UTC(), req.TransactionTimeoutMillis
 	t.client = c.keyOf(e)
 	t.initClient = t.client

@@ -50,7 +50,8 @@ func (c *Correlator) endTxnReq(e *decode.Exchange, req *kmsg.EndTxnRequest) {
 		c.endUnseen(t, e, req.Commit, req.ProducerEpoch)
 	}
 	if req.Version >= 5 && resp.ProducerID >= 0 && (resp.ProducerID != t.producerID || resp.ProducerEpoch > t.epoch) {
-		t.producerID, t.epoch = resp.ProducerID, resp.ProducerEpoch
+		c.setProducer(t, resp.ProducerID)
+		t.epoch = resp.ProducerEpoch
 	}
 }
 

@@ -53,6 +53,8 @@ type Correlator struct {
 	// txns: transactional id -> its producer and open transaction
 	// (txn.go), at most MaxClients.
 	txns map[string]*txnState
+	// txnPIDs indexes txns by producer id (setProducer).
+	txnPIDs map[int64]string
 	// stable: partition -> its last stable offset as Fetch responses
 	// showed it (stable.go), at most MaxPartitionsPerGroup.
 	stable map[tp]*stableState
@@ -165,6 +167,8 @@ func (c *Correlator) dispatch(e *decode.Exchange) {
 		c.addOffsetsToTxn(e, req)
 	case *kmsg.EndTxnRequest:
 		c.endTxnReq(e, req)
+	case *kmsg.WriteTxnMarkersRequest:
+		c.writeTxnMarkers(e, req)
 	case *kmsg.TxnOffsetCommitRequest:
 		c.txnOffsetCommit(e, req)
 	case *kmsg.ShareGroupHeartbeatRequest:

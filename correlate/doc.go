@@ -37,8 +37,10 @@
 //   - Transactions (KIP-98): InitProducerID, AddPartitionsToTxn,
 //     AddOffsetsToTxn, TxnOffsetCommit, EndTxn, transactional Produce
 //     (producer id and epoch from batch headers; KIP-890 part 2 adds
-//     partitions and groups implicitly) and FindCoordinator key type 1,
-//     per transactional id and producer id/epoch (TransactionEvent).
+//     partitions and groups implicitly), the coordinators' WriteTxnMarkers
+//     (the epoch a KIP-890 abort on timeout or fence bumps to, which no
+//     client is told) and FindCoordinator key type 1, per transactional id
+//     and producer id/epoch (TransactionEvent).
 //   - Share groups (KIP-932): ShareGroupHeartbeat (members, epochs and
 //     assignments, as for KIP-848 groups), ShareFetch (records acquired
 //     under an acquisition lock, with delivery counts; acknowledgements

@@ -218,6 +218,9 @@ func (c *Correlator) evictTxns() {
 			break
 		}
 		delete(c.txns, e.t.id)
+		if c.txnPIDs[e.t.producerID] == e.t.id {
+			delete(c.txnPIDs, e.t.producerID)
+		}
 		c.stats.Limits.TxnsEvicted++
 	}
 }
@@ -234,6 +237,24 @@ func (t *txnState) evictRank() int {
 	return 1
 }
 
+// setProducer sets t's producer id, and indexes it for WriteTxnMarkers
+// (txnOfProducer).
+func (c *Correlator) setProducer(t *txnState, pid int64) {
+	if t.producerID == pid {
+		return
+	}
+	if c.txnPIDs[t.producerID] == t.id {
+		delete(c.txnPIDs, t.producerID)
+	}
+	t.producerID = pid
+	if pid >= 0 {
+		if c.txnPIDs == nil {
+			c.txnPIDs = make(map[int64]string)
+		}
+		c.txnPIDs[pid] = t.id
+	}
+}
+
 // stale says whether a request with producer id pid and epoch comes from an
 // instance older than the transactional id's latest InitProducerID.
 func (t *txnState) stale(pid int64, epoch int16) bool {
@@ -247,7 +268,8 @@ func (t *txnState) stale(pid int64, epoch int16) bool {
 // (it began mid-way) or they are newer.
 func (t *txnState) adopt(c *Correlator, e *decode.Exchange, pid int64, epoch int16) {
 	if t.producerID != pid || epoch > t.epoch {
-		t.producerID, t.epoch = pid, epoch
+		c.setProducer(t, pid)
+		t.epoch = epoch
 	}
 	t.client = c.keyOf(e)
 	if t.coordinator == "" && e.Conn != nil && !isProduce(e) {

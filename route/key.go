@@ -112,6 +112,9 @@ func requestKeys(req kmsg.Request) (named, binds []string) {
 		return nil, []string{TxnKey(), GroupKey(q.Group)}
 	case *kmsg.EndTxnRequest:
 		return nil, []string{TxnKey()}
+	case *kmsg.WriteTxnMarkersRequest:
+		// Broker to broker: the transactions' shard reads the epochs.
+		return []string{TxnKey()}, nil
 	case *kmsg.TxnOffsetCommitRequest:
 		return nil, []string{TxnKey(), GroupKey(q.Group)}
 	}

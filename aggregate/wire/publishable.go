@@ -10,8 +10,9 @@ var read = [...]bool{
 	0: true, 1: true, 2: true, 3: true, 8: true, 9: true, 10: true, 11: true,
 	12: true, 13: true, 14: true, 15: true, 16: true, 68: true,
 	// Transactions: InitProducerID, AddPartitionsToTxn, AddOffsetsToTxn,
-	// EndTxn, TxnOffsetCommit.
-	22: true, 24: true, 25: true, 26: true, 28: true,
+	// EndTxn, WriteTxnMarkers (broker to broker: producer ids, epochs and
+	// partitions only), TxnOffsetCommit.
+	22: true, 24: true, 25: true, 26: true, 27: true, 28: true,
 	// Share groups (KIP-932): ShareGroupHeartbeat, ShareFetch (its
 	// answer without its records), ShareAcknowledge.
 	76: true, 78: true, 79: true,

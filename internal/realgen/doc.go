@@ -12,7 +12,10 @@
 // assignments); the KIP-848 records (group epochs, members, target and
 // current assignments) through the same CoordinatorRecordMessageFormatter
 // with every record type allowed (GroupRecords.java, run in Java's
-// source-file mode). Beside it are the coordinators' log lines ("Stabilized
+// source-file mode). Transactions are read from __transaction_state with
+// TransactionLogMessageFormatter (every state change: producer id and
+// epoch, state, partitions), with the coordinators' "due to timeout"
+// rollback log lines. Beside it are the coordinators' log lines ("Stabilized
 // group ... generation N"), the Java clients' reports (member ids,
 // generations, owned partitions, commits) and the relayed ports kwire
 // must be told (--port).

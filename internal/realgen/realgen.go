@@ -28,6 +28,8 @@ type Scenario struct {
 	Groups []string
 	// Share are the share groups (KIP-932) whose truth is written.
 	Share []string
+	// Transactions are the transactional ids whose truth is written.
+	Transactions []string
 	// Kwire are the flags an operator gives kwire analyze for broker
 	// settings that are not on the wire (Truth.KwireArgs).
 	Kwire []string
@@ -271,6 +273,9 @@ func Run(ctx context.Context, s Scenario, out string, o Options) (*Truth, error)
 	}
 	sort.Slice(t.Topics, func(i, j int) bool { return t.Topics[i].Topic < t.Topics[j].Topic })
 	if err := e.readTruth(ctx, t, s.Groups, s.Share); err != nil {
+		return nil, fmt.Errorf("%s: truth: %w", s.Name, err)
+	}
+	if t.Transactions, err = e.transactions(ctx, s.Transactions); err != nil {
 		return nil, fmt.Errorf("%s: truth: %w", s.Name, err)
 	}
 	b, err := json.MarshalIndent(t, "", "  ")

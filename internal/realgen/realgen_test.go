@@ -35,6 +35,11 @@ var expectedHazards = map[string][]string{
 	// until its 3rd delivery (share_redelivery); rk-sh3 held its records
 	// past their 5 s lock (share_ack_lost).
 	"r_share": {"member_expired", "share_member_died", "share_redelivery", "share_ack_lost"},
+	// rk-txn-hang's transaction hung past its timeout, holding the last
+	// stable offset rk-reader waited at (hanging_transaction, twice);
+	// rk-txn-z-zombie kept sending after its successor's InitProducerID
+	// (zombie_producer).
+	"r_txn": {"hanging_transaction", "zombie_producer"},
 }
 
 // expectedInfo are, per scenario, info hazards that must be told: what
@@ -106,6 +111,7 @@ func TestRealCaptures(t *testing.T) {
 					expired[id] = true
 				}
 			}
+			checkTxns(t, truth, snap)
 			checkHazards(t, name, snap, expired)
 		})
 	}

@@ -38,6 +38,8 @@ type Truth struct {
 	Groups    []GroupTruth      `json:"groups"`
 	// Share are the share groups (KIP-932).
 	Share []ShareTruth `json:"share_groups,omitempty"`
+	// Transactions are the transactional ids (KIP-98).
+	Transactions []TxnTruth `json:"transactions,omitempty"`
 	// Reports are the Java clients' report lines, in arrival order.
 	Reports []json.RawMessage `json:"reports"`
 }

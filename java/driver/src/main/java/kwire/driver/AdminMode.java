@@ -54,6 +54,8 @@ import org.apache.kafka.tools.consumer.group.ConsumerGroupCommand;
  *       groups;</li>
  *   <li>describe_transactions: transactional_ids (state, producer id and
  *       epoch, timeout, partitions);</li>
+ *   <li>list_transactions: every transactional id the coordinators know
+ *       (listTransactions: state, producer id);</li>
  *   <li>list_offsets: topic (earliest and latest of every partition);</li>
  *   <li>group_offsets: group (listConsumerGroupOffsets: the committed offsets).</li>
  * </ul>
@@ -132,6 +134,15 @@ final class AdminMode {
                     o.put("timeout_ms", d.transactionTimeoutMs());
                     o.put("coordinator", d.coordinatorId());
                     o.set("partitions", Out.assignment(d.topicPartitions()));
+                }
+                yield r;
+            }
+            case "list_transactions" -> {
+                ObjectNode r = Out.JSON.createObjectNode();
+                for (var l : admin.listTransactions().all().get()) {
+                    ObjectNode o = r.putObject(l.transactionalId());
+                    o.put("state", l.state().toString());
+                    o.put("producer_id", l.producerId());
                 }
                 yield r;
             }

@@ -11,7 +11,10 @@ import org.apache.kafka.clients.producer.KafkaProducer;
  *
  * <p>Args: client_id, transactional_id, topic, partition, transactions,
  * records (per transaction), size, abort_every (every Nth transaction is
- * aborted), txn_timeout_ms, and how:
+ * aborted), flush (send the records before ending each transaction, so an
+ * aborted one has records and an abort marker in the log; without it the
+ * client drops an aborted transaction's unsent records), txn_timeout_ms,
+ * and how:
  * <ul>
  *   <li>"commit" (default): the transactions one after the other;</li>
  *   <li>"hang": begin a transaction, write and flush, report {@code txn_open},
@@ -67,6 +70,7 @@ final class TxnMode {
         String topic = Main.str(a, "topic", "");
         int part = Main.num(a, "partition", -1), per = Main.num(a, "records", 5), size = Main.num(a, "size", 100);
         int n = Main.num(a, "transactions", 1), abortEvery = Main.num(a, "abort_every", 0);
+        boolean flush = a.path("flush").asBoolean(false);
         try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(props(t, a, clientId, txnId))) {
             p.initTransactions();
             t.out.ready();
@@ -74,6 +78,9 @@ final class TxnMode {
                 p.beginTransaction();
                 for (int j = 0; j < per; j++) {
                     p.send(ProducerMode.record(topic, part, j, size));
+                }
+                if (flush) {
+                    p.flush();
                 }
                 boolean abort = abortEvery > 0 && i % abortEvery == 0;
                 try {

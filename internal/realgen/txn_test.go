@@ -1,0 +1,150 @@
+package realgen
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/kwire/kwire/correlate"
+)
+
+// checkTxns compares kwire's transactional ids with the transaction
+// coordinators' __transaction_state records and logs: per id the
+// transactions committed, aborted and aborted by the broker on timeout
+// (kwire: no EndTxn within the timeout InitProducerID asked for), and the
+// producer id and epoch of the last record. For each id the broker timed
+// out, kwire must tell the hanging transaction (hanging_transaction with
+// the id) and the last stable offset it held while read_committed
+// consumers waited (hanging_transaction on the partition, naming it); an
+// id whose transaction a second InitProducerID aborted is a fenced
+// instance's, which kwire must tell refused (zombie_producer) when its
+// client reported the fence.
+func checkTxns(t *testing.T, truth Truth, s *correlate.Snapshot) {
+	t.Helper()
+	kw := map[string]correlate.Transaction{}
+	for _, x := range s.Transactions {
+		kw[x.TransactionalID] = x
+	}
+	fenced := map[string]bool{}
+	for _, raw := range truth.Reports {
+		var r struct {
+			Kind, Result    string
+			TransactionalID string `json:"transactional_id"`
+		}
+		if json.Unmarshal(raw, &r) == nil && r.Kind == "txn" && r.Result == "fenced" {
+			fenced[r.TransactionalID] = true
+		}
+	}
+	for _, tt := range truth.Transactions {
+		x, ok := kw[tt.TransactionalID]
+		if !ok {
+			t.Errorf("kwire found no transactional id %q", tt.TransactionalID)
+			continue
+		}
+		t.Logf("%s: broker committed %d aborted %d (timed out %d) pid %d epoch %d; kwire committed %d aborted %d timed out %d pid %d epoch %d fenced %d",
+			tt.TransactionalID, tt.Committed, tt.Aborted, tt.TimedOut, tt.ProducerID, tt.ProducerEpoch,
+			x.Committed, x.Aborted, x.TimedOut, x.ProducerID, x.ProducerEpoch, x.Fenced)
+		if x.Committed != int64(tt.Committed) || x.Aborted != int64(tt.Aborted-tt.TimedOut) || x.TimedOut != int64(tt.TimedOut) {
+			t.Errorf("%s: kwire committed %d, aborted %d, timed out %d; the broker committed %d, aborted %d of which %d on timeout",
+				tt.TransactionalID, x.Committed, x.Aborted, x.TimedOut, tt.Committed, tt.Aborted-tt.TimedOut, tt.TimedOut)
+		}
+		if x.ProducerID != tt.ProducerID || x.ProducerEpoch != tt.ProducerEpoch {
+			t.Errorf("%s: kwire producer id %d epoch %d; the broker's last record %d epoch %d",
+				tt.TransactionalID, x.ProducerID, x.ProducerEpoch, tt.ProducerID, tt.ProducerEpoch)
+		}
+		if x.OpenSince != nil {
+			t.Errorf("%s: kwire has a transaction open since %s; the broker ended them all", tt.TransactionalID, x.OpenSince)
+		}
+		if tt.TimedOut > 0 {
+			checkHang(t, tt, s)
+		}
+		checkHeld(t, tt, s)
+		if fenced[tt.TransactionalID] && !hasHazard(s, correlate.HazardZombieProducer, tt.TransactionalID, false) {
+			t.Errorf("%s: a client was fenced, and kwire told no zombie_producer of it", tt.TransactionalID)
+		}
+		if !fenced[tt.TransactionalID] && hasHazard(s, correlate.HazardZombieProducer, tt.TransactionalID, false) {
+			t.Errorf("%s: zombie_producer, but no client of it was fenced", tt.TransactionalID)
+		}
+	}
+}
+
+// checkHang wants both hanging_transaction hazards of a transaction the
+// broker timed out: the transaction's own and its partitions' held last
+// stable offset.
+func checkHang(t *testing.T, tt TxnTruth, s *correlate.Snapshot) {
+	t.Helper()
+	if !hasHazard(s, correlate.HazardHangingTransaction, tt.TransactionalID, false) {
+		t.Errorf("%s: the broker aborted it on timeout, and kwire told no hanging_transaction of it", tt.TransactionalID)
+	}
+	if !hasHazard(s, correlate.HazardHangingTransaction, tt.TransactionalID, true) {
+		t.Errorf("%s: kwire told no stuck last stable offset held by it", tt.TransactionalID)
+	}
+}
+
+// maxHeldSkewMillis is how much shorter than the coordinator's account
+// kwire may find the longest hold of a last stable offset: kwire sees it
+// from the first read_committed Fetch answered after the transaction's
+// first records to the last one before its marker (the consumer's fetches
+// wait up to 500 ms), the coordinator from adding the partition to
+// completing the abort.
+const maxHeldSkewMillis = 2000
+
+// checkHeld compares, for a transaction the broker aborted on timeout,
+// how long its partitions' last stable offset stayed below the high
+// watermark by kwire (StablePartition.MaxStuckMillis) with its time open
+// in the coordinator's log (its Ongoing record's start to its
+// CompleteAbort): no longer, and at most maxHeldSkewMillis shorter.
+func checkHeld(t *testing.T, tt TxnTruth, s *correlate.Snapshot) {
+	t.Helper()
+	var start, end int64
+	for _, r := range tt.Log {
+		switch {
+		case r.State == "Ongoing" && start == 0:
+			start = r.StartMs
+		case r.State == "CompleteAbort" && start > 0 && end == 0:
+			end = r.UpdateMs
+		}
+	}
+	if tt.TimedOut == 0 || start == 0 || end == 0 {
+		return
+	}
+	held := end - start
+	for _, r := range tt.Log {
+		if r.State != "Ongoing" || r.StartMs != start {
+			continue
+		}
+		for topic, ps := range r.Partitions {
+			for _, p := range ps {
+				sp := stablePartition(s, topic, p)
+				if sp == nil {
+					t.Errorf("%s: kwire has no last stable offset of %s/%d", tt.TransactionalID, topic, p)
+					continue
+				}
+				t.Logf("%s/%d: kwire held %d ms, the coordinator's transaction open %d ms", topic, p, sp.MaxStuckMillis, held)
+				if sp.MaxStuckMillis > held || held-sp.MaxStuckMillis > maxHeldSkewMillis {
+					t.Errorf("%s/%d: kwire's last stable offset held %d ms; %s was open %d ms by its coordinator",
+						topic, p, sp.MaxStuckMillis, tt.TransactionalID, held)
+				}
+			}
+		}
+	}
+}
+
+func stablePartition(s *correlate.Snapshot, topic string, p int32) *correlate.StablePartition {
+	for i := range s.StablePartitions {
+		if sp := &s.StablePartitions[i]; sp.Topic == topic && sp.Partition == p {
+			return sp
+		}
+	}
+	return nil
+}
+
+// hasHazard says whether s has a hazard of kind naming transactional id
+// id, on a partition (the last stable offset) or not.
+func hasHazard(s *correlate.Snapshot, kind, id string, partition bool) bool {
+	for _, h := range s.Hazards {
+		if h.Kind == kind && h.TransactionalID == id && (h.Topic != "") == partition {
+			return true
+		}
+	}
+	return false
+}
