@@ -16,11 +16,8 @@ import (
 // Fetch: a consumer whose processing hangs fetches no more, and its own
 // last high watermark grows old while the others' move on.
 type endState struct {
-	hwm, lso int64 // -1 unknown
-	hwmAt    time.Time
-	lsoAt    time.Time
-	from     string // what gave hwm: fetch, produce or list_offsets
-	lsoFrom  string // what gave lso: fetch or list_offsets
+	hwm newest // from fetch, produce or list_offsets
+	lso newest // from fetch or list_offsets
 
 	// Lag in seconds (ends_time.go): batches seen, sorted by base
 	// offset; the end offsets seen at capture times; groups' partitions
@@ -64,9 +61,9 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 					continue
 				}
 				if s := c.endOf(tp{topic, rp.Partition}); s != nil {
-					s.setHWM(rp.HighWatermark, at, endFetch)
+					s.hwm.set(rp.HighWatermark, at, endFetch)
 					if rp.LastStableOffset >= 0 {
-						s.setLSO(rp.LastStableOffset, at, endFetch)
+						s.lso.set(rp.LastStableOffset, at, endFetch)
 					}
 					s.addMark(rp.HighWatermark, ms)
 					if copied {
@@ -105,7 +102,7 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 					s.addBatch(b)
 				}
 				end := bs[len(bs)-1].last + rp.BaseOffset + 1
-				s.setHWM(end, at, endProduce)
+				s.hwm.set(end, at, endProduce)
 				s.addMark(end, ms)
 			}
 		}
@@ -138,9 +135,9 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 				switch {
 				case s == nil:
 				case req.IsolationLevel == 1:
-					s.setLSO(rp.Offset, at, endListOffsets)
+					s.lso.set(rp.Offset, at, endListOffsets)
 				default:
-					s.setHWM(rp.Offset, at, endListOffsets)
+					s.hwm.set(rp.Offset, at, endListOffsets)
 					s.addMark(rp.Offset, ms)
 				}
 			}
@@ -202,25 +199,26 @@ func (c *Correlator) endOf(p tp) *endState {
 		c.stats.Limits.EndsDropped++
 		return nil
 	}
-	s := &endState{hwm: -1, lso: -1}
+	s := &endState{hwm: newest{off: -1}, lso: newest{off: -1}}
 	c.ends[p] = s
 	return s
 }
 
-// setHWM keeps the newest: evidence captured earlier than what is known
-// (another broker's capture, a late direction) does not replace it.
-func (s *endState) setHWM(off int64, at time.Time, from string) {
-	if s.hwm >= 0 && at.Before(s.hwmAt) || at.Equal(s.hwmAt) && off < s.hwm {
-		return
-	}
-	s.hwm, s.hwmAt, s.from = off, at, from
+// newest is an offset as the newest evidence gave it: when, and what gave
+// it; off -1 unknown.
+type newest struct {
+	off  int64
+	at   time.Time
+	from string
 }
 
-func (s *endState) setLSO(off int64, at time.Time, from string) {
-	if s.lso >= 0 && at.Before(s.lsoAt) || at.Equal(s.lsoAt) && off < s.lso {
+// set keeps the newest: evidence captured earlier than what is known
+// (another broker's capture, a late direction) does not replace it.
+func (n *newest) set(off int64, at time.Time, from string) {
+	if n.off >= 0 && at.Before(n.at) || at.Equal(n.at) && off < n.off {
 		return
 	}
-	s.lso, s.lsoAt, s.lsoFrom = off, at, from
+	*n = newest{off, at, from}
 }
 
 // end returns p's end for a consumer (read_committed: its last stable
@@ -230,10 +228,10 @@ func (c *Correlator) end(p tp, readCommitted bool) (off int64, at time.Time, fro
 	switch {
 	case s == nil:
 		return -1, time.Time{}, "", false
-	case readCommitted && s.lso >= 0:
-		return s.lso, s.lsoAt, s.lsoFrom, true
-	case s.hwm >= 0:
-		return s.hwm, s.hwmAt, s.from, true
+	case readCommitted && s.lso.off >= 0:
+		return s.lso.off, s.lso.at, s.lso.from, true
+	case s.hwm.off >= 0:
+		return s.hwm.off, s.hwm.at, s.hwm.from, true
 	}
 	return -1, time.Time{}, "", false
 }
