@@ -127,38 +127,28 @@ func flushedLate(t *testing.T, out []byte) (missing int, late []string) {
 func closeFigures(t *testing.T, args ...string) []string {
 	t.Helper()
 	out, errs := runOutput(append([]string{"analyze", "--json"}, args...))
+	var s struct {
+		Groups []struct {
+			Group      string `json:"group"`
+			Partitions []struct {
+				Topic     string `json:"topic"`
+				Partition int32  `json:"partition"`
+				Committed *int64 `json:"committed"`
+				Position  *int64 `json:"position"`
+				EndOffset *int64 `json:"end_offset"`
+				Lag       *int64 `json:"lag"`
+			} `json:"partitions"`
+		} `json:"groups"`
+	}
+	summaryLine(t, out, &s)
 	var lines []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<26)
-	for sc.Scan() {
-		var s struct {
-			Type   string `json:"type"`
-			Groups []struct {
-				Group      string `json:"group"`
-				Partitions []struct {
-					Topic     string `json:"topic"`
-					Partition int32  `json:"partition"`
-					Committed *int64 `json:"committed"`
-					Position  *int64 `json:"position"`
-					EndOffset *int64 `json:"end_offset"`
-					Lag       *int64 `json:"lag"`
-				} `json:"partitions"`
-			} `json:"groups"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatal(err)
-		}
-		if s.Type != "summary" {
-			continue
-		}
-		for _, g := range s.Groups {
-			for _, p := range g.Partitions {
-				if p.Committed != nil && p.EndOffset != nil && *p.Committed == *p.EndOffset && (p.Lag == nil || *p.Lag != 0) {
-					t.Errorf("%s %s/%d: committed %d = end, lag %v", g.Group, p.Topic, p.Partition, *p.Committed, ptrText(p.Lag))
-				}
-				lines = append(lines, g.Group+" "+p.Topic+"/"+strconv.Itoa(int(p.Partition))+": committed "+ptrText(p.Committed)+
-					" position "+ptrText(p.Position)+" end "+ptrText(p.EndOffset)+" lag "+ptrText(p.Lag))
+	for _, g := range s.Groups {
+		for _, p := range g.Partitions {
+			if p.Committed != nil && p.EndOffset != nil && *p.Committed == *p.EndOffset && (p.Lag == nil || *p.Lag != 0) {
+				t.Errorf("%s %s/%d: committed %d = end, lag %v", g.Group, p.Topic, p.Partition, *p.Committed, ptrText(p.Lag))
 			}
+			lines = append(lines, g.Group+" "+p.Topic+"/"+strconv.Itoa(int(p.Partition))+": committed "+ptrText(p.Committed)+
+				" position "+ptrText(p.Position)+" end "+ptrText(p.EndOffset)+" lag "+ptrText(p.Lag))
 		}
 	}
 	if len(lines) == 0 {

@@ -79,20 +79,7 @@ func TestGolden(t *testing.T) {
 				if again := runKwire(t, args...); !bytes.Equal(got, again) {
 					t.Fatal("two runs on the same capture differ: output is not deterministic")
 				}
-				golden := filepath.Join(testdataDir(), c.name+"."+cmd+".golden.ndjson")
-				if *update {
-					if err := os.WriteFile(golden, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run 'make goldens')", err)
-				}
-				if !bytes.Equal(want, got) {
-					t.Errorf("output differs from %s (-want +got):\n%s", golden, lineDiff(want, got))
-				}
+				checkGolden(t, filepath.Join(testdataDir(), c.name+"."+cmd+".golden.ndjson"), got)
 			})
 		}
 	}
@@ -110,20 +97,7 @@ func TestGoldenText(t *testing.T) {
 	for _, name := range textGoldens {
 		t.Run(name, func(t *testing.T) {
 			got := runKwire(t, "analyze", "--text", filepath.Join(testdataDir(), name+".pcapng"))
-			golden := filepath.Join(testdataDir(), name+".analyze.golden.txt")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run 'make goldens')", err)
-			}
-			if !bytes.Equal(want, got) {
-				t.Errorf("output differs from %s (-want +got):\n%s", golden, lineDiff(want, got))
-			}
+			checkGolden(t, filepath.Join(testdataDir(), name+".analyze.golden.txt"), got)
 		})
 	}
 }
@@ -161,4 +135,22 @@ func readFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// checkGolden compares got with the golden file, or writes it with -update.
+func checkGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run 'make goldens')", err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("output differs from %s (-want +got):\n%s", golden, lineDiff(want, got))
+	}
 }
