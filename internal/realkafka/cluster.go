@@ -150,13 +150,20 @@ func newCluster(opts *Options) (*Cluster, error) {
 }
 
 // newClusterID makes a cluster id as Kafka's Uuid.randomUuid prints one:
-// 16 random bytes, base64url without padding.
+// 16 random bytes, base64url without padding. Like Kafka it draws again
+// when the text starts with '-' (one time in 64): kafka-storage's argument
+// parser takes "-t -abc…" for a missing value and an option, which is
+// how a CI run once failed to format.
 func newClusterID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40 // version 4, as java.util.UUID.randomUUID
-	b[8] = b[8]&0x3f | 0x80
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		b[6] = b[6]&0x0f | 0x40 // version 4, as java.util.UUID.randomUUID
+		b[8] = b[8]&0x3f | 0x80
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // listenerNames returns the listeners of a node in layout l, the client

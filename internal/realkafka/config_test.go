@@ -179,3 +179,16 @@ func TestRelay(t *testing.T) {
 		t.Fatalf("capture file: %v", err)
 	}
 }
+
+// TestClusterID draws many cluster ids: none may start with '-', which
+// kafka-storage format reads as an option (a CI run failed on one), and
+// each must decode to Kafka's 16 bytes. 20000 draws miss a regression
+// with odds of (63/64)^20000.
+func TestClusterID(t *testing.T) {
+	for range 20000 {
+		id := newClusterID()
+		if strings.HasPrefix(id, "-") || len(id) != 22 {
+			t.Fatalf("cluster id %q: starts with '-' or is not 22 characters", id)
+		}
+	}
+}
