@@ -13,17 +13,25 @@ import (
 // coordinator aborts on its own (a transaction past its timeout, or an
 // older instance's fenced by a new InitProducerID) no client is told
 // that epoch, and the markers are where the wire shows it. kwire takes it
-// as the transactional id's epoch, as the coordinator's log has it.
+// as the transactional id's epoch, as the coordinator's log has it. An
+// abort marker for a transaction kwire saw hang past its timeout
+// (txnTick) is the coordinator's abort: the transaction ends there.
 func (c *Correlator) writeTxnMarkers(e *decode.Exchange, req *kmsg.WriteTxnMarkersRequest) {
 	if e.Resp == nil {
 		return
 	}
+	c.markersSeen = true
 	for _, m := range req.Markers {
 		t := c.txnOfProducer(m.ProducerID)
-		if t == nil || m.ProducerEpoch <= t.epoch {
+		if t == nil {
 			continue
 		}
-		t.epoch = m.ProducerEpoch
+		if !m.Committed && t.open && t.hangSeen {
+			c.endTxn(t, e, false, TxnEndedByTimeout, e.RespTime)
+		}
+		if m.ProducerEpoch > t.epoch {
+			t.epoch = m.ProducerEpoch
+		}
 	}
 }
 

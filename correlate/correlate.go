@@ -55,6 +55,9 @@ type Correlator struct {
 	txns map[string]*txnState
 	// txnPIDs indexes txns by producer id (setProducer).
 	txnPIDs map[int64]string
+	// markersSeen: a transaction coordinator's WriteTxnMarkers is in the
+	// input, so a timed-out transaction's abort will show (txnTick).
+	markersSeen bool
 	// stable: partition -> its last stable offset as Fetch responses
 	// showed it (stable.go), at most MaxPartitionsPerGroup.
 	stable map[tp]*stableState

@@ -693,7 +693,7 @@ func (c *Correlator) hazardTimers() {
 func (c *Correlator) hazardTick(final bool) {
 	c.settleRecv(final)
 	c.settleBeyond(final)
-	c.txnTick()
+	c.txnTick(final)
 	c.shareTick(final)
 	c.healthTick(final)
 	h := c.hz()

@@ -96,9 +96,19 @@ func (c *Correlator) txnCommitRejected(t *txnState, e *decode.Exchange, req *kms
 // does, read_committed consumers of its partitions wait at its first
 // offset (the last stable offset does not move). It rests on the absence
 // of an EndTxn from the producer's client.
-func (c *Correlator) txnTick() {
+//
+// When the input holds a coordinator's WriteTxnMarkers (the brokers'
+// listeners are captured), the transaction stays open until the broker's
+// abort shows: writeTxnMarkers ends it at the markers' answer. The
+// coordinator looks for timed-out transactions every
+// transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by
+// default), so kwire waits txnAbortWait past the deadline, or for the end
+// of the input (final), before it ends the transaction at its deadline,
+// its markers not in the capture. Without markers in the input (clients'
+// traffic only) it ends the transaction at its deadline at once.
+func (c *Correlator) txnTick(final bool) {
 	for _, t := range c.sortedTxns() {
-		if !t.open || t.hangSeen {
+		if !t.open {
 			continue
 		}
 		timeout, assumed := int64(t.timeoutMillis), ""
@@ -106,6 +116,12 @@ func (c *Correlator) txnTick() {
 			timeout, assumed = defaultTxnTimeoutMs, " (assumed: the InitProducerID is not in the capture)"
 		}
 		deadline := t.began.Add(time.Duration(timeout) * time.Millisecond)
+		if t.hangSeen {
+			if final || !c.now.Before(deadline.Add(txnAbortWait)) {
+				c.endTxn(t, nil, false, TxnEndedByTimeout, deadline)
+			}
+			continue
+		}
 		if c.now.Before(deadline) {
 			continue
 		}
@@ -120,9 +136,17 @@ func (c *Correlator) txnTick() {
 			"of its partitions waited until the broker aborted it", t.client.clientID, t.client.host, t.id, t.producerID,
 			t.epoch, stamp(t.began), len(t.parts), len(t.groups), timeout, assumed)
 		c.report(episodeKey(HazardHangingTransaction, t.id, strconv.FormatInt(t.producerID, 10), t.began.String()), ev)
-		c.endTxn(t, nil, false, TxnEndedByTimeout, deadline)
+		if final || !c.markersSeen {
+			c.endTxn(t, nil, false, TxnEndedByTimeout, deadline)
+		}
 	}
 }
+
+// txnAbortWait is how long past a transaction's timeout kwire waits for
+// its coordinator's abort markers: Kafka's default
+// transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s)
+// with room for the markers' round trips.
+const txnAbortWait = 30 * time.Second
 
 func i16p(v int16) *int16 { return &v }
 
@@ -138,6 +162,8 @@ func (c *Correlator) txnOffsetsAborted(t *txnState, offsets map[string]map[tp]tx
 	switch {
 	case e != nil && by == TxnEndedByInit:
 		end, how = []Evidence{c.evidenceOf(e)}, "was aborted by a new InitProducerID of its transactional id"
+	case e != nil && by == TxnEndedByTimeout:
+		end, how = []Evidence{c.evidenceOf(e)}, "saw no EndTxn within its timeout, so its coordinator aborted it (WriteTxnMarkers)"
 	case e != nil:
 		end = []Evidence{c.evidenceOf(e)}
 	default:

@@ -1,10 +1,13 @@
 package correlate
 
 import (
+	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -172,5 +175,89 @@ func TestTransactionSnapshot(t *testing.T) {
 				t.Errorf("committed, aborted, timed out, open:\n-want %v\n+got  %v", tt.want, got)
 			}
 		})
+	}
+}
+
+// TestTimedOutTxnEndsAtMarkers: with a coordinator's WriteTxnMarkers in
+// the input, a transaction past its timeout stays open (hanging_transaction
+// told at the deadline) until its abort markers show, and ends there; one
+// whose markers never show ends at its deadline once txnAbortWait has
+// passed. Real Kafka aborts a timed-out transaction seconds after its
+// timeout (r_txn: 20,060 ms for a 15,000 ms timeout).
+func TestTimedOutTxnEndsAtMarkers(t *testing.T) {
+	h := newHarness(t, nil)
+	broker := "10.0.0.9:9092"
+	leader := h.conn("10.0.0.8:40000", broker) // the coordinator's broker to the leader
+	for i, id := range []string{"t-marked", "t-unmarked"} {
+		cl := h.conn("10.0.0.1:500"+strconv.Itoa(i), broker)
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.Version, init.TransactionalID, init.TransactionTimeoutMillis = 4, kmsg.StringPtr(id), 3000
+		ir := kmsg.NewPtrInitProducerIDResponse()
+		ir.ProducerID = int64(70 + i)
+		h.ex(time.Duration(i)*time.Millisecond, cl, id, init, ir)
+		add := kmsg.NewPtrAddPartitionsToTxnRequest()
+		add.Version, add.TransactionalID, add.ProducerID = 3, id, int64(70+i)
+		at := kmsg.NewAddPartitionsToTxnRequestTopic()
+		at.Topic, at.Partitions = "orders", []int32{int32(i)}
+		add.Topics = append(add.Topics, at)
+		ar := kmsg.NewPtrAddPartitionsToTxnResponse()
+		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+		rt.Topic = "orders"
+		rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+		rp.Partition = int32(i)
+		rt.Partitions = append(rt.Partitions, rp)
+		ar.Topics = append(ar.Topics, rt)
+		h.ex(100*time.Millisecond, cl, id, add, ar)
+	}
+	markers := func(at time.Duration, pid int64, epoch int16, commit bool) {
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = 1
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.Committed = pid, epoch, commit
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = "orders", []int32{0}
+		m.Topics = append(m.Topics, mt)
+		req.Markers = append(req.Markers, m)
+		resp := kmsg.NewPtrWriteTxnMarkersResponse()
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = pid
+		resp.Markers = append(resp.Markers, rm)
+		h.ex(at, leader, "broker-1-txn-marker-sender", req, resp)
+	}
+	markers(time.Second, 99, 0, true) // another producer's: markers are on the wire
+	ended := func() map[string]*TransactionEvent {
+		out := map[string]*TransactionEvent{}
+		for _, ev := range h.events("transaction") {
+			if te := ev.(*TransactionEvent); te.Action == TxnAbort {
+				out[te.TransactionalID] = te
+			}
+		}
+		return out
+	}
+	markers(4*time.Second, 99, 0, true) // past both deadlines (3.1 s)
+	if e := ended(); len(e) != 0 {
+		t.Fatalf("ended before their markers or txnAbortWait: %v", slices.Collect(maps.Keys(e)))
+	}
+	markers(20*time.Second, 70, 1, false)
+	e := ended()
+	if te := e["t-marked"]; te == nil || te.EndedBy != TxnEndedByTimeout || *te.DurationMillis != 19901 {
+		t.Fatalf("t-marked: %+v, want abort:timeout after 19901 ms (begin 100 ms to its markers' answer at 20.001 s)", te)
+	}
+	if e["t-unmarked"] != nil {
+		t.Fatalf("t-unmarked ended at 20 s, before txnAbortWait past its deadline")
+	}
+	markers(34*time.Second, 99, 0, true)
+	if te := ended()["t-unmarked"]; te == nil || te.EndedBy != TxnEndedByTimeout || *te.DurationMillis != 3000 {
+		t.Fatalf("t-unmarked: %+v, want abort:timeout at its 3000 ms deadline once 30 s passed without its markers", te)
+	}
+	h.close(35 * time.Second)
+	hung := map[string]bool{}
+	for _, ev := range h.events("hazard") {
+		if he := ev.(*HazardEvent); he.Kind == HazardHangingTransaction {
+			hung[he.TransactionalID] = true
+		}
+	}
+	if !hung["t-marked"] || !hung["t-unmarked"] {
+		t.Errorf("hanging_transaction told for %v, want both", hung)
 	}
 }

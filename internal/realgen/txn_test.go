@@ -57,7 +57,7 @@ func checkTxns(t *testing.T, truth Truth, s *correlate.Snapshot) {
 		if tt.TimedOut > 0 {
 			checkHang(t, tt, s)
 		}
-		checkHeld(t, tt, s)
+		checkHeld(t, tt, x, s)
 		if fenced[tt.TransactionalID] && !hasHazard(s, correlate.HazardZombieProducer, tt.TransactionalID, false) {
 			t.Errorf("%s: a client was fenced, and kwire told no zombie_producer of it", tt.TransactionalID)
 		}
@@ -88,12 +88,21 @@ func checkHang(t *testing.T, tt TxnTruth, s *correlate.Snapshot) {
 // completing the abort.
 const maxHeldSkewMillis = 2000
 
+// maxAbortSkewMillis is how far kwire's end of a timed-out transaction
+// (the answer to its coordinator's WriteTxnMarkers) may be from the
+// coordinator's CompleteAbort record, written once the markers are
+// answered.
+const maxAbortSkewMillis = 250
+
 // checkHeld compares, for a transaction the broker aborted on timeout,
 // how long its partitions' last stable offset stayed below the high
 // watermark by kwire (StablePartition.MaxStuckMillis) with its time open
 // in the coordinator's log (its Ongoing record's start to its
-// CompleteAbort): no longer, and at most maxHeldSkewMillis shorter.
-func checkHeld(t *testing.T, tt TxnTruth, s *correlate.Snapshot) {
+// CompleteAbort): no longer, and at most maxHeldSkewMillis shorter. The
+// transaction itself kwire ends at its coordinator's abort markers, so its
+// duration (x, the only transaction of the id) is the coordinator's within
+// maxAbortSkewMillis, not cut at the timeout.
+func checkHeld(t *testing.T, tt TxnTruth, x correlate.Transaction, s *correlate.Snapshot) {
 	t.Helper()
 	var start, end int64
 	for _, r := range tt.Log {
@@ -108,6 +117,11 @@ func checkHeld(t *testing.T, tt TxnTruth, s *correlate.Snapshot) {
 		return
 	}
 	held := end - start
+	t.Logf("%s: kwire's transaction lasted %d ms, the coordinator's %d ms", tt.TransactionalID, x.MaxDurationMillis, held)
+	if d := x.MaxDurationMillis - held; d < -maxAbortSkewMillis || d > maxAbortSkewMillis {
+		t.Errorf("%s: kwire's timed-out transaction lasted %d ms; its coordinator's from Ongoing to CompleteAbort %d ms",
+			tt.TransactionalID, x.MaxDurationMillis, held)
+	}
 	for _, r := range tt.Log {
 		if r.State != "Ongoing" || r.StartMs != start {
 			continue
