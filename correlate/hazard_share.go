@@ -52,9 +52,9 @@ func (c *Correlator) shareRedelivered(g *groupState, e *decode.Exchange, member 
 		rng = fmt.Sprintf("offsets %d-%d", a.FirstOffset, a.LastOffset)
 	}
 	fate := fmt.Sprintf("%d deliveries before the broker archives it unprocessed (group.share.delivery.count.limit, "+
-		"assumed %d: not on the wire)", max(limit-int(a.DeliveryCount), 0), limit)
+		"%d by --share-delivery-limit: not on the wire)", max(limit-int(a.DeliveryCount), 0), limit)
 	if int(a.DeliveryCount) >= limit {
-		fate = fmt.Sprintf("this is the last delivery (group.share.delivery.count.limit, assumed %d: not on the wire): "+
+		fate = fmt.Sprintf("this is the last delivery (group.share.delivery.count.limit, %d by --share-delivery-limit: not on the wire): "+
 			"released or timed out once more, the broker archives it unprocessed", limit)
 	}
 	ev.Summary = fmt.Sprintf("%s: %s[%d] %s delivered for the %d%s time, to member %s (client %s): the records keep "+

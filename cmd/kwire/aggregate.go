@@ -99,6 +99,8 @@ func cmdAggregate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "kwire aggregate: unexpected argument %q\n\n", fs.Arg(0))
 	case f.from.url == "":
 		fmt.Fprint(stderr, "kwire aggregate: --from kafka://HOST:PORT/TOPIC is required\n\n")
+	case f.common.brokerSettingsProblem() != "":
+		fmt.Fprintf(stderr, "kwire aggregate: %s\n\n", f.common.brokerSettingsProblem())
 	case f.maxLateness < 0, f.maxSkew < 0, f.quietAfter <= 0, f.clockWindow < 0:
 		fmt.Fprint(stderr, "kwire aggregate: --max-lateness, --max-skew and --clock-window must not be negative, --quiet-after must be positive\n\n")
 	case f.maxAgents <= 0, f.maxRuns <= 0, f.common.limits.conns <= 0:
@@ -187,8 +189,7 @@ func legalTopic(s string) bool {
 // correlateOptions are the aggregator's correlator options: its graces and
 // the tolerance of cross-connection order allow for the agents' skew.
 func (f *aggregateFlags) correlateOptions() *correlate.Options {
-	co := f.common.limits.correlate()
-	co.ConsumerSessionTimeout = f.common.consumerSession
+	co := f.common.correlate()
 	co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
 	co.Hazards.OrderTolerance = 10*time.Millisecond + 2*f.maxSkew
 	return co

@@ -298,9 +298,7 @@ func BenchmarkAggregateMerge(b *testing.B) {
 func benchAggregator() *aggregate.Aggregator {
 	var f aggregateFlags
 	f.register(flag.NewFlagSet("aggregate", flag.ContinueOnError))
-	co := f.common.limits.correlate()
-	co.ConsumerSessionTimeout = f.common.consumerSession
-	co.Hazards.FetchGrace = 2*time.Second + 2*f.maxSkew
+	co := f.correlateOptions()
 	return aggregate.New(&aggregate.Options{Correlate: co, MaxLateness: f.maxLateness, MaxSkew: f.maxSkew, QuietAfter: f.quietAfter}, io.Discard)
 }
 

@@ -65,3 +65,21 @@ func TestSameDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokerSettingsRange: a broker setting kwire is told outside what
+// Kafka accepts is a usage error in every command that correlates, named
+// with Kafka's range, before anything is read or captured.
+func TestBrokerSettingsRange(t *testing.T) {
+	for _, args := range [][]string{
+		{"read", "x.pcapng"}, {"analyze", "x.pcapng"}, {"live", "-i", "lo"},
+		{"aggregate", "--from", "kafka://127.0.0.1:1/kwire"},
+	} {
+		for _, v := range []string{"1", "11"} {
+			var out, errb bytes.Buffer
+			code := run(append([]string{args[0], "--share-delivery-limit", v}, args[1:]...), &out, &errb)
+			if code != 2 || !strings.Contains(errb.String(), "group.share.delivery.count.limit is 2 to 10") {
+				t.Errorf("kwire %s --share-delivery-limit %s: exit %d, stderr %q; want a usage error (2) naming Kafka's range", args[0], v, code, errb.String())
+			}
+		}
+	}
+}

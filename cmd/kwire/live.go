@@ -163,6 +163,8 @@ func cmdLive(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "kwire live: %s\n\n", f.probe.check(&f))
 	case f.checkTUI() != "":
 		fmt.Fprintf(stderr, "kwire live: %s\n\n", f.checkTUI())
+	case f.common.brokerSettingsProblem() != "":
+		fmt.Fprintf(stderr, "kwire live: %s\n\n", f.common.brokerSettingsProblem())
 	case (f.rotateKeep != 0 || f.rotateMaxAge != 0) && (f.rotateMB == 0 || f.write == ""):
 		fmt.Fprint(stderr, "kwire live: --rotate-keep and --rotate-max-age need -w FILE and --rotate-mb\n\n")
 	case f.rotateKeep < 0, f.rotateMaxAge < 0:

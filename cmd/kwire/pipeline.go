@@ -76,8 +76,7 @@ type tap interface {
 func newPipeline(cf *commonFlags, stdout io.Writer, exchanges bool) *pipeline {
 	p := &pipeline{exchanges: exchanges}
 	p.out, p.text = cf.writer(stdout)
-	opts := cf.limits.correlate()
-	opts.ConsumerSessionTimeout = cf.consumerSession
+	opts := cf.correlate()
 	p.corr = correlate.New(opts, correlate.SinkFunc(p.event))
 	p.corrOpts = opts
 	p.dec = decode.New(p, &decode.Options{MaxFrame: cf.maxFrame, MaxBuffered: cf.maxBuf, MaxPending: cf.limits.pending,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kwire/kwire/capture"
+	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/jsonout"
 	"github.com/kwire/kwire/route"
 )
@@ -53,6 +54,9 @@ type commonFlags struct {
 	// consumerSession is the KIP-848 session timeout assumed: the
 	// broker's group.consumer.session.timeout.ms is not on the wire.
 	consumerSession time.Duration
+	// shareDeliveryLimit is --share-delivery-limit, the brokers'
+	// group.share.delivery.count.limit (not on the wire).
+	shareDeliveryLimit int
 	// tlsKeylog are the NSS key logs of --tls-keylog (tls.go).
 	tlsKeylog fileList
 	// shards is --shards: correlators of an offline run.
@@ -71,8 +75,20 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.consumerSession, "consumer-session-timeout", 45*time.Second, "session timeout of KIP-848 consumer groups: "+
 		"the brokers' group.consumer.session.timeout.ms, which is not on the wire; a member silent longer is expired, "+
 		"and heartbeat_late is measured against it and the heartbeat interval the broker gives")
+	fs.IntVar(&c.shareDeliveryLimit, "share-delivery-limit", 5, "deliveries of a share group's record before the broker archives it "+
+		"unprocessed: the brokers' group.share.delivery.count.limit (or the group's share.delivery.count.limit), which is not "+
+		"on the wire; share_redelivery says how many deliveries a poison record has left")
 	fs.Var(&c.tlsKeylog, "tls-keylog", tlsKeylogUsage)
 	c.limits.register(fs)
+}
+
+// correlate returns the correlator options of the limits and of the
+// broker settings kwire is told because they are not on the wire.
+func (c *commonFlags) correlate() *correlate.Options {
+	o := c.limits.correlate()
+	o.ConsumerSessionTimeout = c.consumerSession
+	o.Hazards.ShareDeliveryLimit = c.shareDeliveryLimit
+	return o
 }
 
 // registerShards adds --shards (kwire read and analyze).
@@ -81,9 +97,22 @@ func (c *commonFlags) registerShards(fs *flag.FlagSet) {
 		"(1 to 64; docs/sharding.md): the output is the same for any N, but where a client is bound to groups of two shards (then said on stderr)")
 }
 
-// checkShards reports a --shards out of range (or given with --tui).
+// brokerSettingsProblem says what is wrong with the broker settings kwire
+// is told ("": nothing): Kafka accepts a share delivery limit of 2 to 10.
+func (c *commonFlags) brokerSettingsProblem() string {
+	if c.shareDeliveryLimit < 2 || c.shareDeliveryLimit > 10 {
+		return fmt.Sprintf("--share-delivery-limit %d: Kafka's group.share.delivery.count.limit is 2 to 10", c.shareDeliveryLimit)
+	}
+	return ""
+}
+
+// checkShards reports a --shards out of range (or given with --tui) and
+// a broker setting out of Kafka's range.
 func (c *commonFlags) checkShards(cmd string, stderr io.Writer, tui bool) error {
 	switch {
+	case c.brokerSettingsProblem() != "":
+		fmt.Fprintf(stderr, "kwire %s: %s\n", cmd, c.brokerSettingsProblem())
+		return errUsage
 	case c.shards < 1 || c.shards > route.MaxShards:
 		fmt.Fprintf(stderr, "kwire %s: --shards %d: want 1 to %d\n", cmd, c.shards, route.MaxShards)
 		return errUsage

@@ -22,8 +22,9 @@ func init() {
 		Topics: map[string]int{shareTopic: 1},
 		Config: shareConfig,
 		Share:  []string{shareGroup},
-		// group.share.session.timeout.ms is not on the wire.
-		Kwire: []string{"--consumer-session-timeout", "10s"},
+		// group.share.session.timeout.ms and
+		// group.share.delivery.count.limit are not on the wire.
+		Kwire: []string{"--consumer-session-timeout", "10s", "--share-delivery-limit", "3"},
 		Run:   runShare,
 	})
 }

@@ -137,8 +137,16 @@ func checkShare(t *testing.T, truth Truth, st ShareTruth, g *correlate.Group, s 
 		}
 		switch h.Kind {
 		case correlate.HazardShareRedelivery:
-			redelivered = redelivered || (h.FromOffset != nil && *h.FromOffset == poison.Offset && h.DeliveryCount != nil &&
-				*h.DeliveryCount == poison.DeliveryCount)
+			if h.FromOffset == nil || *h.FromOffset != poison.Offset || h.DeliveryCount == nil || *h.DeliveryCount != poison.DeliveryCount {
+				break
+			}
+			redelivered = true
+			// The broker archived it at this count: its last delivery, by
+			// the limit kwire is told (--share-delivery-limit).
+			if int(h.DeliveryLimit) != int(poison.DeliveryCount) || !strings.Contains(h.Summary, "this is the last delivery") {
+				t.Errorf("share_redelivery of poison offset %d: delivery limit %d, the broker archived it at delivery %d: %s",
+					poison.Offset, h.DeliveryLimit, poison.DeliveryCount, h.Summary)
+			}
 		case correlate.HazardShareAckLost:
 			cl := client[h.MemberID]
 			lost = lost || (held[cl].Records > 0 && closed[cl])
