@@ -213,8 +213,16 @@ func checkGenerations(t *testing.T, gt GroupTruth, g *correlate.Group) {
 // are the way to the next epoch, not that epoch's assignment.
 func check848(t *testing.T, gt GroupTruth, g *correlate.Group) {
 	t.Helper()
+	checkEpochs(t, gt.Group, gt.Consumer.GroupEpochs, gt.Consumer.Assignments, g)
+}
+
+// checkEpochs compares kwire's epochs of group g with the coordinator's
+// group epochs and current-assignment records (check848; share groups
+// have the same records) and returns kwire's epochs.
+func checkEpochs(t *testing.T, group string, epochs []int32, assignments []Assignment848, g *correlate.Group) []int32 {
+	t.Helper()
 	want := map[int32]map[string]string{}
-	for _, a := range gt.Consumer.Assignments {
+	for _, a := range assignments {
 		if a.Gone || a.MemberEpoch <= 0 || a.State != 0 {
 			continue
 		}
@@ -227,8 +235,8 @@ func check848(t *testing.T, gt GroupTruth, g *correlate.Group) {
 	var kgens []int32
 	for _, ge := range g.Generations {
 		kgens = append(kgens, ge.Generation)
-		if !slices.Contains(gt.Consumer.GroupEpochs, ge.Generation) {
-			t.Errorf("group %s: kwire's epoch %d is no group epoch of the coordinator's records %v", gt.Group, ge.Generation, gt.Consumer.GroupEpochs)
+		if !slices.Contains(epochs, ge.Generation) {
+			t.Errorf("group %s: kwire's epoch %d is no group epoch of the coordinator's records %v", group, ge.Generation, epochs)
 		}
 		got[ge.Generation] = map[string]string{}
 		for _, m := range ge.Members {
@@ -236,9 +244,10 @@ func check848(t *testing.T, gt GroupTruth, g *correlate.Group) {
 		}
 	}
 	if d := realkafka.DiffMaps(want, got); d != "" {
-		t.Errorf("group %s: members and assignments by epoch, current-assignment records vs kwire (-want +got):\n%s", gt.Group, d)
+		t.Errorf("group %s: members and assignments by epoch, current-assignment records vs kwire (-want +got):\n%s", group, d)
 	}
-	t.Logf("group %s: group epochs %v, member epochs with records %d, kwire %v", gt.Group, gt.Consumer.GroupEpochs, len(want), kgens)
+	t.Logf("group %s: group epochs %v, member epochs with records %d, kwire %v", group, epochs, len(want), kgens)
+	return kgens
 }
 
 // staticReplacements reads the group metadata records for static members
