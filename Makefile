@@ -290,13 +290,21 @@ test-realkafka: realkafka-deps
 # clients from Maven Central (cached in ~/.m2), driven by internal/gen.
 # Rebuilt only when a source is newer than the jar.
 JAVA_DRIVER_SRC := java/driver/pom.xml $(shell find java/driver/src -type f 2>/dev/null)
+JAVA_DRIVER_MVN = @command -v mvn >/dev/null || { echo "java-driver: mvn not found: install Maven and a JDK 17 (Debian: apt-get install maven openjdk-17-jdk-headless)"; exit 1; }
 java/driver/target/kwire-driver.jar: $(JAVA_DRIVER_SRC)
-	@command -v mvn >/dev/null || { echo "java-driver: mvn not found: install Maven and a JDK 17 (Debian: apt-get install maven openjdk-17-jdk-headless)"; exit 1; }
+	$(JAVA_DRIVER_MVN)
 	cd java/driver && mvn -q -B -Dstyle.color=never package
 	@touch $@
 
+# The same driver on the Kafka 3.9.2 clients (profile kafka3), for the
+# captures of the 3.9 cluster (older request versions).
+java/driver/target-kafka3/kwire-driver.jar: $(JAVA_DRIVER_SRC)
+	$(JAVA_DRIVER_MVN)
+	cd java/driver && mvn -q -B -Dstyle.color=never -Pkafka3 package
+	@touch $@
+
 .PHONY: java-driver
-java-driver: java/driver/target/kwire-driver.jar
+java-driver: java/driver/target/kwire-driver.jar java/driver/target-kafka3/kwire-driver.jar
 
 # Issue 37: regenerate the committed real-Kafka captures and their truth
 # (internal/realgen: a 3-node Kafka 4.4.0 cluster and the Java client;

@@ -13,7 +13,8 @@ import (
 )
 
 // Java driver modes (java/driver, kwire.driver.Main): each runs one Apache
-// Kafka Java client (4.4.0) and documents its args in its class.
+// Kafka Java client (4.4.0, or 3.9.2: FindJavaDriverKafka3) and documents
+// its args in its class.
 const (
 	JavaConsumer = "consumer" // KafkaConsumer: classic or KIP-848 group member
 	JavaShare    = "share"    // KafkaShareConsumer (KIP-932)
@@ -40,13 +41,27 @@ type JavaDriver struct {
 	Dir, Classpath string
 	// JVMArgs start every driver JVM (defaults: see FindJavaDriver).
 	JVMArgs []string
+	// Clients is the version of the kafka-clients jar it runs on.
+	Clients string
 }
 
 // FindJavaDriver locates java and the built driver. Its error (wrapping
 // ErrNoJavaDriver) says exactly what is missing and what to run: `make
 // java-driver` (Maven and Java 17) builds the driver, and rebuilds it when
 // a source under java/driver is newer than the jar.
-func FindJavaDriver() (*JavaDriver, error) {
+func FindJavaDriver() (*JavaDriver, error) { return findJavaDriver("target", "make java-driver") }
+
+// FindJavaDriverKafka3 locates the driver built on the Kafka 3.9.2 Java
+// clients (java/driver/pom.xml profile kafka3, into target-kafka3/), so a
+// 3.9 cluster hears a 3.9 client's request versions. It has the consumer,
+// producer, txn and ctp modes; admin, share and streams need FindJavaDriver's.
+func FindJavaDriverKafka3() (*JavaDriver, error) {
+	return findJavaDriver("target-kafka3", "make java-driver (mvn -Pkafka3 package)")
+}
+
+// findJavaDriver locates the driver built into java/driver/<target>; fix
+// is the command that builds it.
+func findJavaDriver(target, fix string) (*JavaDriver, error) {
 	dir, err := javaDriverDir()
 	if err != nil {
 		return nil, err
@@ -58,19 +73,21 @@ func FindJavaDriver() (*JavaDriver, error) {
 	if java, err = exec.LookPath(java); err != nil {
 		return nil, fmt.Errorf("%w: no java executable (%v): install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless maven), then run make java-driver", ErrNoJavaDriver, err)
 	}
-	jar := filepath.Join(dir, "target", "kwire-driver.jar")
+	jar := filepath.Join(dir, target, "kwire-driver.jar")
 	st, err := os.Stat(jar)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s not built: run make java-driver (mvn package, needs Maven and Maven Central)", ErrNoJavaDriver, jar)
+		return nil, fmt.Errorf("%w: %s not built: run %s (needs Maven and Maven Central)", ErrNoJavaDriver, jar, fix)
 	}
-	lib := filepath.Join(dir, "target", "lib")
-	if m, _ := filepath.Glob(filepath.Join(lib, "kafka-clients-*.jar")); len(m) == 0 {
-		return nil, fmt.Errorf("%w: no kafka-clients jar in %s: run make java-driver", ErrNoJavaDriver, lib)
+	lib := filepath.Join(dir, target, "lib")
+	m, _ := filepath.Glob(filepath.Join(lib, "kafka-clients-*.jar"))
+	if len(m) != 1 {
+		return nil, fmt.Errorf("%w: %d kafka-clients jars in %s, want one: run %s", ErrNoJavaDriver, len(m), lib, fix)
 	}
 	if newer := newerThan(dir, st.ModTime()); newer != "" {
-		return nil, fmt.Errorf("%w: %s is newer than %s: run make java-driver", ErrNoJavaDriver, newer, jar)
+		return nil, fmt.Errorf("%w: %s is newer than %s: run %s", ErrNoJavaDriver, newer, jar, fix)
 	}
-	return &JavaDriver{Java: java, Dir: dir, Classpath: jar + string(os.PathListSeparator) + filepath.Join(lib, "*"),
+	clients := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m[0]), "kafka-clients-"), ".jar")
+	return &JavaDriver{Java: java, Dir: dir, Clients: clients, Classpath: jar + string(os.PathListSeparator) + filepath.Join(lib, "*"),
 		// One client per JVM on a shared 2-core box: C1 only and the
 		// serial collector start faster and use fewer threads.
 		JVMArgs: []string{"-Xms32m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"}}, nil

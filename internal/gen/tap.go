@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -294,6 +295,14 @@ func (c *Conn) Requests(key int16) int {
 		}
 	}
 	return n
+}
+
+// RequestFrames returns the complete requests the client has sent on this
+// connection so far, in order.
+func (c *Conn) RequestFrames() []Frame {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	return slices.Clone(c.framers[ToServer].frames)
 }
 
 // tapConn is the net.Conn kfake gets: it relays and records.

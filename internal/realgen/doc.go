@@ -2,7 +2,10 @@
 // runs scenarios of Apache Kafka's own Java client (java/driver, through
 // [gen.JavaDriver]) against a real 3-node Kafka 4.4.0 cluster
 // ([realkafka.Cluster], every listener relayed and recorded) and writes,
-// per scenario, <name>.pcapng and <name>.truth.json into a directory.
+// per scenario, <name>.pcapng and <name>.truth.json into a directory. A
+// scenario may ask for the separate listener layout (inter-broker traffic
+// on a listener of its own) and for the 3.9.2 line, whose scenarios run
+// the 3.9.2 Java clients and read their truth with 3.9's own tools.
 //
 // The truth is the broker's, never kwire's: after the capture is written,
 // the cluster's __consumer_offsets log is read with Kafka's own formatters

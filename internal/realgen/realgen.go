@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -14,11 +15,24 @@ import (
 	"github.com/kwire/kwire/internal/realkafka"
 )
 
-// Scenario is one real-Kafka capture: a cluster (3 nodes, Shared layout,
-// Kafka 4.4.0 defaults plus Config), the topics created first, then Run
-// driving Java clients.
+// Scenario is one real-Kafka capture: a cluster (3 nodes, Kafka 4.4.0 or
+// 3.9.2 defaults plus Config, Shared or Separate layout), the topics
+// created first, then Run driving Java clients.
 type Scenario struct {
 	Name, Doc string
+	// Kafka is the cluster's line: realkafka.Version4 (the default) or
+	// Version3. On Version3 the group members, producers and transactional
+	// clients are the 3.9.2 Java clients (gen.FindJavaDriverKafka3), so
+	// the capture holds a 3.9 client's request versions; the Admin steps
+	// (topic creation, describes) stay on the 4.4 driver, which alone has
+	// the admin mode.
+	Kafka string
+	// Layout is the cluster's listener layout (default Shared: clients and
+	// replication on one listener).
+	Layout realkafka.Layout
+	// Quorum keeps the controller quorum's listeners (Raft fetches, broker
+	// heartbeats and registrations) in the capture; left out by default.
+	Quorum bool
 	// Config overrides broker settings (realkafka.Options.Config); the
 	// initial rebalance delay stays Kafka's default (3 s) unless set.
 	Config map[string]string
@@ -56,9 +70,14 @@ func register(s Scenario) { scenarios = append(scenarios, s) }
 // Env is what a scenario's Run drives: the cluster, the Java driver and
 // the reports its clients sent.
 type Env struct {
-	C    *realkafka.Cluster
-	D    *gen.JavaDriver
-	Logf func(format string, args ...any)
+	C *realkafka.Cluster
+	// D runs the scenario's Java clients (the cluster's line); admin runs
+	// the admin mode (the 4.4 clients: D itself on a 4.4 cluster).
+	D     *gen.JavaDriver
+	admin *gen.JavaDriver
+	Logf  func(format string, args ...any)
+	// kafka is the cluster's line (realkafka.Version4, Version3).
+	kafka string
 
 	mu       sync.Mutex
 	reports  []Report
@@ -105,7 +124,11 @@ func (e *Env) addLine(b []byte) {
 // Start starts a Java client (mode gen.JavaConsumer...) against the
 // cluster's relayed listeners; its reports are kept.
 func (e *Env) Start(ctx context.Context, mode string, args any) (*gen.Child, error) {
-	ch, err := e.D.Start(ctx, e.C.Addrs(), mode, args, e.addLine)
+	d := e.D
+	if mode == gen.JavaAdmin {
+		d = e.admin
+	}
+	ch, err := d.Start(ctx, e.C.Addrs(), mode, args, e.addLine)
 	if err != nil {
 		return nil, err
 	}
@@ -209,9 +232,19 @@ func Run(ctx context.Context, s Scenario, out string, o Options) (*Truth, error)
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	d, err := gen.FindJavaDriver()
+	kafka := s.Kafka
+	if kafka == "" {
+		kafka = realkafka.Version4
+	}
+	admin, err := gen.FindJavaDriver()
 	if err != nil {
 		return nil, err
+	}
+	d := admin
+	if kafka == realkafka.Version3 {
+		if d, err = gen.FindJavaDriverKafka3(); err != nil {
+			return nil, err
+		}
 	}
 	dir, err := os.MkdirTemp("", "realgen-"+s.Name+"-")
 	if err != nil {
@@ -225,13 +258,13 @@ func Run(ctx context.Context, s Scenario, out string, o Options) (*Truth, error)
 			logf("%s: broker logs kept in %s", s.Name, dir)
 		}
 	}()
-	c, err := realkafka.Start(ctx, &realkafka.Options{Dir: dir, Config: s.Config})
+	c, err := realkafka.Start(ctx, &realkafka.Options{Dir: dir, Config: s.Config, Version: kafka, Layout: s.Layout})
 	if err != nil {
 		return nil, fmt.Errorf("%s: start cluster: %w", s.Name, err)
 	}
 	defer c.Stop()
 	start := time.Now()
-	e := &Env{C: c, D: d, start: start}
+	e := &Env{C: c, D: d, admin: admin, kafka: kafka, start: start}
 	e.Logf = func(format string, args ...any) {
 		logf("%s %6.1fs "+format, append([]any{s.Name, time.Since(start).Seconds()}, args...)...)
 	}
@@ -248,25 +281,49 @@ func Run(ctx context.Context, s Scenario, out string, o Options) (*Truth, error)
 		return nil, err
 	}
 	capture := filepath.Join(out, s.Name+".pcapng")
-	// The controller quorum's listeners (Raft fetches, broker heartbeats
-	// and registrations) are left out: a quarter of the packets, and no
-	// group traffic.
-	ctrl := map[uint16]bool{}
-	for _, p := range c.Ports(realkafka.ListenerController) {
-		ctrl[uint16(p)] = true
+	// Unless the scenario asks for them, the controller quorum's
+	// listeners (Raft fetches, broker heartbeats and registrations) are
+	// left out: a quarter of the packets, and no group traffic.
+	captured := []string{s.Layout.ClientListener(), s.Layout.InterBrokerListener()}
+	if s.Quorum {
+		captured = append(captured, realkafka.ListenerController)
 	}
-	n, err := c.Recorder().WritePcapng(capture, gen.LinkEthernet, func(conn *gen.Conn) bool {
-		return !ctrl[conn.Server.Port()]
-	})
+	listeners := c.Listeners()
+	include := func(conn *gen.Conn) bool { return slices.Contains(captured, listeners[conn.Server.String()].Name) }
+	n, err := c.Recorder().WritePcapng(capture, gen.LinkEthernet, include)
 	if err != nil {
 		return nil, fmt.Errorf("%s: write capture: %w", s.Name, err)
 	}
 	e.Logf("%d packets in %s", n, capture)
 
-	t := &Truth{Scenario: s.Name, Doc: s.Doc, Kafka: realkafka.Version4, Capture: filepath.Base(capture),
-		Packets: n, Ports: c.Ports(realkafka.ListenerPlaintext), Listeners: map[string]string{}, KwireArgs: s.Kwire}
-	for addr, l := range c.Listeners() {
+	t := &Truth{Scenario: s.Name, Doc: s.Doc, Kafka: kafka, Clients: d.Clients, Layout: s.Layout.String(),
+		Capture: filepath.Base(capture), Packets: n, Ports: c.Ports(captured...),
+		ClientPorts: c.Ports(s.Layout.ClientListener()), InterBrokerPorts: c.Ports(s.Layout.InterBrokerListener()),
+		Listeners: map[string]string{}, Requests: map[string]map[string]int{}, KwireArgs: s.Kwire}
+	if s.Quorum {
+		t.ControllerPorts = c.Ports(realkafka.ListenerController)
+	}
+	for addr, l := range listeners {
 		t.Listeners[addr] = fmt.Sprintf("node %d %s", l.Node, l.Name)
+	}
+	t.ClientIDs = map[string][]string{}
+	for _, conn := range c.Recorder().Conns() {
+		name := listeners[conn.Server.String()].Name
+		if !include(conn) {
+			continue
+		}
+		if t.Requests[name] == nil {
+			t.Requests[name] = map[string]int{}
+		}
+		for _, f := range conn.RequestFrames() {
+			t.Requests[name][fmt.Sprintf("%s v%d", f.API, f.Version)]++
+			if !slices.Contains(t.ClientIDs[name], f.ClientID) {
+				t.ClientIDs[name] = append(t.ClientIDs[name], f.ClientID)
+			}
+		}
+	}
+	for _, ids := range t.ClientIDs {
+		slices.Sort(ids)
 	}
 	for name, p := range s.Topics {
 		t.Topics = append(t.Topics, TopicTruth{Topic: name, Partitions: p})

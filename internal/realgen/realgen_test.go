@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/decode"
 	"github.com/kwire/kwire/internal/realkafka"
 )
 
@@ -27,6 +28,8 @@ var expectedHazards = map[string][]string{
 	// rk-c2 was SIGKILLed: its session expired, and the partitions it
 	// owned waited 10 s for the next generation.
 	"r_joins": {"member_expired"},
+	// The same on Kafka 3.9 and its clients: rk3-c2 was SIGKILLed.
+	"r3_joins": {"member_expired"},
 	// rk-s2, static, SIGKILLed the second time and not restarted: its
 	// session expired. Its restart inside the session before is no hazard.
 	"r_static": {"member_expired"},
@@ -53,6 +56,9 @@ var expectedInfo = map[string][]string{
 	// with the last heartbeat before; the new coordinator started their
 	// sessions anew (same generation, no rebalance).
 	"r_failover": {"heartbeat_late"},
+	// The same failover in the separate layout: the classic members
+	// reached no coordinator while the killed one was fenced.
+	"r_separate": {"heartbeat_late"},
 }
 
 // TestRealCaptures runs kwire analyze on every committed real capture
@@ -80,7 +86,8 @@ func TestRealCaptures(t *testing.T) {
 			if err := json.Unmarshal(b, &truth); err != nil {
 				t.Fatalf("%s: %v", tf, err)
 			}
-			snap, coords := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports, truth.KwireArgs...)
+			snap, coords, dec := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports, truth.KwireArgs...)
+			checkTraffic(t, truth, snap, dec)
 			expired := map[string]bool{}
 			for _, gt := range truth.Groups {
 				g := findGroup(snap, gt.Group)
@@ -446,9 +453,103 @@ func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot, expired 
 	}
 }
 
+// decodeLine is the decode counters of kwire's stats line.
+type decodeLine struct {
+	decode.Stats
+	ByAPI map[string]int64 `json:"exchanges_by_api"`
+}
+
+// checkTraffic compares what kwire decoded and counted with the requests
+// the recording relays framed (truth.Requests, by listener; captures made
+// before they were recorded have none): every request of every API and
+// version an exchange, none undecodable; every Fetch either a consumer's
+// or a replica's (the brokers' and the quorum's), and every consumer's
+// attributed to one group. Where listeners carry only the brokers' own
+// requests (the separate layout's BROKER, and CONTROLLER), kwire must
+// count exactly their Fetches as replication, exactly the CLIENT
+// listener's as consumption, and take none of their clients for a
+// client of the groups.
+func checkTraffic(t *testing.T, truth Truth, s *correlate.Snapshot, dec *decodeLine) {
+	t.Helper()
+	if len(truth.Requests) == 0 {
+		return
+	}
+	want := map[string]int64{}
+	fetches := map[string]int64{} // by listener
+	var versions []string
+	for l, byAPI := range truth.Requests {
+		for av, n := range byAPI {
+			api, _, _ := strings.Cut(av, " v")
+			want[api] += int64(n)
+			if api == "Fetch" {
+				fetches[l] += int64(n)
+			}
+			if l != realkafka.ListenerController && !slices.Contains(versions, av) {
+				versions = append(versions, av)
+			}
+		}
+	}
+	slices.Sort(versions)
+	t.Logf("Kafka %s, clients %s, %s layout: requests (client and inter-broker listeners) %v; Fetch by listener %v", truth.Kafka, truth.Clients, truth.Layout, versions, fetches)
+	if d := realkafka.DiffMaps(want, dec.ByAPI); d != "" {
+		t.Errorf("exchanges by API, the relays' requests vs kwire (-want +got):\n%s", d)
+	}
+	if dec.DecodeErrors != 0 || dec.Unsupported != 0 || dec.UnknownAPI != 0 {
+		t.Errorf("kwire: %d decode errors, %d unsupported versions, %d unknown APIs", dec.DecodeErrors, dec.Unsupported, dec.UnknownAPI)
+	}
+	st := s.Stats
+	var all int64
+	for _, n := range fetches {
+		all += n
+	}
+	if st.Fetches+st.ReplicaFetches != all {
+		t.Errorf("kwire counted %d consumer and %d replica fetches; the relays framed %d Fetch requests", st.Fetches, st.ReplicaFetches, all)
+	}
+	if st.FetchesUnknown != 0 || st.FetchesAmbiguous != 0 || len(s.Unattributed) != 0 {
+		t.Errorf("kwire: %d unattributed and %d ambiguous consumer fetches, unattributed consumption %+v; every consumer here is a group's",
+			st.FetchesUnknown, st.FetchesAmbiguous, s.Unattributed)
+	}
+	t.Logf("kwire: %d consumer fetches (%d attributed), %d replica fetches", st.Fetches, st.FetchesAttributed, st.ReplicaFetches)
+	if truth.Layout != realkafka.Separate.String() {
+		return
+	}
+	client := realkafka.Separate.ClientListener()
+	if got, want := st.ReplicaFetches, all-fetches[client]; got != want {
+		t.Errorf("kwire counted %d replica fetches; the %s and %s listeners carried %d Fetch requests",
+			got, realkafka.ListenerBroker, realkafka.ListenerController, want)
+	}
+	if got, want := st.Fetches, fetches[client]; got != want {
+		t.Errorf("kwire counted %d consumer fetches; the %s listener carried %d", got, client, want)
+	}
+	brokers := map[string]bool{}
+	for l, ids := range truth.ClientIDs {
+		for _, id := range ids {
+			if l != client && !slices.Contains(truth.ClientIDs[client], id) {
+				brokers[id] = true
+			}
+		}
+	}
+	if len(brokers) == 0 {
+		t.Errorf("no client ids of the brokers' own listeners in the truth: %v", truth.ClientIDs)
+	}
+	for _, c := range s.Clients {
+		if brokers[c.ClientID] {
+			t.Errorf("kwire tells %q, a client only of the brokers' listeners, as a client (attribution %s, group %s)", c.ClientID, c.Attribution, c.Group)
+		}
+	}
+	for _, g := range s.Groups {
+		for _, m := range g.Members {
+			if brokers[m.ClientID] {
+				t.Errorf("kwire tells %q, a client only of the brokers' listeners, as member %s of group %s", m.ClientID, m.MemberID, g.Group)
+			}
+		}
+	}
+}
+
 // analyze runs kwire analyze --json on capture with ports as the brokers'
-// (and args, the truth's kwire_args) and returns its summary and coordinator events.
-func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) (*correlate.Snapshot, []correlate.CoordinatorEvent) {
+// (and args, the truth's kwire_args) and returns its summary, coordinator
+// events and decode counters.
+func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) (*correlate.Snapshot, []correlate.CoordinatorEvent, *decodeLine) {
 	t.Helper()
 	var ps []string
 	for _, p := range ports {
@@ -464,23 +565,28 @@ func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) (
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 64<<20)
 	var coords []correlate.CoordinatorEvent
+	var snap *correlate.Snapshot
 	for sc.Scan() {
-		if bytes.Contains(sc.Bytes(), []byte(`"type":"coordinator"`)) {
+		switch {
+		case bytes.Contains(sc.Bytes(), []byte(`"type":"coordinator"`)):
 			var ev correlate.CoordinatorEvent
 			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 				t.Fatalf("kwire coordinator event: %v", err)
 			}
 			coords = append(coords, ev)
+		case bytes.Contains(sc.Bytes(), []byte(`"type":"summary"`)):
+			snap = new(correlate.Snapshot)
+			if err := json.Unmarshal(sc.Bytes(), snap); err != nil {
+				t.Fatalf("kwire summary: %v", err)
+			}
+		case bytes.Contains(sc.Bytes(), []byte(`"type":"stats"`)) && snap != nil:
+			var l struct{ Decode decodeLine }
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatalf("kwire stats: %v", err)
+			}
+			return snap, coords, &l.Decode
 		}
-		if !bytes.Contains(sc.Bytes(), []byte(`"type":"summary"`)) {
-			continue
-		}
-		var s correlate.Snapshot
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatalf("kwire summary: %v", err)
-		}
-		return &s, coords
 	}
-	t.Fatalf("kwire analyze %s wrote no summary line", capture)
-	return nil, nil
+	t.Fatalf("kwire analyze %s wrote no summary and stats lines", capture)
+	return nil, nil, nil
 }

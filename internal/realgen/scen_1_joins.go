@@ -15,81 +15,82 @@ func init() {
 		Topics: map[string]int{"rk-joins": 3},
 		Config: quietReplicas,
 		Groups: []string{"rk-joins"},
-		Run:    runJoins,
+		Run:    joins{group: "rk-joins", client: "rk-c"}.run,
 	})
 }
 
-const (
-	joinsTopic = "rk-joins"
-	joinsGroup = "rk-joins"
-)
+// joins is the story of r_joins (and r3_joins on Kafka 3.9) for group,
+// which is also its topic, and the clients <client>1 to <client>3.
+type joins struct{ group, client string }
 
-func joinsConsumer(client, commit string) map[string]any {
+func (j joins) consumer(n int, commit string) map[string]any {
 	return map[string]any{
-		"client_id": client, "group": joinsGroup, "topics": []string{joinsTopic},
+		"client_id": j.name(n), "group": j.group, "topics": []string{j.group},
 		"assignor": "range", "commit": commit, "auto_commit_interval_ms": 1000,
 		"session_timeout_ms": 10000, "heartbeat_ms": 1000,
 	}
 }
 
-func runJoins(ctx context.Context, e *Env) error {
-	if err := e.Produce(ctx, "rk-producer-1", joinsTopic, 30); err != nil {
+func (j joins) name(n int) string { return fmt.Sprintf("%s%d", j.client, n) }
+
+func (j joins) run(ctx context.Context, e *Env) error {
+	topic, c1n, c2n, c3n := j.group, j.name(1), j.name(2), j.name(3)
+	if err := e.Produce(ctx, "rk-producer-1", topic, 30); err != nil {
 		return err
 	}
-	c1, err := e.StartReady(ctx, gen.JavaConsumer, joinsConsumer("rk-c1", "auto"))
+	c1, err := e.StartReady(ctx, gen.JavaConsumer, j.consumer(1, "auto"))
 	if err != nil {
 		return err
 	}
-	_ = c1
-	e.Logf("rk-c1 owns partitions (generation %d)", lastGen(e.Reports(), "rk-c1"))
-	c2, err := e.StartReady(ctx, gen.JavaConsumer, joinsConsumer("rk-c2", "sync"))
+	e.Logf("%s owns partitions (generation %d)", c1n, lastGen(e.Reports(), c1n))
+	c2, err := e.StartReady(ctx, gen.JavaConsumer, j.consumer(2, "sync"))
 	if err != nil {
 		return err
 	}
-	if err := e.WaitFor(ctx, "rk-c1 in rk-c2's generation", sameGen("rk-c1", "rk-c2")); err != nil {
+	if err := e.WaitFor(ctx, c1n+" in "+c2n+"'s generation", sameGen(c1n, c2n)); err != nil {
 		return err
 	}
-	c3, err := e.StartReady(ctx, gen.JavaConsumer, joinsConsumer("rk-c3", "sync"))
+	c3, err := e.StartReady(ctx, gen.JavaConsumer, j.consumer(3, "sync"))
 	if err != nil {
 		return err
 	}
-	if err := e.WaitFor(ctx, "three members in one generation", sameGen("rk-c1", "rk-c2", "rk-c3")); err != nil {
+	if err := e.WaitFor(ctx, "three members in one generation", sameGen(c1n, c2n, c3n)); err != nil {
 		return err
 	}
-	if err := e.Produce(ctx, "rk-producer-2", joinsTopic, 30); err != nil {
+	if err := e.Produce(ctx, "rk-producer-2", topic, 30); err != nil {
 		return err
 	}
-	if err := e.WaitFor(ctx, "60 records consumed", consumedAll(joinsTopic, 60)); err != nil {
+	if err := e.WaitFor(ctx, "60 records consumed", consumedAll(topic, 60)); err != nil {
 		return err
 	}
-	g3 := lastGen(e.Reports(), "rk-c3")
+	g3 := lastGen(e.Reports(), c3n)
 	if err := c3.Terminate(ctx); err != nil {
-		return fmt.Errorf("rk-c3 close: %w", err)
+		return fmt.Errorf("%s close: %w", c3n, err)
 	}
-	if err := e.WaitFor(ctx, "rk-c1 and rk-c2 in a generation after rk-c3 left", func(rs []Report) bool {
-		return lastGen(rs, "rk-c1") > g3 && sameGen("rk-c1", "rk-c2")(rs)
+	if err := e.WaitFor(ctx, c1n+" and "+c2n+" in a generation after "+c3n+" left", func(rs []Report) bool {
+		return lastGen(rs, c1n) > g3 && sameGen(c1n, c2n)(rs)
 	}); err != nil {
 		return err
 	}
-	g2 := lastGen(e.Reports(), "rk-c2")
+	g2 := lastGen(e.Reports(), c2n)
 	if err := c2.Kill(); err != nil {
 		return err
 	}
-	e.Logf("rk-c2 SIGKILLed in generation %d", g2)
-	if err := e.WaitFor(ctx, "rk-c1 alone after rk-c2's session expired", func(rs []Report) bool {
-		return lastGen(rs, "rk-c1") > g2
+	e.Logf("%s SIGKILLed in generation %d", c2n, g2)
+	if err := e.WaitFor(ctx, c1n+" alone after "+c2n+"'s session expired", func(rs []Report) bool {
+		return lastGen(rs, c1n) > g2
 	}); err != nil {
 		return err
 	}
-	if err := e.Produce(ctx, "rk-producer-3", joinsTopic, 30); err != nil {
+	if err := e.Produce(ctx, "rk-producer-3", topic, 30); err != nil {
 		return err
 	}
-	if err := e.WaitFor(ctx, "90 records consumed", consumedAll(joinsTopic, 90)); err != nil {
+	if err := e.WaitFor(ctx, "90 records consumed", consumedAll(topic, 90)); err != nil {
 		return err
 	}
 	// An auto commit covering the last records, then close (LeaveGroup,
 	// after a last commit).
-	if err := e.WaitFor(ctx, "rk-c1 committed every record", committedAll("rk-c1", joinsTopic, 90)); err != nil {
+	if err := e.WaitFor(ctx, c1n+" committed every record", committedAll(c1n, topic, 90)); err != nil {
 		return err
 	}
 	return c1.Terminate(ctx)

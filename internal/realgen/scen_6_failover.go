@@ -122,9 +122,16 @@ func runFailover(ctx context.Context, e *Env) error {
 // coordinator asks the Admin client (DescribeGroups) which node
 // coordinates group.
 func (e *Env) coordinator(ctx context.Context, group string) (int32, error) {
+	cs, err := e.coordinators(ctx, group)
+	return cs[group], err
+}
+
+// coordinators asks the Admin client (one DescribeGroups call) which node
+// coordinates each group.
+func (e *Env) coordinators(ctx context.Context, groups ...string) (map[string]int32, error) {
 	if err := e.RunJava(ctx, gen.JavaAdmin, map[string]any{"client_id": "rk-admin", "stop_on_error": true,
-		"ops": []map[string]any{{"op": "describe_groups", "groups": []string{group}}}}); err != nil {
-		return 0, fmt.Errorf("describe %s: %w", group, err)
+		"ops": []map[string]any{{"op": "describe_groups", "groups": groups}}}); err != nil {
+		return nil, fmt.Errorf("describe %v: %w", groups, err)
 	}
 	rs := e.Reports()
 	for i := len(rs) - 1; i >= 0; i-- {
@@ -140,11 +147,15 @@ func (e *Env) coordinator(ctx context.Context, group string) (int32, error) {
 		if err := json.Unmarshal(rs[i].Raw, &r); err != nil || r.Op != "describe_groups" {
 			continue
 		}
-		c, ok := r.Result[group]
-		if !ok || c.Coordinator < 0 {
-			return 0, fmt.Errorf("describe %s: no coordinator in %s", group, rs[i].Raw)
+		out := map[string]int32{}
+		for _, g := range groups {
+			c, ok := r.Result[g]
+			if !ok || c.Coordinator < 0 {
+				return nil, fmt.Errorf("describe %s: no coordinator in %s", g, rs[i].Raw)
+			}
+			out[g] = c.Coordinator
 		}
-		return c.Coordinator, nil
+		return out, nil
 	}
-	return 0, fmt.Errorf("describe %s: no admin report", group)
+	return nil, fmt.Errorf("describe %v: no admin report", groups)
 }

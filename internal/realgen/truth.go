@@ -24,11 +24,29 @@ import (
 type Truth struct {
 	Scenario string `json:"scenario"`
 	Doc      string `json:"doc"`
-	Kafka    string `json:"kafka"`
-	Capture  string `json:"capture"`
-	Packets  int    `json:"packets"`
-	// Ports are every relayed listener's port: kwire analyze --port.
+	// Kafka is the brokers' version; Clients the Java clients' (the group
+	// members', producers'; the Admin client is always 4.4's).
+	Kafka   string `json:"kafka"`
+	Clients string `json:"clients,omitempty"`
+	// Layout is the listener layout: "shared" (clients and inter-broker
+	// traffic on one listener) or "separate".
+	Layout  string `json:"layout,omitempty"`
+	Capture string `json:"capture"`
+	Packets int    `json:"packets"`
+	// Ports are the port of every listener in the capture: kwire analyze
+	// --port.
 	Ports []int `json:"ports"`
+	// ClientPorts are the client listener's ports, InterBrokerPorts the
+	// inter-broker listener's (the same in the shared layout),
+	// ControllerPorts the quorum's when the capture holds them.
+	ClientPorts      []int `json:"client_ports,omitempty"`
+	InterBrokerPorts []int `json:"inter_broker_ports,omitempty"`
+	ControllerPorts  []int `json:"controller_ports,omitempty"`
+	// Requests count the capture's requests by listener name and API and
+	// version ("Fetch v17"), as the recording relays framed them.
+	Requests map[string]map[string]int `json:"requests,omitempty"`
+	// ClientIDs are the request headers' client ids by listener name.
+	ClientIDs map[string][]string `json:"client_ids,omitempty"`
 	// KwireArgs are kwire analyze's flags for the brokers' settings that
 	// are not on the wire (e.g. --consumer-session-timeout).
 	KwireArgs []string `json:"kwire_args,omitempty"`
@@ -163,7 +181,12 @@ func (e *Env) readTruth(ctx context.Context, t *Truth, groups, share []string) e
 	}()
 	go func() {
 		var err error
-		all, err = e.consumeOffsets(ctx, "")
+		// A 3.9 cluster has no share groups and no KIP-848 groups unless
+		// enabled (group.coordinator.rebalance.protocols): its classic
+		// records are all there is.
+		if e.kafka != realkafka.Version3 {
+			all, err = e.consumeOffsets(ctx, "")
+		}
 		errc <- err
 	}()
 	for range 3 {
@@ -256,13 +279,21 @@ func (e *Env) consumeOffsets(ctx context.Context, formatter string) ([]formatted
 // consumeTopic reads all of an internal topic with Kafka's ConsoleConsumer
 // and formatter, as consumeOffsets.
 func (e *Env) consumeTopic(ctx context.Context, topic, formatter string) ([]formatted, error) {
-	cp := filepath.Join(realkafka.LibDir(realkafka.Version4), "*")
+	// The cluster's own line's tools and formatters; 3.9's ConsoleConsumer
+	// takes --consumer-property (4.x: --command-property).
+	cp := filepath.Join(realkafka.LibDir(e.kafka), "*")
+	prop := "--command-property"
+	if e.kafka == realkafka.Version3 {
+		prop = "--consumer-property"
+	}
 	args := []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp,
 		"org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", e.C.Addrs()[0],
 		"--topic", topic, "--from-beginning", "--timeout-ms", "10000", "--formatter", formatter,
-		"--command-property", "client.id=rk-truth", "--command-property", "enable.auto.commit=false",
+		prop, "client.id=rk-truth", prop, "enable.auto.commit=false",
 		"--group", fmt.Sprintf("rk-truth-%d", time.Now().UnixNano())}
 	if formatter == "" {
+		// GroupRecords.java is built on 4.4's record serde.
+		args[4] = filepath.Join(realkafka.LibDir(realkafka.Version4), "*")
 		// e.D.Dir is <module>/java/driver.
 		src := filepath.Join(filepath.Dir(filepath.Dir(e.D.Dir)), "internal", "realgen", "GroupRecords.java")
 		args = append(args[:5:5], src, e.C.Addrs()[0])

@@ -38,6 +38,19 @@ func (l Layout) String() string {
 	return "shared"
 }
 
+// ClientListener is the listener clients bootstrap from in layout l (the
+// first of Addrs).
+func (l Layout) ClientListener() string { return listenerNames(l)[0] }
+
+// InterBrokerListener is the listener brokers replicate on and send each
+// other their requests (inter.broker.listener.name) in layout l.
+func (l Layout) InterBrokerListener() string {
+	if l == Separate {
+		return ListenerBroker
+	}
+	return ListenerPlaintext
+}
+
 // Listener names, as in the nodes' server.properties.
 const (
 	ListenerPlaintext  = "PLAINTEXT"

@@ -49,10 +49,6 @@ func (n *node) config() map[string]string {
 			advertised = append(advertised, r.name+"://"+r.addr)
 		}
 	}
-	interBroker := ListenerPlaintext
-	if c.opts.Layout == Separate {
-		interBroker = ListenerBroker
-	}
 	return map[string]string{
 		"process.roles":                  "broker,controller",
 		"node.id":                        strconv.Itoa(int(n.id)),
@@ -61,7 +57,7 @@ func (n *node) config() map[string]string {
 		"listeners":                      strings.Join(listeners, ","),
 		"advertised.listeners":           strings.Join(advertised, ","),
 		"listener.security.protocol.map": strings.Join(protocols, ","),
-		"inter.broker.listener.name":     interBroker,
+		"inter.broker.listener.name":     c.opts.Layout.InterBrokerListener(),
 		"log.dirs":                       filepath.Join(n.dir, "data"),
 		// Internal topics replicated as in production (3, min ISR 2),
 		// with fewer partitions than the defaults (50) so that the first

@@ -131,44 +131,52 @@ final class ConsumerMode {
             c.subscribe(topics(a), m);
             long n = 0;
             boolean slept = false;
-            while (!t.stopped() && (limit == 0 || n < limit)) {
-                if (!turn.isEmpty() && turnAt > 0 && System.currentTimeMillis() >= turnAt) {
-                    ObjectNode r = m.stamp(m.report("turned"));
-                    r.put("turn", turn);
-                    t.out.send(r);
-                    turnAt = 0;
-                    if (turn.equals("no_commit")) {
-                        commit = "none";
-                    } else {
-                        turned(t, c, m, turn, last, Main.num(a, "stall_commit_ms", 1000));
+            try {
+                while (!t.stopped() && (limit == 0 || n < limit)) {
+                    if (!turn.isEmpty() && turnAt > 0 && System.currentTimeMillis() >= turnAt) {
+                        ObjectNode r = m.stamp(m.report("turned"));
+                        r.put("turn", turn);
+                        t.out.send(r);
+                        turnAt = 0;
+                        if (turn.equals("no_commit")) {
+                            commit = "none";
+                        } else {
+                            turned(t, c, m, turn, last, Main.num(a, "stall_commit_ms", 1000));
+                            break;
+                        }
+                    }
+                    ConsumerRecords<byte[], byte[]> rs;
+                    try {
+                        rs = c.poll(Duration.ofMillis(200));
+                    } catch (WakeupException e) {
                         break;
                     }
+                    if (w != null) {
+                        w.drain(c); // commit what finished, in the order it finished
+                    }
+                    if (rs.isEmpty()) {
+                        continue;
+                    }
+                    n += rs.count();
+                    m.consumed(rs);
+                    if (w != null) {
+                        rs.forEach(w::submit);
+                    } else {
+                        commit(c, m, commit, rs, last);
+                    }
+                    if (slowPoll > 0 && !slept) {
+                        slept = true;
+                        ObjectNode r = m.stamp(m.report("slow_poll"));
+                        r.put("ms", slowPoll);
+                        t.out.send(r);
+                        t.await(Duration.ofMillis(slowPoll)); // no poll: past max.poll.interval.ms the client leaves
+                    }
                 }
-                ConsumerRecords<byte[], byte[]> rs;
-                try {
-                    rs = c.poll(Duration.ofMillis(200));
-                } catch (WakeupException e) {
-                    break;
-                }
-                if (w != null) {
-                    w.drain(c); // commit what finished, in the order it finished
-                }
-                if (rs.isEmpty()) {
-                    continue;
-                }
-                n += rs.count();
-                m.consumed(rs);
-                if (w != null) {
-                    rs.forEach(w::submit);
-                } else {
-                    commit(c, m, commit, rs, last);
-                }
-                if (slowPoll > 0 && !slept) {
-                    slept = true;
-                    ObjectNode r = m.stamp(m.report("slow_poll"));
-                    r.put("ms", slowPoll);
-                    t.out.send(r);
-                    t.await(Duration.ofMillis(slowPoll)); // no poll: past max.poll.interval.ms the client leaves
+            } catch (WakeupException e) {
+                // The stop's wakeup hit a call other than the poll (a
+                // commitSync): the member closes all the same.
+                if (!t.stopped()) {
+                    throw e;
                 }
             }
             if (w != null) {

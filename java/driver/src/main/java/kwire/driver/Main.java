@@ -2,6 +2,8 @@ package kwire.driver;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.PrintStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -24,14 +26,40 @@ public final class Main {
         void run(Task task) throws Exception;
     }
 
-    static final Map<String, Mode> MODES = new TreeMap<>(Map.of(
-            "consumer", ConsumerMode::run,
-            "share", ShareMode::run,
-            "producer", ProducerMode::run,
-            "txn", TxnMode::run,
-            "ctp", CtpMode::run,
-            "streams", StreamsMode::run,
-            "admin", AdminMode::run));
+    /**
+     * MODES maps each mode to its class, which has {@code static void
+     * run(Task)}. They are looked up by name: the Kafka 3 build (pom.xml,
+     * profile kafka3: the 3.9 clients) leaves out the classes that need the
+     * 4.x clients (admin, share, streams), and says so when one is asked for.
+     */
+    static final Map<String, String> MODES = new TreeMap<>(Map.of(
+            "consumer", "ConsumerMode",
+            "share", "ShareMode",
+            "producer", "ProducerMode",
+            "txn", "TxnMode",
+            "ctp", "CtpMode",
+            "streams", "StreamsMode",
+            "admin", "AdminMode"));
+
+    /** mode returns the mode's run method, null when this build leaves its class out. */
+    static Mode mode(String name) {
+        Method run;
+        try {
+            run = Class.forName(Main.class.getPackageName() + "." + MODES.get(name)).getDeclaredMethod("run", Task.class);
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+        return task -> {
+            try {
+                run.invoke(null, task);
+            } catch (InvocationTargetException e) {
+                if (e.getCause() instanceof Exception x) {
+                    throw x;
+                }
+                throw (Error) e.getCause();
+            }
+        };
+    }
 
     /** finished is set when main is done: the shutdown hook has nothing to wait for. */
     private static volatile boolean finished;
@@ -49,6 +77,12 @@ public final class Main {
         if (argv.length < 1 || !MODES.containsKey(argv[0])) {
             System.err.println("usage: kwire.driver.Main MODE [TASK-JSON] (modes: " + String.join(", ", MODES.keySet())
                     + "); the task comes from $KWIRE_GEN_CHILD otherwise");
+            System.exit(2);
+        }
+        Mode mode = mode(argv[0]);
+        if (mode == null) {
+            System.err.println("kwire-driver " + argv[0] + ": not in this build (the 3.9 clients', pom.xml profile kafka3):"
+                    + " the mode needs the 4.x clients of the default build, java/driver/target");
             System.exit(2);
         }
         String raw = argv.length > 1 ? argv[1] : System.getenv("KWIRE_GEN_CHILD");
@@ -78,7 +112,7 @@ public final class Main {
         }, "kwire-stop"));
         int code = 0;
         try {
-            MODES.get(argv[0]).run(task);
+            mode.run(task);
         } catch (Throwable e) {
             if (!task.stopped()) {
                 System.err.println("kwire-driver " + argv[0] + ": " + e);
