@@ -6,10 +6,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -234,10 +236,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	return nil
 }
 
-// FreePorts returns n distinct loopback ports free now. The JVMs bind
-// them a little later; on a machine with many listeners starting at once
-// another process could take one first, and the node then fails to start,
-// saying so.
+// FreePorts returns n distinct loopback ports free now, below the
+// kernel's ephemeral range. The JVMs bind them a little later: a port of
+// the ephemeral range could meanwhile become the source port of one of
+// the many connections a starting cluster opens (relays to backends,
+// clients), and the node would fail to bind it (a run failed so, Address
+// already in use). Below the range only another listener can take one;
+// the node then fails to start, saying so.
 func FreePorts(n int) ([]int, error) {
 	var lns []net.Listener
 	defer func() {
@@ -245,16 +250,36 @@ func FreePorts(n int) ([]int, error) {
 			ln.Close()
 		}
 	}()
+	lo, hi := listenRange()
 	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 50*n {
+			return nil, fmt.Errorf("realkafka: no %d free loopback ports in %d-%d", n, lo, hi-1)
+		}
+		p := lo + mrand.IntN(hi-lo)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 		if err != nil {
-			return nil, fmt.Errorf("realkafka: pick a free port: %w", err)
+			continue
 		}
 		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
 	}
 	return ports, nil
+}
+
+// listenRange is where FreePorts picks: the 10000 ports below the
+// kernel's ephemeral range (net.ipv4.ip_local_port_range; 32768 when it
+// cannot be read), not under 1024.
+func listenRange() (lo, hi int) {
+	hi = 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 2048 {
+				hi = v
+			}
+		}
+	}
+	return max(1024, hi-10000), hi
 }
 
 // format runs Kafka's StorageTool on every node at once, with the same

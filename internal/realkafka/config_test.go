@@ -192,3 +192,20 @@ func TestClusterID(t *testing.T) {
 		}
 	}
 }
+
+// TestFreePorts: the ports are distinct, free, and below the kernel's
+// ephemeral range, where no outgoing connection takes one.
+func TestFreePorts(t *testing.T) {
+	ps, err := FreePorts(30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := listenRange()
+	seen := map[int]bool{}
+	for _, p := range ps {
+		if p < lo || p >= hi || seen[p] {
+			t.Errorf("port %d: repeated or outside %d-%d", p, lo, hi-1)
+		}
+		seen[p] = true
+	}
+}
