@@ -31,7 +31,8 @@ public final class Main {
             "txn", TxnMode::run,
             "ctp", CtpMode::run,
             "streams", StreamsMode::run,
-            "admin", AdminMode::run));
+            "admin", AdminMode::run,
+            "churn", ChurnMode::run));
 
     /** finished is set when main is done: the shutdown hook has nothing to wait for. */
     private static volatile boolean finished;
