@@ -25,6 +25,10 @@ type endState struct {
 	batches []batchTime
 	marks   []endMark
 	waiting []*partState
+
+	// acked are the records Produce responses acknowledged, by offset
+	// (hazard_acked.go).
+	acked []ackedRun
 }
 
 // End sources, as EndFrom says them.
@@ -104,6 +108,7 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 				end := bs[len(bs)-1].last + rp.BaseOffset + 1
 				s.hwm.set(end, at, endProduce)
 				s.addMark(end, ms)
+				c.producedAcked(e, req, s, tp{topic, rp.Partition}, rp.BaseOffset, end-1, t.TopicID, produceRecords(req, t.Topic, t.TopicID, rp.Partition))
 			}
 		}
 	case *kmsg.ListOffsetsResponse:
@@ -175,6 +180,23 @@ func (c *Correlator) produceBatches(e *decode.Exchange, req *kmsg.ProduceRequest
 		}
 	}
 	return out
+}
+
+// produceRecords returns the records of req for a partition of its
+// response's topic (named by name or id, as the response does).
+func produceRecords(req *kmsg.ProduceRequest, name string, id [16]byte, partition int32) []byte {
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		if t.Topic != name || t.TopicID != id {
+			continue
+		}
+		for j := range t.Partitions {
+			if t.Partitions[j].Partition == partition {
+				return t.Partitions[j].Records
+			}
+		}
+	}
+	return nil
 }
 
 // endTopic is topicKey without its side effects: an id not (yet)

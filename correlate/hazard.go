@@ -27,6 +27,7 @@ const (
 	HazardInconsistentProtocol = "inconsistent_group_protocol"
 	HazardProducerAcksWeak     = "producer_acks_weak"
 	HazardClientIDChurn        = "client_id_churn"
+	HazardAckedRecordsLost     = "acked_records_lost"
 	// Transactions (KIP-98), see hazard_txn.go.
 	HazardZombieProducer          = "zombie_producer"
 	HazardHangingTransaction      = "hanging_transaction"
@@ -48,7 +49,7 @@ var HazardKinds = []string{
 	HazardCommitRegression, HazardCommitGap, HazardCommitBeyondFetch, HazardCommitRejected, HazardNonOwnerCommit,
 	HazardNonOwnerFetch, HazardOffsetReset, HazardCommitOnReceive, HazardMemberExpired, HazardHeartbeatLate,
 	HazardRebalanceStorm, HazardRebalanceSlow, HazardInconsistentProtocol, HazardProducerAcksWeak, HazardClientIDChurn,
-	HazardZombieProducer, HazardHangingTransaction, HazardTxnOffsetCommitRejected, HazardTxnOffsetsAborted,
+	HazardAckedRecordsLost, HazardZombieProducer, HazardHangingTransaction, HazardTxnOffsetCommitRejected, HazardTxnOffsetsAborted,
 	HazardShareRedelivery, HazardShareAckLost, HazardShareMemberDied, HazardConsumerStopped, HazardConsumerStalled,
 }
 
@@ -112,6 +113,7 @@ func SeverityRank(s string) int {
 //	inconsistent_group_protocol  warn      group/client, until the client's JoinGroup is accepted
 //	producer_acks_weak           info      client (host + client id)/topic/acks
 //	client_id_churn              warn      client host, until ChurnWindow passes without a new client id
+//	acked_records_lost           critical  topic/partition/client/old leader/new leader/first offset taken over
 //	zombie_producer              warn      transactional id/producer id/epoch: a request of an epoch that a
 //	                                       newer InitProducerID fenced, answered PRODUCER_FENCED or
 //	                                       INVALID_PRODUCER_EPOCH
@@ -695,6 +697,7 @@ func (c *Correlator) hazardTick(final bool) {
 	c.settleBeyond(final)
 	c.txnTick(final)
 	c.shareTick(final)
+	c.churnTick(final)
 	c.healthTick(final)
 	h := c.hz()
 	if c.now.Sub(c.loss.forgotAt) >= time.Minute {

@@ -13,8 +13,18 @@ import (
 
 // hostHazard is what hazard detection keeps for one client host.
 type hostHazard struct {
-	seen   map[string]bool // client ids seen from the host
-	recent []idMark        // client ids first seen within ChurnWindow
+	seen map[string]bool // client ids seen from the host
+	// episode are the new client ids of the churn episode under way:
+	// each first seen at most ChurnWindow after the one before; recent
+	// those of them first seen within ChurnWindow of the newest.
+	episode []idMark
+	recent  []idMark
+	// churning: ChurnClientIDs of them came within ChurnWindow (at
+	// churnAt, the one that made it so); reported once the episode's
+	// hazard was published.
+	churning bool
+	churnAt  time.Time
+	reported bool
 }
 
 // idMark is a client id first seen.
@@ -51,7 +61,9 @@ func (c *Correlator) produceHazards(e *decode.Exchange, req *kmsg.ProduceRequest
 
 // clientIDSeen watches for hosts creating many client ids (field report 2:
 // brokers keep metrics per client id; auto-generated ids exhausted a
-// broker's heap).
+// broker's heap). Once ChurnClientIDs new ids came from a host within
+// ChurnWindow, the host is churning; its hazard counts every new id of
+// the episode (churnTick reports it).
 func (c *Correlator) clientIDSeen(e *decode.Exchange) {
 	if e.ClientID == "" || e.Conn == nil {
 		return
@@ -71,22 +83,51 @@ func (c *Correlator) clientIDSeen(e *decode.Exchange) {
 	}
 	hh.seen[e.ClientID] = true
 	at, window := e.ReqTime.UTC(), c.opts.Hazards.ChurnWindow
-	key := episodeKey(HazardClientIDChurn, host)
-	if n := len(hh.recent); n > 0 && at.Sub(hh.recent[n-1].at) > window {
-		c.endEpisode(key)
+	if n := len(hh.episode); n > 0 && at.Sub(hh.episode[n-1].at) > window {
+		c.churnReport(host, hh)
+		c.endEpisode(episodeKey(HazardClientIDChurn, host))
+		hh.episode, hh.recent, hh.churning, hh.reported = nil, nil, false, false
 	}
+	m := idMark{id: e.ClientID, at: at, ev: c.evidenceOf(e)}
+	hh.episode = append(hh.episode, m)
 	hh.recent = trimMarks(hh.recent, func(x idMark) bool { return at.Sub(x.at) > window })
-	hh.recent = append(hh.recent, idMark{id: e.ClientID, at: at, ev: c.evidenceOf(e)})
-	if len(hh.recent) < c.opts.Hazards.ChurnClientIDs || c.episodeOpen(key) {
+	hh.recent = append(hh.recent, m)
+	if !hh.churning && len(hh.recent) >= c.opts.Hazards.ChurnClientIDs {
+		hh.churning, hh.churnAt = true, at
+	}
+}
+
+// churnTick reports the churning hosts' hazards: an episode is told once
+// ChurnWindow passed without a new client id (its end), at the end of the
+// input, or, while new ids keep coming, ChurnWindow after it began to
+// churn, with the ids so far.
+func (c *Correlator) churnTick(final bool) {
+	window := c.opts.Hazards.ChurnWindow
+	for _, host := range sortedKeys(c.hz().hosts) {
+		hh := c.hz().hosts[host]
+		if !hh.churning || hh.reported {
+			continue
+		}
+		if final || c.now.Sub(hh.episode[len(hh.episode)-1].at) > window || c.now.Sub(hh.churnAt) >= window {
+			c.churnReport(host, hh)
+		}
+	}
+}
+
+// churnReport publishes host's churn hazard: every new client id of its
+// episode so far.
+func (c *Correlator) churnReport(host string, hh *hostHazard) {
+	if !hh.churning || hh.reported {
 		return
 	}
-	first, last := hh.recent[0], hh.recent[len(hh.recent)-1]
-	ev := &HazardEvent{Kind: HazardClientIDChurn, Severity: SeverityWarn, ClientHost: host, at: at,
-		Count: int64(len(hh.recent)), WindowMillis: millis(last.at.Sub(first.at))}
-	ids := make([]string, len(hh.recent))
-	for i, x := range hh.recent {
+	hh.reported = true
+	ids := make([]string, len(hh.episode))
+	for i, x := range hh.episode {
 		ids[i] = x.id
 	}
+	first, last := hh.episode[0], hh.episode[len(hh.episode)-1]
+	ev := &HazardEvent{Kind: HazardClientIDChurn, Severity: SeverityWarn, ClientHost: host, at: last.at,
+		Count: int64(len(ids)), WindowMillis: millis(last.at.Sub(first.at))}
 	ev.ClientID = idPattern(ids)
 	stem := strings.TrimSuffix(ev.ClientID, "*")
 	for _, id := range ids {
@@ -99,13 +140,13 @@ func (c *Correlator) clientIDSeen(e *decode.Exchange) {
 	}
 	ev.Summary = fmt.Sprintf("host %s used %d new client ids in %v (%s): brokers keep metrics per client id, "+
 		"and clients created with generated ids can exhaust a broker's memory; reuse stable client ids",
-		host, len(hh.recent), last.at.Sub(first.at).Round(time.Millisecond), strings.Join(ev.ClientIDs, ", "))
-	for i, x := range hh.recent {
-		if i < maxEvidence-1 || i == len(hh.recent)-1 {
+		host, len(ids), last.at.Sub(first.at).Round(time.Millisecond), strings.Join(ev.ClientIDs, ", "))
+	for i, x := range hh.episode {
+		if i < maxEvidence-1 || i == len(hh.episode)-1 {
 			ev.Evidence = append(ev.Evidence, x.ev)
 		}
 	}
-	c.report(key, ev)
+	c.report(episodeKey(HazardClientIDChurn, host), ev)
 }
 
 // idPattern names the ids' largest family: the ids that differ only in

@@ -49,6 +49,11 @@ func TestHazardProducerAcksWeak(t *testing.T) {
 	}
 }
 
+// TestHazardClientIDChurn: a host churning (ChurnClientIDs new ids within
+// ChurnWindow) is told once per episode, with every new id of the episode
+// (the driver's count, not the threshold's): at the episode's end (a
+// window without a new id, or the end of the input), or a window after it
+// began to churn while ids keep coming.
 func TestHazardClientIDChurn(t *testing.T) {
 	h := newHarness(t, nil)
 	meta := func(at time.Duration, host, cid string) {
@@ -65,10 +70,16 @@ func TestHazardClientIDChurn(t *testing.T) {
 	for i := 1; i <= 10; i++ {
 		meta(time.Duration(i)*time.Second, "10.0.0.6", fmt.Sprintf("svc-%d", i))
 	}
-	// Two quiet minutes, then churn again: a second episode.
-	for i := 1; i <= 20; i++ {
+	// Two quiet minutes, then churn again: a second episode, to the end.
+	for i := 1; i <= 22; i++ {
 		meta(3*time.Minute+time.Duration(i)*time.Second, "10.0.0.5", fmt.Sprintf("consumer-app-%d", 100+i))
 	}
+	// Churn that does not stop: told a window after the 20th id, with
+	// the ids so far; the rest of the episode is not told again.
+	for i := 1; i <= 100; i++ {
+		meta(5*time.Minute+time.Duration(i)*time.Second, "10.0.0.7", fmt.Sprintf("producer-%d", i))
+	}
+	h.close(7 * time.Minute)
 	type view struct {
 		Host, Pattern string
 		Count         int64
@@ -78,7 +89,8 @@ func TestHazardClientIDChurn(t *testing.T) {
 	for _, ev := range h.hazards() {
 		got = append(got, view{ev.ClientHost, ev.ClientID, ev.Count, ev.WindowMillis})
 	}
-	want := []view{{"10.0.0.5", "consumer-app-*", 20, 19000}, {"10.0.0.5", "consumer-app-*", 20, 19000}}
+	want := []view{{"10.0.0.5", "consumer-app-*", 25, 24000}, {"10.0.0.5", "consumer-app-*", 22, 21000},
+		{"10.0.0.7", "producer-*", 80, 79000}}
 	if d := diff(want, got); d != "" {
 		t.Errorf("client_id_churn (-want +got):\n%s", d)
 	}

@@ -160,3 +160,14 @@ func ScanProduce(r *kmsg.ProduceRequest, into []Batches) []Batches {
 	}
 	return into
 }
+
+// BatchSequence returns the base sequence in the header of the first
+// record batch of b (magic 2: an idempotent producer's number of its
+// first record, KIP-98; -1 for others); ok is false when b does not
+// start with one.
+func BatchSequence(b []byte) (seq int32, ok bool) {
+	if len(b) < batchHeaderLen || b[batchMagicOff] != 2 {
+		return -1, false
+	}
+	return int32(binary.BigEndian.Uint32(b[batchProducerOff+10:])), true
+}

@@ -9,17 +9,23 @@ import (
 	"github.com/kwire/kwire/capture"
 )
 
-// TestBatchProducerAndDrop: the producer id and epoch are read from a batch
-// header built by kmsg, and survive DropRecords only for transactional
-// Produce requests.
+// TestBatchProducerAndDrop: the producer id, epoch and base sequence are
+// read from a batch header built by kmsg, and survive DropRecords only for
+// transactional Produce requests.
 func TestBatchProducerAndDrop(t *testing.T) {
-	b := kmsg.RecordBatch{Magic: 2, ProducerID: 7391, ProducerEpoch: 12, NumRecords: 1, Records: []byte{1, 2, 3}}
+	b := kmsg.RecordBatch{Magic: 2, ProducerID: 7391, ProducerEpoch: 12, FirstSequence: 4021, NumRecords: 1, Records: []byte{1, 2, 3}}
 	raw := b.AppendTo(nil)
 	if id, ep, ok := BatchProducer(raw); !ok || id != 7391 || ep != 12 {
 		t.Fatalf("BatchProducer = %d, %d, %v; want 7391, 12, true", id, ep, ok)
 	}
+	if seq, ok := BatchSequence(raw); !ok || seq != 4021 {
+		t.Fatalf("BatchSequence = %d, %v; want 4021, true", seq, ok)
+	}
 	if _, _, ok := BatchProducer(raw[:batchHeaderLen-1]); ok {
 		t.Error("a cut header was read")
+	}
+	if _, ok := BatchSequence(raw[:batchHeaderLen-1]); ok {
+		t.Error("a cut header's sequence was read")
 	}
 	txn := "t"
 	tests := []struct {

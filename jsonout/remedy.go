@@ -34,6 +34,8 @@ var remedies = map[string]string{
 		"and a topic min.insync.replicas of 2 or more",
 	"client_id_churn": "a host keeps making new client ids: give each application instance a stable client.id and reuse " +
 		"clients instead of creating one per request",
+	"acked_records_lost": "a leader failed holding acknowledged records its followers did not have: produce with acks=all " +
+		"(enable.idempotence=true) and min.insync.replicas of 2 or more; resend the lost offsets' records from the source",
 	"zombie_producer": "an old producer instance still sends after a new one took its transactional.id: stop it (it must close " +
 		"on PRODUCER_FENCED, not retry), and give each instance its own transactional.id",
 	"hanging_transaction": "read_committed consumers wait behind an open transaction: find its producer (the transactional id), " +

@@ -23,6 +23,7 @@ const (
 	JavaCTP      = "ctp"      // consume-transform-produce, read_committed
 	JavaStreams  = "streams"  // Kafka Streams, classic or streams protocol
 	JavaAdmin    = "admin"    // Admin: reset offsets, delete offsets/records, describes
+	JavaChurn    = "churn"    // a new producer and consumer (new client.id) per request
 )
 
 // ErrNoJavaDriver is returned (wrapped, saying what is missing) by

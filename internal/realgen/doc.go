@@ -18,7 +18,11 @@
 // source-file mode). Transactions are read from __transaction_state with
 // TransactionLogMessageFormatter (every state change: producer id and
 // epoch, state, partitions), with the coordinators' "due to timeout"
-// rollback log lines. Beside it are the coordinators' log lines ("Stabilized
+// rollback log lines. A scenario may add its own (Scenario.Truth): a
+// partition's records read back from the broker with their offsets and
+// the producers' keys (the acknowledged records a log lost), the
+// committed offsets and log bounds the Admin client gave before a
+// consumer started (its offset reset). Beside it are the coordinators' log lines ("Stabilized
 // group ... generation N"), the Java clients' reports (member ids,
 // generations, owned partitions, commits) and the relayed ports kwire
 // must be told (--port).

@@ -48,6 +48,9 @@ type Scenario struct {
 	// settings that are not on the wire (Truth.KwireArgs).
 	Kwire []string
 	Run   func(ctx context.Context, e *Env) error
+	// Truth, if set, adds the scenario's own truth (read after the
+	// capture was written, like the rest).
+	Truth func(ctx context.Context, e *Env, t *Truth) error
 }
 
 var scenarios []Scenario
@@ -200,8 +203,14 @@ func (e *Env) Reports() []Report {
 // Produce runs a Java producer (acks=all) writing n records spread by key
 // over topic's partitions.
 func (e *Env) Produce(ctx context.Context, clientID, topic string, n int) error {
+	return e.produceTo(ctx, clientID, topic, -1, n)
+}
+
+// produceTo writes n records to topic/partition (-1: spread by key) with
+// acks=all.
+func (e *Env) produceTo(ctx context.Context, client, topic string, partition int32, n int) error {
 	return e.RunJava(ctx, gen.JavaProducer, map[string]any{
-		"client_id": clientID, "topic": topic, "records": n, "size": 20, "acks": "all",
+		"client_id": client, "topic": topic, "partition": partition, "records": n, "size": 20, "acks": "all",
 	})
 }
 
@@ -335,6 +344,11 @@ func Run(ctx context.Context, s Scenario, out string, o Options) (*Truth, error)
 	if t.Transactions, err = e.transactions(ctx, s.Transactions); err != nil {
 		return nil, fmt.Errorf("%s: truth: %w", s.Name, err)
 	}
+	if s.Truth != nil {
+		if err := s.Truth(ctx, e, t); err != nil {
+			return nil, fmt.Errorf("%s: truth: %w", s.Name, err)
+		}
+	}
 	b, err := json.MarshalIndent(t, "", "  ")
 	if err != nil {
 		return nil, err
@@ -371,3 +385,6 @@ func (e *Env) createTopics(ctx context.Context, topics map[string]int) error {
 // commit still wakes the parked fetch at once, so nothing the groups do
 // waits longer.
 var quietReplicas = map[string]string{"replica.fetch.wait.max.ms": "5000"}
+
+// jsonInto reads r's whole line into v (the fields Report does not keep).
+func jsonInto(r Report, v any) error { return json.Unmarshal(r.Raw, v) }

@@ -43,6 +43,17 @@ var expectedHazards = map[string][]string{
 	// rk-txn-z-zombie kept sending after its successor's InitProducerID
 	// (zombie_producer).
 	"r_txn": {"hanging_transaction", "zombie_producer"},
+	// rk-acks1-loss produced with acks=1 while its partition's leader was
+	// SIGKILLed before its followers had fetched its last records: the
+	// new leader gave their offsets to new records (acked_records_lost).
+	"r_acks": {"acked_records_lost"},
+	// DeleteRecords moved partition 0's log start past both groups'
+	// committed offset: their next consumers' auto.offset.reset skipped
+	// records 20..29 (earliest) and 20..39 (latest), never processed.
+	"r_reset": {"offset_reset"},
+	// The application made a new producer and consumer, each with a new
+	// generated client.id, for every request.
+	"r_churn": {"client_id_churn"},
 }
 
 // expectedInfo are, per scenario, info hazards that must be told: what
@@ -59,6 +70,12 @@ var expectedInfo = map[string][]string{
 	// The same failover in the separate layout: the classic members
 	// reached no coordinator while the killed one was fenced.
 	"r_separate": {"heartbeat_late"},
+	// Producers with acks=0 and acks=1: a setting, told once per client
+	// and topic (checkAcks: and not for acks=all).
+	"r_acks": {"producer_acks_weak"},
+	// Each group's first consumers started without a committed offset
+	// (auto.offset.reset earliest, from the log start: nothing skipped).
+	"r_reset": {"offset_reset"},
 }
 
 // TestRealCaptures runs kwire analyze on every committed real capture
@@ -119,6 +136,9 @@ func TestRealCaptures(t *testing.T) {
 				}
 			}
 			checkTxns(t, truth, snap)
+			checkAcks(t, truth, snap)
+			checkResets(t, truth, snap)
+			checkChurn(t, truth, snap)
 			checkHazards(t, name, snap, expired)
 		})
 	}

@@ -58,6 +58,17 @@ type Truth struct {
 	Share []ShareTruth `json:"share_groups,omitempty"`
 	// Transactions are the transactional ids (KIP-98).
 	Transactions []TxnTruth `json:"transactions,omitempty"`
+	// Logs are partitions' records as the broker holds them at the end
+	// (truth_log.go).
+	Logs []LogTruth `json:"logs,omitempty"`
+	// AckedLost are the records producers had acknowledged that the logs
+	// no longer hold (truth_log.go).
+	AckedLost []AckedLost `json:"acked_lost,omitempty"`
+	// Resets are the offset resets the consumers made (scen_12_reset.go).
+	Resets []ResetTruth `json:"resets,omitempty"`
+	// Churn are the clients an application made one after another
+	// (scen_13_churn.go).
+	Churn *ChurnTruth `json:"churn,omitempty"`
 	// Reports are the Java clients' report lines, in arrival order.
 	Reports []json.RawMessage `json:"reports"`
 }
@@ -166,6 +177,9 @@ type LoggedGeneration struct {
 func (e *Env) readTruth(ctx context.Context, t *Truth, groups, share []string) error {
 	for _, r := range e.Reports() {
 		t.Reports = append(t.Reports, r.Raw)
+	}
+	if len(groups) == 0 && len(share) == 0 {
+		return nil // nothing to read in __consumer_offsets
 	}
 	var offs, metas, all []formatted
 	errc := make(chan error, 3)

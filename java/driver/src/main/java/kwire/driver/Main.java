@@ -39,7 +39,8 @@ public final class Main {
             "txn", "TxnMode",
             "ctp", "CtpMode",
             "streams", "StreamsMode",
-            "admin", "AdminMode"));
+            "admin", "AdminMode",
+            "churn", "ChurnMode"));
 
     /** mode returns the mode's run method, null when this build leaves its class out. */
     static Mode mode(String name) {
