@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -66,17 +67,18 @@ func (c *Correlator) clientIDSeen(e *decode.Exchange) {
 		hh = &hostHazard{seen: make(map[string]bool)}
 		h.hosts[host] = hh
 	}
-	if hh.seen[e.ClientID] || len(hh.seen) >= c.opts.MaxClients {
+	id := clientFamily(e.ClientID)
+	if hh.seen[id] || len(hh.seen) >= c.opts.MaxClients {
 		return
 	}
-	hh.seen[e.ClientID] = true
+	hh.seen[id] = true
 	at, window := e.ReqTime.UTC(), c.opts.Hazards.ChurnWindow
 	key := episodeKey(HazardClientIDChurn, host)
 	if n := len(hh.recent); n > 0 && at.Sub(hh.recent[n-1].at) > window {
 		c.endEpisode(key)
 	}
 	hh.recent = trimMarks(hh.recent, func(x idMark) bool { return at.Sub(x.at) > window })
-	hh.recent = append(hh.recent, idMark{id: e.ClientID, at: at, ev: c.evidenceOf(e)})
+	hh.recent = append(hh.recent, idMark{id: id, at: at, ev: c.evidenceOf(e)})
 	if len(hh.recent) < c.opts.Hazards.ChurnClientIDs || c.episodeOpen(key) {
 		return
 	}
@@ -106,6 +108,24 @@ func (c *Correlator) clientIDSeen(e *decode.Exchange) {
 		}
 	}
 	c.report(key, ev)
+}
+
+// streamsClientRE matches the client ids a Kafka Streams instance derives
+// from its client.id (ClientUtils): a consumer and a producer per stream
+// thread, a restore consumer per thread or state updater, the global
+// thread's consumer, its admin client.
+var streamsClientRE = regexp.MustCompile(`^(.+)-(StreamThread-\d+-(consumer|producer|restore-consumer)|` +
+	`StateUpdater-\d+-restore-consumer|GlobalStreamThread(-global-consumer)?|admin)$`)
+
+// clientFamily is the client id that id counts as for client_id_churn:
+// the Streams instance's client.id for the ids Streams derives from it (a
+// Streams instance with many threads starts many clients at once, all
+// named after its one stable client.id), else id.
+func clientFamily(id string) string {
+	if m := streamsClientRE.FindStringSubmatch(id); m != nil {
+		return m[1]
+	}
+	return id
 }
 
 // idPattern names the ids' largest family: the ids that differ only in
