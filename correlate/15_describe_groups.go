@@ -9,15 +9,20 @@ import (
 	"github.com/kwire/kwire/decode"
 )
 
-// Described is a group as the broker described it (DescribeGroups).
+// Described is a group as the broker described it (DescribeGroups;
+// StreamsGroupDescribe for a streams group).
 type Described struct {
-	// TS is the DescribeGroups answer's time.
-	TS           Time              `json:"ts"`
-	TSMillis     int64             `json:"ts_ms"`
-	State        string            `json:"state"`
-	ProtocolType string            `json:"protocol_type"`
-	Protocol     string            `json:"protocol"`
-	Members      []DescribedMember `json:"members"`
+	// TS is the answer's time.
+	TS           Time   `json:"ts"`
+	TSMillis     int64  `json:"ts_ms"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocol_type"`
+	Protocol     string `json:"protocol"`
+	// GroupEpoch and AssignmentEpoch are a streams group's (KIP-1071):
+	// its epoch and its target assignment's.
+	GroupEpoch      *int32            `json:"group_epoch,omitempty"`
+	AssignmentEpoch *int32            `json:"assignment_epoch,omitempty"`
+	Members         []DescribedMember `json:"members"`
 }
 
 // DescribedMember is one member of a DescribeGroups answer.
@@ -26,8 +31,12 @@ type DescribedMember struct {
 	InstanceID *string `json:"instance_id"`
 	ClientID   string  `json:"client_id"`
 	ClientHost string  `json:"client_host"`
-	// Assignment is decoded for the consumer protocol, else null.
+	// Assignment is decoded for the consumer protocol, else null; a
+	// streams group member's is its active tasks' source partitions.
 	Assignment map[string][]int32 `json:"assignment"`
+	// MemberEpoch and Tasks are a streams group member's (KIP-1071).
+	MemberEpoch *int32        `json:"member_epoch,omitempty"`
+	Tasks       *StreamsTasks `json:"tasks,omitempty"`
 }
 
 // describeGroups handles DescribeGroups (key 15): the broker's view of
@@ -56,17 +65,23 @@ func (c *Correlator) describeGroups(e *decode.Exchange) {
 			if rg.ProtocolType == consumerProtocol {
 				dm.Assignment, _ = decodeAssignment(rm.MemberAssignment)
 			}
-			if m := g.members[rm.MemberID]; m != nil {
-				if m.clientID == "" {
-					m.clientID = dm.ClientID
-				}
-				if m.clientHost == "" {
-					m.clientHost = dm.ClientHost
-				}
-			}
+			c.describedMember(g, dm)
 			d.Members = append(d.Members, dm)
 		}
 		g.described = d
+	}
+}
+
+// describedMember fills in the client id and host of a described member
+// whose own requests were not seen.
+func (c *Correlator) describedMember(g *groupState, dm DescribedMember) {
+	if m := g.members[dm.MemberID]; m != nil {
+		if m.clientID == "" {
+			m.clientID = dm.ClientID
+		}
+		if m.clientHost == "" {
+			m.clientHost = dm.ClientHost
+		}
 	}
 }
 

@@ -22,7 +22,7 @@ func (c *Correlator) listGroups(e *decode.Exchange) {
 			g.protocolType = rg.ProtocolType
 		}
 		switch rg.GroupType {
-		case GroupClassic, GroupConsumer, GroupShare:
+		case GroupClassic, GroupConsumer, GroupShare, GroupStreams:
 			g.setType(rg.GroupType)
 		}
 		g.listed = rg.GroupState

@@ -31,32 +31,48 @@ func (c *Correlator) consumerGroupHeartbeat(e *decode.Exchange, req *kmsg.Consum
 	if resp != nil && resp.MemberID != nil && *resp.MemberID != "" {
 		id = *resp.MemberID
 	}
+	var code int16
+	if resp != nil {
+		code = resp.ErrorCode
+	}
+	c.epochHeartbeat(g, e, "ConsumerGroupHeartbeat", id, req.MemberEpoch, resp != nil, code,
+		func(m *memberState, note string) { c.consumerLeave(g, m, req.MemberEpoch, e.ReqTime, note) },
+		func() { c.consumerBeat(g, e, req, resp, id) })
+	c.bind(e, g.name, id, req.InstanceID)
+}
+
+// epochHeartbeat is what a KIP-848, share or streams group heartbeat of
+// member id (api names it in the group's errors) tells alike: no answer
+// seen (a leave is taken as sent: leave, with its note), the member unknown
+// or fenced (removed), another error (counted), a leave (member epoch < 0)
+// or an accepted heartbeat (beat).
+func (c *Correlator) epochHeartbeat(g *groupState, e *decode.Exchange, api, id string, epoch int32, answered bool, code int16,
+	leave func(m *memberState, note string), beat func()) {
 	m := g.members[id]
 	switch {
-	case resp == nil:
+	case !answered:
 		c.touch(g, m, e.ReqTime, false)
-		if req.MemberEpoch < 0 && m != nil {
-			c.consumerLeave(g, m, req.MemberEpoch, e.ReqTime, " (no response seen)")
+		if epoch < 0 && m != nil {
+			leave(m, " (no response seen)")
 		}
-	case resp.ErrorCode == kerr.UnknownMemberID.Code || resp.ErrorCode == kerr.FencedMemberEpoch.Code:
-		c.answered(g, e, "ConsumerGroupHeartbeat", resp.ErrorCode)
+	case code == kerr.UnknownMemberID.Code || code == kerr.FencedMemberEpoch.Code:
+		c.answered(g, e, api, code)
 		if m != nil && m.status == statusLive {
-			c.removed(g, m, e.RespTime, "ConsumerGroupHeartbeat answered "+errName(resp.ErrorCode))
+			c.removed(g, m, e.RespTime, api+" answered "+errName(code))
 		}
-	case resp.ErrorCode != 0:
-		c.answered(g, e, "ConsumerGroupHeartbeat", resp.ErrorCode)
+	case code != 0:
+		c.answered(g, e, api, code)
 		c.touch(g, m, e.ReqTime, false)
-	case req.MemberEpoch < 0:
-		c.answered(g, e, "ConsumerGroupHeartbeat", 0)
+	case epoch < 0:
+		c.answered(g, e, api, 0)
 		if m = c.member(g, id, e); m != nil {
 			m.consumer = true
-			c.consumerLeave(g, m, req.MemberEpoch, e.ReqTime, "")
+			leave(m, "")
 		}
 	default:
-		c.answered(g, e, "ConsumerGroupHeartbeat", 0)
-		c.consumerBeat(g, e, req, resp, id)
+		c.answered(g, e, api, 0)
+		beat()
 	}
-	c.bind(e, g.name, id, req.InstanceID)
 }
 
 // consumerLeave records a KIP-848 leave (epoch -1, or -2 for a static
@@ -88,15 +104,17 @@ func (c *Correlator) consumerBeat(g *groupState, e *decode.Exchange, req *kmsg.C
 	if a := resp.Assignment; a != nil {
 		assigned = make([]assignedTopic, 0, len(a.Topics))
 		for _, t := range a.Topics {
-			assigned = append(assigned, assignedTopic{t.TopicID, t.Partitions})
+			assigned = append(assigned, assignedTopic{id: t.TopicID, partitions: t.Partitions})
 		}
 	}
 	c.heartbeatBeat(g, m, e, join, resp.HeartbeatIntervalMillis, resp.MemberEpoch, req.SubscribedTopicNames, resp.Assignment != nil, assigned)
 }
 
-// assignedTopic is a topic's partitions in a heartbeat's assignment.
+// assignedTopic is a topic's partitions in a heartbeat's assignment: by
+// id (KIP-848, share groups) or by name (streams groups, from the tasks).
 type assignedTopic struct {
 	id         [16]byte
+	name       string
 	partitions []int32
 }
 
@@ -121,7 +139,7 @@ func (c *Correlator) heartbeatBeat(g *groupState, m *memberState, e *decode.Exch
 	if sent {
 		m.assignment, m.assigned = make(map[string][]int32, len(assigned)), true
 		for _, t := range assigned {
-			k := c.topicKey("", t.id)
+			k := c.topicKey(t.name, t.id)
 			m.assignment[k] = append(m.assignment[k], t.partitions...)
 		}
 		m.assignment = sortedAssignment(m.assignment)
@@ -226,8 +244,11 @@ func (c *Correlator) consumerSubscription(g *groupState, m *memberState, topics 
 func (c *Correlator) consumerReached(g *groupState, gen *genState, m *memberState, at time.Time, join, sent bool) bool {
 	gen.joinsSeen = true
 	gen.protocolType, gen.protocol = consumerProtocol, g.protocol
-	if g.typ == GroupShare {
+	switch g.typ {
+	case GroupShare:
 		gen.protocolType = shareProtocol
+	case GroupStreams:
+		gen.protocolType = streamsProtocol
 	}
 	if authority(gen.membersFrom) < authority(fromHeartbeat) {
 		gen.membersFrom = fromHeartbeat
@@ -245,11 +266,22 @@ func (c *Correlator) consumerReached(g *groupState, gen *genState, m *memberStat
 	gm.synced = true
 	switch {
 	case !m.assigned:
-	case !gm.assigned, sent && covers(m.assignment, gm.assignment) && !covers(gm.assignment, m.assignment):
+	case !gm.assigned, sent && grew(m, gm):
 		gm.assignment, gm.assigned = sortedAssignment(m.assignment), true
+		gm.tasks = m.tasks.clone()
 		return true
 	}
 	return reached
+}
+
+// grew reports whether m's assignment holds every partition of its entry
+// gm of a generation and more; for a streams group member, its tasks
+// (active, standby and warm-up) every task of gm's and more.
+func grew(m *memberState, gm *genMember) bool {
+	if m.tasks != nil || gm.tasks != nil {
+		return m.tasks.covers(gm.tasks) && !gm.tasks.covers(m.tasks)
+	}
+	return covers(m.assignment, gm.assignment) && !covers(gm.assignment, m.assignment)
 }
 
 // covers reports whether assignment a holds every partition of b.

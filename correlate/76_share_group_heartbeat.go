@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kwire/kwire/decode"
@@ -30,31 +29,13 @@ func (c *Correlator) shareGroupHeartbeat(e *decode.Exchange, req *kmsg.ShareGrou
 	if resp != nil && resp.MemberID != nil && *resp.MemberID != "" {
 		id = *resp.MemberID
 	}
-	m := g.members[id]
-	switch {
-	case resp == nil:
-		c.touch(g, m, e.ReqTime, false)
-		if req.MemberEpoch < 0 && m != nil {
-			c.shareLeave(g, m, e.ReqTime, " (no response seen)", c.evidenceOf(e))
-		}
-	case resp.ErrorCode == kerr.UnknownMemberID.Code || resp.ErrorCode == kerr.FencedMemberEpoch.Code:
-		c.answered(g, e, "ShareGroupHeartbeat", resp.ErrorCode)
-		if m != nil && m.status == statusLive {
-			c.removed(g, m, e.RespTime, "ShareGroupHeartbeat answered "+errName(resp.ErrorCode))
-		}
-	case resp.ErrorCode != 0:
-		c.answered(g, e, "ShareGroupHeartbeat", resp.ErrorCode)
-		c.touch(g, m, e.ReqTime, false)
-	case req.MemberEpoch < 0:
-		c.answered(g, e, "ShareGroupHeartbeat", 0)
-		if m = c.member(g, id, e); m != nil {
-			m.consumer = true
-			c.shareLeave(g, m, e.ReqTime, "", c.evidenceOf(e))
-		}
-	default:
-		c.answered(g, e, "ShareGroupHeartbeat", 0)
-		c.shareBeat(g, e, req, resp, id)
+	var code int16
+	if resp != nil {
+		code = resp.ErrorCode
 	}
+	c.epochHeartbeat(g, e, "ShareGroupHeartbeat", id, req.MemberEpoch, resp != nil, code,
+		func(m *memberState, note string) { c.shareLeave(g, m, e.ReqTime, note, c.evidenceOf(e)) },
+		func() { c.shareBeat(g, e, req, resp, id) })
 	c.bind(e, g.name, id, nil)
 }
 
@@ -83,7 +64,7 @@ func (c *Correlator) shareBeat(g *groupState, e *decode.Exchange, req *kmsg.Shar
 	if a := resp.Assignment; a != nil {
 		assigned = make([]assignedTopic, 0, len(a.TopicPartitions))
 		for _, t := range a.TopicPartitions {
-			assigned = append(assigned, assignedTopic{t.TopicID, t.Partitions})
+			assigned = append(assigned, assignedTopic{id: t.TopicID, partitions: t.Partitions})
 		}
 	}
 	c.heartbeatBeat(g, m, e, join, resp.HeartbeatIntervalMillis, resp.MemberEpoch, req.SubscribedTopicNames, resp.Assignment != nil, assigned)

@@ -25,7 +25,7 @@ func (c *Correlator) cause(g *groupState, gen *genState) Cause {
 	case gen.missed() > 0 && !g.epochs():
 		return Cause{Kind: CauseUnknown, Reason: fmt.Sprintf("generations %d..%d are not in the capture", prev.id+1, gen.id-1)}
 	}
-	return Cause{Kind: CauseMetadataChange, Member: metadataMember(prev, gen), Reason: metadataReason(prev, gen)}
+	return Cause{Kind: CauseMetadataChange, Member: metadataMember(prev, gen), Reason: metadataReason(g, prev, gen)}
 }
 
 // metadataMember names the member that started a rebalance of the same
@@ -71,7 +71,7 @@ func earliestChange(gen *genState) (Cause, bool) {
 }
 
 // metadataReason describes what changed when the same members rejoined.
-func metadataReason(prev, gen *genState) string {
+func metadataReason(g *groupState, prev, gen *genState) string {
 	if gen.subChange != "" {
 		return gen.subChange
 	}
@@ -88,6 +88,12 @@ func metadataReason(prev, gen *genState) string {
 	switch {
 	case len(diffs) > 0:
 		return "subscription changed: " + strings.Join(diffs, "; ")
+	case g.typ == GroupStreams && assignedCount(prev) < assignedCount(gen) && assignedCount(prev) >= 0:
+		why := ""
+		if len(prev.statuses) > 0 {
+			why = fmt.Sprintf(" (its heartbeats were answered %s)", strings.Join(prev.statuses, ", "))
+		}
+		return fmt.Sprintf("same members; tasks the broker held back in epoch %d%s were assigned", prev.id, why)
 	case assignedCount(prev) < assignedCount(gen) && assignedCount(prev) >= 0:
 		return fmt.Sprintf("same members rejoined; partitions left unassigned in generation %d were assigned (cooperative rebalance)", prev.id)
 	}

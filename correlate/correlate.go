@@ -180,6 +180,10 @@ func (c *Correlator) dispatch(e *decode.Exchange) {
 		c.shareFetch(e, req)
 	case *kmsg.ShareAcknowledgeRequest:
 		c.shareAcknowledge(e, req)
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		c.streamsGroupHeartbeat(e, req)
+	case *kmsg.StreamsGroupDescribeRequest:
+		c.streamsGroupDescribe(e)
 	}
 }
 

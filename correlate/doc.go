@@ -46,6 +46,13 @@
 //     under an acquisition lock, with delivery counts; acknowledgements
 //     carried on it) and ShareAcknowledge (accept, release, reject,
 //     renew), per group and partition (ShareGroupEvent, share.go).
+//   - Streams groups (KIP-1071): StreamsGroupHeartbeat (members, epochs,
+//     the topology, active, standby and warm-up tasks, the statuses the
+//     broker answers with; a member's partitions are its active tasks'
+//     source partitions) and StreamsGroupDescribe answers (streams.go). A
+//     Kafka Streams application on the classic protocol is a classic group
+//     (protocol "stream"); Streams' own user data in its assignments is
+//     not decoded.
 //
 // Topic ids (Fetch v13+, OffsetCommit v10+, KIP-848) are named from Metadata
 // responses; until one is, the topic appears as "id:" followed by 32 hex

@@ -135,6 +135,12 @@ type GenerationEvent struct {
 	DurationMillis *int64 `json:"duration_ms"`
 	// Complete says every member's SyncGroup response (KIP-848: epoch) was seen.
 	Complete bool `json:"complete"`
+	// StreamsStatuses are the statuses a streams group's heartbeats of
+	// this epoch were answered with (KIP-1071: MISSING_INTERNAL_TOPICS
+	// while the broker creates the application's internal topics,
+	// ASSIGNMENT_DELAYED while it holds the assignment back...), distinct,
+	// in order.
+	StreamsStatuses []string `json:"streams_statuses,omitempty"`
 	// Evidence are the exchanges it rests on, oldest first (the first
 	// JoinGroups or heartbeats of it, and the SyncGroup or heartbeat that
 	// last completed it), for the HTML report to link to; not in the
@@ -163,6 +169,9 @@ type GenerationMember struct {
 	Assignment map[string][]int32 `json:"assignment"`
 	// AssignmentBytes is the raw assignment size of an opaque protocol.
 	AssignmentBytes int `json:"assignment_bytes,omitempty"`
+	// Tasks are a streams group member's tasks (KIP-1071); Assignment is
+	// then its active tasks' source partitions.
+	Tasks *StreamsTasks `json:"tasks,omitempty"`
 }
 
 // Member actions (MemberEvent.Action).

@@ -49,6 +49,9 @@ type genState struct {
 	subChange                     string               // KIP-848 subscription change
 	subChangeBy                   string               // the member whose subscription changed
 	joinReasons                   map[string]string    // JoinGroup v8+ reason per member
+	// statuses are the statuses a streams group's heartbeats of it were
+	// answered with (KIP-1071), distinct, in order.
+	statuses []string
 	// replaced maps the member id of a static member (KIP-345) that
 	// restarted during the generation, taking over its place without a
 	// rebalance, to the member id it replaced (which stays in members:
@@ -79,8 +82,9 @@ type genMember struct {
 	clientHost      string
 	subscription    []string
 	assignment      map[string][]int32
-	assigned        bool // assignment known
-	fromSelf        bool // from the member's own SyncGroup response
+	assigned        bool          // assignment known
+	tasks           *StreamsTasks // a streams group member's (KIP-1071)
+	fromSelf        bool          // from the member's own SyncGroup response
 	opaque          bool
 	assignmentBytes int
 	synced          bool
@@ -267,7 +271,7 @@ func (c *Correlator) generationEvent(g *groupState, gen *genState) *GenerationEv
 		ProtocolType: gen.protocolType, Protocol: gen.protocol, Leader: gen.leader,
 		Members: make([]GenerationMember, 0, len(gen.members)), MembersFrom: gen.membersFrom,
 		Cause: c.cause(g, gen), Started: timePtr(gen.started), Completed: timePtr(gen.completed),
-		Complete: gen.complete(), at: gen.firstSeen,
+		Complete: gen.complete(), at: gen.firstSeen, StreamsStatuses: slices.Clone(gen.statuses),
 		Evidence: slices.Clone(gen.evidence),
 	}
 	slices.SortStableFunc(ev.Evidence, func(a, b Evidence) int { return a.TS.Compare(b.TS.Time) })
@@ -295,6 +299,7 @@ func (c *Correlator) generationEvent(g *groupState, gen *genState) *GenerationEv
 			m.AssignmentBytes = gm.assignmentBytes
 		} else if gm.assigned {
 			m.Assignment = c.displayAssignment(gm.assignment)
+			m.Tasks = gm.tasks.clone()
 		}
 		ev.Members = append(ev.Members, m)
 	}

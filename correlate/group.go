@@ -14,12 +14,13 @@ const (
 	GroupClassic  = "classic"  // JoinGroup/SyncGroup/Heartbeat
 	GroupConsumer = "consumer" // KIP-848 ConsumerGroupHeartbeat
 	// GroupShare ("share", share.go): KIP-932 ShareGroupHeartbeat.
+	// GroupStreams ("streams", streams.go): KIP-1071 StreamsGroupHeartbeat.
 )
 
 // groupState is everything known about one group.
 type groupState struct {
 	name         string
-	typ          string // GroupClassic, GroupConsumer, GroupShare or "" until known
+	typ          string // GroupClassic, GroupConsumer, GroupShare, GroupStreams or "" until known
 	protocolType string
 	protocol     string
 
@@ -45,6 +46,9 @@ type groupState struct {
 	// share is a share group's records (KIP-932, share.go); nil for
 	// other groups.
 	share *shareState
+	// streams is a streams group's topology and statuses (KIP-1071,
+	// streams.go); nil for other groups.
+	streams *streamsState
 
 	// anchored: the group has had a member, a generation or an accepted
 	// commit (OffsetCommit, or TxnOffsetCommit in a committed
@@ -112,8 +116,10 @@ func (c *Correlator) group(name string) *groupState {
 }
 
 // epochs reports whether g's generations are member epochs that members
-// may skip (KIP-848 and share groups).
-func (g *groupState) epochs() bool { return g.typ == GroupConsumer || g.typ == GroupShare }
+// may skip (KIP-848, share and streams groups).
+func (g *groupState) epochs() bool {
+	return g.typ == GroupConsumer || g.typ == GroupShare || g.typ == GroupStreams
+}
 
 // setType records the group type the first time it is known.
 func (g *groupState) setType(typ string) {
@@ -216,11 +222,11 @@ func (g *groupState) state() string {
 // is known only from what its members do in it (Heartbeat, OffsetCommit,
 // Fetch): it formed before the capture began, no JoinGroup or SyncGroup
 // of it was seen. Its members answered in it are a stable group, not one
-// rebalancing. (A KIP-848 or share group's heartbeats say themselves
-// whether its members reached the epoch.)
+// rebalancing. (A KIP-848, share or streams group's heartbeats say
+// themselves whether its members reached the epoch.)
 func (g *groupState) joinUnseen() bool {
 	gen := g.cur()
-	return g.typ != GroupConsumer && g.typ != GroupShare && gen.started.IsZero() && !gen.joinsSeen &&
+	return !g.epochs() && gen.started.IsZero() && !gen.joinsSeen &&
 		authority(gen.membersFrom) < authority(fromSync)
 }
 

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -78,17 +79,18 @@ func (c *Correlator) clientIDSeen(e *decode.Exchange) {
 		hh = &hostHazard{seen: make(map[string]bool)}
 		h.hosts[host] = hh
 	}
-	if hh.seen[e.ClientID] || len(hh.seen) >= c.opts.MaxClients {
+	id := clientFamily(e.ClientID)
+	if hh.seen[id] || len(hh.seen) >= c.opts.MaxClients {
 		return
 	}
-	hh.seen[e.ClientID] = true
+	hh.seen[id] = true
 	at, window := e.ReqTime.UTC(), c.opts.Hazards.ChurnWindow
 	if n := len(hh.episode); n > 0 && at.Sub(hh.episode[n-1].at) > window {
 		c.churnReport(host, hh)
 		c.endEpisode(episodeKey(HazardClientIDChurn, host))
 		hh.episode, hh.recent, hh.churning, hh.reported = nil, nil, false, false
 	}
-	m := idMark{id: e.ClientID, at: at, ev: c.evidenceOf(e)}
+	m := idMark{id: id, at: at, ev: c.evidenceOf(e)}
 	hh.episode = append(hh.episode, m)
 	hh.recent = trimMarks(hh.recent, func(x idMark) bool { return at.Sub(x.at) > window })
 	hh.recent = append(hh.recent, m)
@@ -147,6 +149,24 @@ func (c *Correlator) churnReport(host string, hh *hostHazard) {
 		}
 	}
 	c.report(episodeKey(HazardClientIDChurn, host), ev)
+}
+
+// streamsClientRE matches the client ids a Kafka Streams instance derives
+// from its client.id (ClientUtils): a consumer and a producer per stream
+// thread, a restore consumer per thread or state updater, the global
+// thread's consumer, its admin client.
+var streamsClientRE = regexp.MustCompile(`^(.+)-(StreamThread-\d+-(consumer|producer|restore-consumer)|` +
+	`StateUpdater-\d+-restore-consumer|GlobalStreamThread(-global-consumer)?|admin)$`)
+
+// clientFamily is the client id that id counts as for client_id_churn:
+// the Streams instance's client.id for the ids Streams derives from it (a
+// Streams instance with many threads starts many clients at once, all
+// named after its one stable client.id), else id.
+func clientFamily(id string) string {
+	if m := streamsClientRE.FindStringSubmatch(id); m != nil {
+		return m[1]
+	}
+	return id
 }
 
 // idPattern names the ids' largest family: the ids that differ only in

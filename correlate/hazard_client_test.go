@@ -70,6 +70,14 @@ func TestHazardClientIDChurn(t *testing.T) {
 	for i := 1; i <= 10; i++ {
 		meta(time.Duration(i)*time.Second, "10.0.0.6", fmt.Sprintf("svc-%d", i))
 	}
+	// One Kafka Streams instance with 12 threads: 26 clients named after
+	// its one client.id, no churn.
+	meta(0, "10.0.0.9", "orders-admin")
+	meta(0, "10.0.0.9", "orders-StateUpdater-1-restore-consumer")
+	for i := 1; i <= 12; i++ {
+		meta(time.Second, "10.0.0.9", fmt.Sprintf("orders-StreamThread-%d-consumer", i))
+		meta(time.Second, "10.0.0.9", fmt.Sprintf("orders-StreamThread-%d-producer", i))
+	}
 	// Two quiet minutes, then churn again: a second episode, to the end.
 	for i := 1; i <= 22; i++ {
 		meta(3*time.Minute+time.Duration(i)*time.Second, "10.0.0.5", fmt.Sprintf("consumer-app-%d", 100+i))

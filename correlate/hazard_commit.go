@@ -255,7 +255,7 @@ func (c *Correlator) adminCommit(g *groupState, p tp, cm *committer, off int64, 
 // in the generation that revokes it, so its final commit is no hazard.
 // It reports whether it found one.
 func (c *Correlator) checkOwnerCommit(g *groupState, p tp, cm *committer, off int64, prev commitMark) bool {
-	if g.typ == GroupConsumer || (prev.known && prev.offset == off) {
+	if g.epochs() || (prev.known && prev.offset == off) {
 		return false
 	}
 	gs := g.gen(cm.gen)

@@ -234,8 +234,11 @@ func (c *Correlator) lateAfter(g *groupState, m *memberState, describe bool) (ti
 			return limit, ""
 		}
 		setting := "group.consumer.session.timeout.ms"
-		if g.typ == GroupShare {
+		switch g.typ {
+		case GroupShare:
 			setting = "group.share.session.timeout.ms"
+		case GroupStreams:
+			setting = "group.streams.session.timeout.ms"
 		}
 		return limit, fmt.Sprintf("%d times the %v heartbeat interval the broker asked for (the session timeout, "+
 			"%s, is not on the wire)", int(limit/interval), interval, setting)

@@ -28,7 +28,7 @@ type memberState struct {
 	clientID   string
 	clientHost string
 	process    capture.Process // of its last request's connection (eBPF), when known
-	consumer   bool            // KIP-848 member
+	consumer   bool            // KIP-848 member (or share, streams: heartbeats with epochs)
 
 	status     memberStatus
 	announced  bool // its join was reported, or it predates the capture
@@ -46,6 +46,7 @@ type memberState struct {
 	subscription    []string
 	assignment      map[string][]int32
 	assigned        bool
+	tasks           *StreamsTasks // a streams group member's tasks (KIP-1071); nil otherwise
 
 	fetched map[tp]*fetchState // what its Fetches asked for and got
 	keys    []clientKey        // clients bound to it

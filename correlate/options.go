@@ -46,7 +46,9 @@ type Options struct {
 	MaxTopicIDs int
 	// ConsumerSessionTimeout is the session timeout assumed for KIP-848
 	// groups, whose members do not send it (the broker's
-	// group.consumer.session.timeout.ms; default 45s).
+	// group.consumer.session.timeout.ms; default 45s), and for share and
+	// streams groups (group.share.session.timeout.ms,
+	// group.streams.session.timeout.ms).
 	ConsumerSessionTimeout time.Duration
 	// Hazards tune hazard detection (see HazardEvent).
 	Hazards HazardOptions

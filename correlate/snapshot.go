@@ -73,6 +73,9 @@ type Group struct {
 	Hazards []HazardCount `json:"hazards,omitempty"`
 	// Share is a share group's records (KIP-932); absent for other groups.
 	Share *ShareSummary `json:"share,omitempty"`
+	// Streams is a streams group's topology and heartbeat statuses
+	// (KIP-1071); absent for other groups.
+	Streams *StreamsSummary `json:"streams,omitempty"`
 }
 
 // Coordinator is what the capture says about a group's coordinator.
@@ -118,6 +121,9 @@ type Member struct {
 	Protocols              []string           `json:"protocols,omitempty"`
 	Subscription           []string           `json:"subscription,omitempty"`
 	Assignment             map[string][]int32 `json:"assignment"`
+	// Tasks are a streams group member's tasks (KIP-1071); Assignment is
+	// then its active tasks' source partitions.
+	Tasks *StreamsTasks `json:"tasks,omitempty"`
 
 	Heartbeats            int64 `json:"heartbeats"`
 	MaxHeartbeatGapMillis int64 `json:"max_heartbeat_gap_ms"`

@@ -18,6 +18,7 @@ func (c *Correlator) groupSnapshot(g *groupState) Group {
 	if g.share != nil {
 		o.Share = g.share.snapshot()
 	}
+	o.Streams = g.streams.summary()
 	if g.described != nil {
 		d := *g.described
 		o.Described = &d
@@ -93,6 +94,7 @@ func (m *memberState) snapshot() Member {
 	}
 	if m.assigned {
 		o.Assignment = sortedAssignment(m.assignment)
+		o.Tasks = m.tasks.clone()
 	}
 	if len(m.fetched) > 0 {
 		o.Fetched = partitionFetches(m.fetched)

@@ -103,7 +103,7 @@ func textEvent(ev correlate.Event) string {
 			fmt.Fprintf(&b, " (%d generations not in the capture)", e.Missed)
 		}
 		for _, m := range e.Members {
-			fmt.Fprintf(&b, "\n    %s %s@%s %s", m.MemberID, m.ClientID, m.ClientHost, correlate.AssignmentText(m.Assignment))
+			fmt.Fprintf(&b, "\n    %s %s@%s %s", m.MemberID, m.ClientID, m.ClientHost, correlate.MemberAssignmentText(m.Assignment, m.Tasks))
 		}
 		return b.String()
 	case *correlate.MemberEvent:

@@ -83,6 +83,9 @@ func groupReport(b *strings.Builder, g *correlate.Group, ids func(string) string
 		fmt.Fprintf(b, ", %s", g.ProtocolType)
 	}
 	fmt.Fprintf(b, ") state %s, generation %d, coordinator %s\n", g.State, g.Generation, CoordinatorText(&g.Coordinator))
+	if s := g.Streams; s != nil {
+		streamsReport(b, s)
+	}
 	if len(g.Generations) > 0 {
 		b.WriteString("generations:\n")
 		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
@@ -104,7 +107,7 @@ func groupReport(b *strings.Builder, g *correlate.Group, ids func(string) string
 		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  member\tclient\tstatus\tgen\tassignment")
 		for _, m := range g.Members {
-			fmt.Fprintf(tw, "  %s\t%s@%s\t%s\t%d\t%s\n", ids(m.MemberID), m.ClientID, m.ClientHost, m.Status, m.Generation, correlate.AssignmentText(m.Assignment))
+			fmt.Fprintf(tw, "  %s\t%s@%s\t%s\t%d\t%s\n", ids(m.MemberID), m.ClientID, m.ClientHost, m.Status, m.Generation, correlate.MemberAssignmentText(m.Assignment, m.Tasks))
 		}
 		tw.Flush()
 	}
@@ -120,6 +123,23 @@ func groupReport(b *strings.Builder, g *correlate.Group, ids func(string) string
 	}
 	if g.Share != nil && len(g.Share.Partitions) > 0 {
 		shareReport(b, g.Share)
+	}
+}
+
+// streamsReport tells a streams group's topology (each subtopology's
+// source topics) and the statuses its heartbeats were answered with.
+func streamsReport(b *strings.Builder, s *correlate.StreamsSummary) {
+	var subs []string
+	for _, id := range slices.Sorted(maps.Keys(s.Subtopologies)) {
+		subs = append(subs, fmt.Sprintf("%s reads %s", id, strings.Join(s.Subtopologies[id], ", ")))
+	}
+	fmt.Fprintf(b, "topology epoch %d: subtopology %s\n", s.TopologyEpoch, orDash(strings.Join(subs, "; subtopology ")))
+	if len(s.Statuses) > 0 {
+		var st []string
+		for _, k := range slices.Sorted(maps.Keys(s.Statuses)) {
+			st = append(st, fmt.Sprintf("%s %d", k, s.Statuses[k]))
+		}
+		fmt.Fprintf(b, "heartbeat statuses: %s\n", strings.Join(st, ", "))
 	}
 }
 

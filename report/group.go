@@ -216,7 +216,7 @@ func (gv *groupView) members(g *correlate.Group, ms *members) {
 		}
 		m := x.m
 		r := memberRow{Ref: x.Ref, Label: x.Label, MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost,
-			Status: m.Status, Reason: m.Reason, Assignment: correlate.AssignmentText(m.Assignment),
+			Status: m.Status, Reason: m.Reason, Assignment: correlate.MemberAssignmentText(m.Assignment, m.Tasks),
 			Heartbeats: m.Heartbeats, MaxGapMillis: m.MaxHeartbeatGapMillis, SessionMillis: int64(m.SessionTimeoutMillis)}
 		if m.InstanceID != nil {
 			r.Instance = *m.InstanceID

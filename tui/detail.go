@@ -225,7 +225,7 @@ func (v *detailView) members(b *strings.Builder, g *correlate.Group, width, sel 
 		proc := v.process(m.ClientHost, m.ClientID)
 		withProc = withProc || proc != "-"
 		rows = append(rows, []cell{c(v.ids.id(m.MemberID)), c(m.ClientID), c(m.ClientHost), c(proc), st, cf("%d", m.Generation), hb,
-			c(correlate.AssignmentText(m.Assignment))})
+			c(correlate.MemberAssignmentText(m.Assignment, m.Tasks))})
 	}
 	cols := []col{{title: "MEMBER", shrink: 12, mid: true}, {title: "CLIENT", shrink: 8}, {title: "HOST", shrink: 9},
 		{title: "PID/COMM", shrink: 8}, {title: "STATUS"}, {title: "GEN", right: true}, {title: "HEARTBEAT"}, {title: "ASSIGNED", shrink: 10}}

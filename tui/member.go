@@ -127,7 +127,7 @@ func (v *memberView) facts(b *strings.Builder, m *correlate.Member, width int) {
 		{c("rebalance timeout"), c(dur(time.Duration(m.RebalanceTimeoutMillis) * time.Millisecond))},
 		{c("protocols"), c(orDash(strings.Join(m.Protocols, ", ")))},
 		{c("subscription"), c(orDash(strings.Join(m.Subscription, ", ")))},
-		{c("assigned now"), c(correlate.AssignmentText(m.Assignment))},
+		{c("assigned now"), c(correlate.MemberAssignmentText(m.Assignment, m.Tasks))},
 	}
 	b.WriteString("\n")
 	writeTable(b, width, []col{{title: "FIELD"}, {title: "VALUE", shrink: 10}}, rows)
@@ -166,7 +166,7 @@ func (v *memberView) generations(b *strings.Builder, width int) {
 		if e.Leader == v.id {
 			leader = "leader"
 		}
-		rows = append(rows, []cell{cf("%d", e.Generation), c(clock(generationTime(e))), c(correlate.AssignmentText(gm.Assignment)),
+		rows = append(rows, []cell{cf("%d", e.Generation), c(clock(generationTime(e))), c(correlate.MemberAssignmentText(gm.Assignment, gm.Tasks)),
 			c(change), c(leader), c(v.ids.in(cause))})
 	}
 	if n := len(mine) - len(rows); n > 0 {

@@ -3,7 +3,11 @@
 // converters, as kafka-tools' GroupMetadataMessageFormatter does for the
 // classic GroupMetadata records only: here the KIP-848 consumer group
 // records too (group epoch, member metadata, target and current
-// assignments). Run by internal/realgen in Java's source-file mode:
+// assignments), the share group records and the streams group records
+// (KIP-1071: StreamsGroupMetadata, StreamsGroupMemberMetadata,
+// StreamsGroupTargetAssignment*, StreamsGroupCurrentMemberAssignment,
+// StreamsGroupTopology; record types 17 and 19-23). Run by
+// internal/realgen in Java's source-file mode:
 //
 //   java -cp '<kafka lib>/*' GroupRecords.java <bootstrap servers>
 import com.fasterxml.jackson.databind.JsonNode;

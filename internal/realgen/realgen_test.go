@@ -112,14 +112,21 @@ func TestRealCaptures(t *testing.T) {
 					t.Errorf("kwire found no group %q", gt.Group)
 					continue
 				}
-				if gt.Consumer != nil {
+				switch {
+				case gt.Streams != nil:
+					checkStreams(t, truth, gt, g)
+				case gt.Consumer != nil:
 					check848(t, gt, g)
-				} else {
+				default:
 					checkGenerations(t, gt, g)
 				}
 				checkCommits(t, gt, g)
 				checkCoordinators(t, truth, g, coords)
-				for id, how := range checkDepartures(t, truth, gt, g) {
+				departures := checkDepartures
+				if isStreamsApp(truth, gt.Group) {
+					departures = checkStreamsDepartures
+				}
+				for id, how := range departures(t, truth, gt, g) {
 					if how == correlate.MemberExpired {
 						expired[id] = true
 					}

@@ -94,6 +94,9 @@ type GroupTruth struct {
 	// Consumer is a KIP-848 group's records (GroupRecords.java: Kafka's
 	// formatter over every group record type); nil for a classic group.
 	Consumer *ConsumerGroupTruth `json:"consumer,omitempty"`
+	// Streams is a streams group's records (KIP-1071, truth_streams.go);
+	// nil for other groups.
+	Streams *StreamsGroupTruth `json:"streams,omitempty"`
 	// Logged are the generations the coordinators logged ("Stabilized
 	// group G generation N ... with M members", "Assignment received from
 	// leader L ... for generation N"), by generation.
@@ -253,10 +256,14 @@ func (e *Env) readTruth(ctx context.Context, t *Truth, groups, share []string) e
 			}
 			gt.Generations = append(gt.Generations, gen)
 		}
+		var err error
 		if cg, err := e.consumerGroup(ctx, g, all); err != nil {
 			return err
 		} else if cg != nil {
 			gt.Consumer = cg
+		}
+		if gt.Streams, err = streamsGroup(g, all); err != nil {
+			return err
 		}
 		if err := e.loggedGenerations(g, gt.Logged); err != nil {
 			return err

@@ -7,6 +7,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -25,6 +26,7 @@ import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
 import org.apache.kafka.clients.admin.ShareMemberDescription;
 import org.apache.kafka.clients.admin.StreamsGroupDescription;
+import org.apache.kafka.clients.admin.StreamsGroupMemberAssignment;
 import org.apache.kafka.clients.admin.StreamsGroupMemberDescription;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.GroupState;
@@ -314,13 +316,20 @@ final class AdminMode {
                 mo.put("member_epoch", m.memberEpoch());
                 mo.put("process_id", m.processId());
                 mo.put("classic", m.isClassic());
-                ObjectNode act = mo.putObject("active");
-                m.assignment().activeTasks().forEach(ti -> {
-                    ArrayNode ps = act.putArray(ti.subtopologyId());
-                    ti.partitions().forEach(ps::add);
-                });
+                streamsTasks(mo.putObject("active"), m.assignment().activeTasks());
+                streamsTasks(mo.putObject("standby"), m.assignment().standbyTasks());
+                streamsTasks(mo.putObject("warmup"), m.assignment().warmupTasks());
+                streamsTasks(mo.putObject("target_active"), m.targetAssignment().activeTasks());
             }
         }
         return r;
+    }
+
+    /** streamsTasks puts tasks as subtopology id -> partitions. */
+    private static void streamsTasks(ObjectNode into, Collection<StreamsGroupMemberAssignment.TaskIds> tasks) {
+        tasks.forEach(ti -> {
+            ArrayNode ps = into.putArray(ti.subtopologyId());
+            ti.partitions().forEach(ps::add);
+        });
     }
 }
