@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"slices"
@@ -221,10 +222,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	return nil
 }
 
-// FreePorts returns n distinct loopback ports free now. The JVMs bind
-// them a little later; on a machine with many listeners starting at once
-// another process could take one first, and the node then fails to start,
-// saying so.
+// FreePorts returns n distinct loopback ports free now, drawn below the
+// kernel's ephemeral range (Linux: 32768 and up), which the JVMs bind a
+// little later. An ephemeral port released here is soon taken by some
+// outgoing connection on a machine where other clusters run (the node
+// then fails to start: "Address already in use"); outgoing connections
+// never take a port below the range, so only another cluster drawing the
+// same port between now and then could.
 func FreePorts(n int) ([]int, error) {
 	var lns []net.Listener
 	defer func() {
@@ -233,16 +237,27 @@ func FreePorts(n int) ([]int, error) {
 		}
 	}()
 	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("realkafka: no free port among 1000 drawn in %d-%d", minPort, maxPort)
+		}
+		p := minPort + mrand.IntN(maxPort-minPort)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
-			return nil, fmt.Errorf("realkafka: pick a free port: %w", err)
+			continue
 		}
 		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
 	}
 	return ports, nil
 }
+
+// FreePorts draws from minPort to maxPort (exclusive): above the
+// well-known and most services' ports, below Linux's ephemeral range.
+const (
+	minPort = 20000
+	maxPort = 32768
+)
 
 // format runs Kafka's StorageTool on every node at once, with the same
 // cluster id and the same jars the brokers run: a directory formatted by a
