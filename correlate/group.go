@@ -18,8 +18,11 @@ const (
 
 // groupState is everything known about one group.
 type groupState struct {
-	name         string
-	typ          string // GroupClassic, GroupConsumer, GroupShare or "" until known
+	name string
+	typ  string // GroupClassic, GroupConsumer, GroupShare or "" until known
+	// converting is a conversion to typ (KIP-848 online migration) not
+	// yet told: the next generation's (convert.go).
+	converting   *Conversion
 	protocolType string
 	protocol     string
 
@@ -111,9 +114,21 @@ func (c *Correlator) group(name string) *groupState {
 	return g
 }
 
-// epochs reports whether g's generations are member epochs that members
-// may skip (KIP-848 and share groups).
-func (g *groupState) epochs() bool { return g.typ == GroupConsumer || g.typ == GroupShare }
+// typeOf is g's type when gen began, else (not known then) g's type.
+func (g *groupState) typeOf(gen *genState) string {
+	if gen.typ != "" {
+		return gen.typ
+	}
+	return g.typ
+}
+
+// epochsAt reports whether gen is a member epoch that members may skip
+// (KIP-848 and share groups), by the group's type when gen began: it
+// changes when the broker converts the group (convert.go).
+func (g *groupState) epochsAt(gen *genState) bool {
+	t := g.typeOf(gen)
+	return t == GroupConsumer || t == GroupShare
+}
 
 // setType records the group type the first time it is known.
 func (g *groupState) setType(typ string) {
