@@ -182,6 +182,17 @@ func (e *Env) Produce(ctx context.Context, clientID, topic string, n int) error 
 	})
 }
 
+// describe asks the Admin client to describe group (the group's type,
+// epochs, members and whether each uses the consumer protocol); the answer
+// is a report of the truth.
+func (e *Env) describe(ctx context.Context, group string) error {
+	if err := e.RunJava(ctx, gen.JavaAdmin, map[string]any{"client_id": "rk-admin", "stop_on_error": true,
+		"ops": []map[string]any{{"op": "describe_groups", "groups": []string{group}}}}); err != nil {
+		return fmt.Errorf("describe %s: %w", group, err)
+	}
+	return nil
+}
+
 // stopAll terminates the clients still running.
 func (e *Env) stopAll(ctx context.Context) {
 	e.mu.Lock()

@@ -122,9 +122,8 @@ func runFailover(ctx context.Context, e *Env) error {
 // coordinator asks the Admin client (DescribeGroups) which node
 // coordinates group.
 func (e *Env) coordinator(ctx context.Context, group string) (int32, error) {
-	if err := e.RunJava(ctx, gen.JavaAdmin, map[string]any{"client_id": "rk-admin", "stop_on_error": true,
-		"ops": []map[string]any{{"op": "describe_groups", "groups": []string{group}}}}); err != nil {
-		return 0, fmt.Errorf("describe %s: %w", group, err)
+	if err := e.describe(ctx, group); err != nil {
+		return 0, err
 	}
 	rs := e.Reports()
 	for i := len(rs) - 1; i >= 0; i-- {
