@@ -104,7 +104,7 @@ func (c *Correlator) joined(g *groupState, e *decode.Exchange, req *kmsg.JoinGro
 	}
 	c.bind(e, g.name, id, req.InstanceID)
 	switch {
-	case gen != nil && g.typeOf(gen) == GroupConsumer:
+	case gen != nil && g.typ == GroupConsumer:
 		c.classicEpoch(g, gen, m, e)
 	case gen != nil:
 		c.joinedGeneration(g, gen, m, e, req, resp)

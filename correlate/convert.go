@@ -97,8 +97,15 @@ func (g *groupState) lastConsumerDeparture() string {
 // consumer group (no leader: the broker assigns): the member reached
 // epoch gen; its assignment there comes with its SyncGroup
 // (classicEpochSync). The response's protocol is the member's own, not
-// the group's assignor, which is the broker's.
+// the group's assignor, which is the broker's. A classic generation the
+// broker carried over as the group's epoch stays as its rebalance formed
+// it: a member answered with it still has partitions to give up (a
+// cooperative one keeps its partitions when it rejoins) before it
+// reaches the next epoch.
 func (c *Correlator) classicEpoch(g *groupState, gen *genState, m *memberState, e *decode.Exchange) {
+	if g.typeOf(gen) != GroupConsumer {
+		return
+	}
 	gen.joinsSeen = true
 	gen.witness(c.evidenceOf(e))
 	gen.protocolType, gen.protocol = consumerProtocol, g.protocol
@@ -115,12 +122,17 @@ func (c *Correlator) classicEpoch(g *groupState, gen *genState, m *memberState, 
 // consumer group: its assignment at its epoch gen, as a KIP-848
 // heartbeat's (consumerReached; the broker adds partitions at the same
 // epoch as other members release them, the member rejoining for them).
+// At a classic generation the broker carried over (classicEpoch) it is
+// the member's own only: what it keeps while it gives the rest up.
 func (c *Correlator) classicEpochSync(g *groupState, gen *genState, m *memberState, assignment []byte, e *decode.Exchange) {
 	var own genMember
 	setAssignment(&own, assignment, consumerProtocol)
 	if own.assigned {
 		m.assignment, m.assigned = own.assignment, true
 		c.memberHz(g.name, m.id).assignAt = e.RespTime.UTC()
+	}
+	if g.typeOf(gen) != GroupConsumer {
+		return
 	}
 	changed := c.consumerReached(g, gen, m, e.ReqTime.UTC(), false, own.assigned)
 	if changed {

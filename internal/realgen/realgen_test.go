@@ -24,9 +24,11 @@ const realDir = "../../testdata/real"
 // expectedHazards are, per scenario, the warn/critical hazard kinds the
 // clients earned: anything else of those severities is a false alarm.
 var expectedHazards = map[string][]string{
-	// r_mixed earns none: the broker converting the group to a consumer
-	// group and back is no hazard (checkMixed: told on the generations),
-	// nor are its classic members answered REBALANCE_IN_PROGRESS meanwhile.
+	// r_mixed and r_mixed_coop earn none: the broker converting the
+	// group to a consumer group and back is no hazard (checkMixed: told
+	// on the generations), nor are its classic members answered
+	// REBALANCE_IN_PROGRESS meanwhile, nor (cooperative) their keeping
+	// partitions at the carried epoch until they give the moved ones up.
 	// rk-c2 was SIGKILLed: its session expired, and the partitions it
 	// owned waited 10 s for the next generation.
 	"r_joins": {"member_expired"},

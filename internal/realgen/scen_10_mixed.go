@@ -4,29 +4,38 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/kwire/kwire/internal/gen"
 )
 
 func init() {
-	register(Scenario{
-		Name: "r_mixed",
-		Doc: "group rk-mixed started by two classic Java consumers (range, sync commits); a KIP-848 consumer " +
-			"(group.protocol=consumer) joins: the broker converts the group to a consumer group (its epoch the classic " +
-			"generation) and the classic members rejoin through JoinGroup/SyncGroup/Heartbeat beside its " +
-			"ConsumerGroupHeartbeat (migration policy bidirectional, Kafka 4.4's default, set explicitly); the KIP-848 " +
-			"member leaves and the broker converts the group back to a classic group, which rebalances; the classic members close",
-		Topics: map[string]int{mixedTopic: 6},
-		Config: mixedConfig(),
-		Groups: []string{mixedGroup},
-		Run:    runMixed,
-	})
+	for _, v := range []struct{ name, assignor, how string }{
+		{"r_mixed", "range", "range: eager, they give every partition up and rejoin"},
+		{"r_mixed_coop", "cooperative-sticky", "cooperative-sticky: they keep their partitions, rejoin at their epoch and give up " +
+			"those the broker moves before the next"},
+	} {
+		group := "rk-" + strings.ReplaceAll(v.name[2:], "_", "-")
+		register(Scenario{
+			Name: v.name,
+			Doc: "group " + group + " started by two classic Java consumers (" + v.how + "; sync commits); a KIP-848 consumer " +
+				"(group.protocol=consumer) joins: the broker converts the group to a consumer group (its epoch the classic " +
+				"generation) and the classic members rejoin through JoinGroup/SyncGroup/Heartbeat beside its " +
+				"ConsumerGroupHeartbeat (migration policy bidirectional, Kafka 4.4's default, set explicitly); the KIP-848 " +
+				"member leaves and the broker converts the group back to a classic group, which rebalances; the classic members close",
+			Topics: map[string]int{group: 6},
+			Config: mixedConfig(),
+			Groups: []string{group},
+			Run: func(ctx context.Context, e *Env) error {
+				return runMixed(ctx, e, mixed{group: group, assignor: v.assignor})
+			},
+		})
+	}
 }
 
-const (
-	mixedTopic = "rk-mixed"
-	mixedGroup = "rk-mixed"
-)
+// mixed is a mixed group scenario: its group (and topic) and the
+// classic members' assignor.
+type mixed struct{ group, assignor string }
 
 // mixedConfig is quietReplicas with the online migration of groups both
 // ways (group.consumer.migration.policy, KIP-848): Kafka 4.4's default,
@@ -37,22 +46,23 @@ func mixedConfig() map[string]string {
 	return c
 }
 
-func mixedClassic(client string) map[string]any {
+func (x mixed) classic(client string) map[string]any {
 	return map[string]any{
-		"client_id": client, "group": mixedGroup, "topics": []string{mixedTopic},
-		"assignor": "range", "commit": "sync", "session_timeout_ms": 10000, "heartbeat_ms": 1000,
+		"client_id": client, "group": x.group, "topics": []string{x.group},
+		"assignor": x.assignor, "commit": "sync", "session_timeout_ms": 10000, "heartbeat_ms": 1000,
 	}
 }
 
-func runMixed(ctx context.Context, e *Env) error {
+func runMixed(ctx context.Context, e *Env, x mixed) error {
+	mixedTopic, mixedGroup := x.group, x.group
 	if err := e.Produce(ctx, "rk-producer-1", mixedTopic, 60); err != nil {
 		return err
 	}
-	c1, err := e.StartReady(ctx, gen.JavaConsumer, mixedClassic("rk-c1"))
+	c1, err := e.StartReady(ctx, gen.JavaConsumer, x.classic("rk-c1"))
 	if err != nil {
 		return err
 	}
-	c2, err := e.StartReady(ctx, gen.JavaConsumer, mixedClassic("rk-c2"))
+	c2, err := e.StartReady(ctx, gen.JavaConsumer, x.classic("rk-c2"))
 	if err != nil {
 		return err
 	}
