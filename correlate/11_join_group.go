@@ -33,6 +33,17 @@ func (c *Correlator) joinGroup(e *decode.Exchange, req *kmsg.JoinGroupRequest) {
 	c.answered(g, e, "JoinGroup", resp.ErrorCode)
 	switch resp.ErrorCode {
 	case 0:
+		// A consumer group (KIP-848) answers its classic members without
+		// a leader: the broker assigns.
+		id := resp.MemberID
+		if id == "" {
+			id = req.MemberID
+		}
+		if resp.LeaderID != "" {
+			c.convert(g, GroupClassic, id, byLeader)
+		} else {
+			c.convert(g, GroupConsumer, id, byLeaderless)
+		}
 		c.joined(g, e, req, resp)
 	case kerr.MemberIDRequired.Code:
 		// KIP-394: a new member's first join only gets it a member id;
@@ -92,8 +103,13 @@ func (c *Correlator) joined(g *groupState, e *decode.Exchange, req *kmsg.JoinGro
 		m.joinedAt = freshAt
 	}
 	c.bind(e, g.name, id, req.InstanceID)
-	if gen != nil {
+	switch {
+	case gen != nil && g.typ == GroupConsumer:
+		c.classicEpoch(g, gen, m, e)
+	case gen != nil:
 		c.joinedGeneration(g, gen, m, e, req, resp)
+	}
+	if gen != nil {
 		if fresh && replaced == "" {
 			if t, ok := gen.fresh[id]; !ok || freshAt.Before(t) {
 				gen.fresh[id] = freshAt

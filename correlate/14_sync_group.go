@@ -28,7 +28,9 @@ func (c *Correlator) syncGroup(e *decode.Exchange, req *kmsg.SyncGroupRequest) {
 	case 0:
 		m = c.member(g, req.MemberID, e)
 		c.touch(g, m, e.RespTime, true)
-		if gen := c.observe(g, m, req.Generation, e); gen != nil {
+		if gen := c.observe(g, m, req.Generation, e); gen != nil && g.typ == GroupConsumer {
+			c.classicEpochSync(g, gen, m, resp.MemberAssignment, e)
+		} else if gen != nil {
 			ptype := syncProtocolType(g, gen, req, resp)
 			if resp.Protocol != nil && gen.protocol == "" {
 				gen.protocol = *resp.Protocol

@@ -21,15 +21,22 @@ func (c *Correlator) consumerGroupHeartbeat(e *decode.Exchange, req *kmsg.Consum
 	if g == nil {
 		return
 	}
-	g.setType(GroupConsumer)
-	g.protocolType = consumerProtocol
-	if req.ServerAssignor != nil {
-		g.protocol = *req.ServerAssignor
-	}
 	resp, _ := e.Resp.(*kmsg.ConsumerGroupHeartbeatResponse)
 	id := req.MemberID
 	if resp != nil && resp.MemberID != nil && *resp.MemberID != "" {
 		id = *resp.MemberID
+	}
+	switch {
+	case resp != nil && resp.ErrorCode == 0 && req.MemberEpoch == 0:
+		c.convert(g, GroupConsumer, id, byConsumerJoin)
+	case resp != nil && resp.ErrorCode == 0 && req.MemberEpoch > 0:
+		c.convert(g, GroupConsumer, id, byConsumerBeat)
+	default:
+		g.setType(GroupConsumer)
+	}
+	g.protocolType = consumerProtocol
+	if req.ServerAssignor != nil {
+		g.protocol = *req.ServerAssignor
 	}
 	var code int16
 	if resp != nil {

@@ -18,11 +18,11 @@ func (c *Correlator) cause(g *groupState, gen *genState) Cause {
 	}
 	prev := g.before(gen)
 	switch {
-	case !gen.joinsSeen && !g.epochs():
+	case !gen.joinsSeen && !g.epochsAt(gen):
 		return Cause{Kind: CauseUnknown, Reason: fmt.Sprintf("the JoinGroups of generation %d are not in the capture (it began mid-way or lost them)", gen.id)}
 	case prev == nil:
 		return Cause{Kind: CauseUnknown, Reason: fmt.Sprintf("first generation seen; generation %d is not in the capture", gen.id-1)}
-	case gen.missed() > 0 && !g.epochs():
+	case gen.missed() > 0 && !g.epochsAt(gen):
 		return Cause{Kind: CauseUnknown, Reason: fmt.Sprintf("generations %d..%d are not in the capture", prev.id+1, gen.id-1)}
 	}
 	return Cause{Kind: CauseMetadataChange, Member: metadataMember(prev, gen), Reason: metadataReason(g, prev, gen)}

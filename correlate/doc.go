@@ -26,7 +26,11 @@
 //     decoded with kmsg; other protocol types are kept as sizes only.
 //   - KIP-848 groups: ConsumerGroupHeartbeat; the member epoch stands for
 //     the generation, with each member's reconciled assignment of it (see
-//     GenerationEvent).
+//     GenerationEvent). Classic members of a consumer group (a classic
+//     group the broker converted when a ConsumerGroupHeartbeat joined it,
+//     and back when the last such member left: Conversion) are answered
+//     their member epoch as generation, with no leader: their SyncGroup
+//     assignments count as a heartbeat's.
 //   - Commits: every partition of every OffsetCommit with the broker's
 //     answer; OffsetFetch answers give the committed offset the broker has.
 //   - Consumption: a Fetch names no group. It is attributed through its

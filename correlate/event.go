@@ -98,12 +98,16 @@ type Cause struct {
 // once every live member reached the epoch and their assignments cover
 // every partition of the topics they subscribe to (partition counts from
 // Metadata responses); without the counts, when a later epoch begins or at
-// the end of the input. Completed is the answer that last changed it.
+// the end of the input. Completed is the answer that last changed it. A
+// consumer group's classic members (Conversion) reach its epochs through
+// JoinGroup, answered with their member epoch as generation and no
+// leader, and get their assignment of it in their SyncGroup response.
 type GenerationEvent struct {
 	Group string `json:"group"`
 	// GroupType is "classic" (JoinGroup/SyncGroup), "consumer" (KIP-848)
 	// or "share" (KIP-932 share groups, whose epochs are followed as
-	// KIP-848 ones).
+	// KIP-848 ones): the group's type as the generation began (the broker
+	// may convert a group, Converted).
 	GroupType  string `json:"group_type"`
 	Generation int32  `json:"generation"`
 	// PreviousGeneration is the generation seen before this one, -1 if none.
@@ -141,6 +145,10 @@ type GenerationEvent struct {
 	// ASSIGNMENT_DELAYED while it holds the assignment back...), distinct,
 	// in order.
 	StreamsStatuses []string `json:"streams_statuses,omitempty"`
+	// Converted is set on the first generation after the broker
+	// converted the group between the classic and the consumer type
+	// (KIP-848 online migration, Conversion); GroupType is the new type.
+	Converted *Conversion `json:"converted,omitempty"`
 	// Evidence are the exchanges it rests on, oldest first (the first
 	// JoinGroups or heartbeats of it, and the SyncGroup or heartbeat that
 	// last completed it), for the HTML report to link to; not in the

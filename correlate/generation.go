@@ -34,6 +34,8 @@ func authority(from string) int {
 // genState is one generation of a group, built up as its exchanges arrive.
 type genState struct {
 	id           int32
+	typ          string      // the group's type when it began ("" unknown)
+	converted    *Conversion // the group converted to typ since the last generation
 	prevID       int32
 	protocolType string
 	protocol     string
@@ -132,7 +134,9 @@ func (c *Correlator) generationFor(g *groupState, id int32, t time.Time) *genSta
 		id: id, prevID: -1, firstSeen: t, members: make(map[string]*genMember),
 		membersFrom: fromObserved, fresh: make(map[string]time.Time), joinReasons: make(map[string]string),
 		departures: g.departures, subChange: g.subChange, subChangeBy: g.subChangeBy, emptiedBefore: g.emptied,
+		typ: g.typ, converted: g.converting,
 	}
+	g.converting = nil
 	if cur != nil {
 		gen.prevID = cur.id
 	}
@@ -267,15 +271,15 @@ func (c *Correlator) emitGeneration(g *groupState, gen *genState) {
 // generationEvent builds the event (also the snapshot's history entry).
 func (c *Correlator) generationEvent(g *groupState, gen *genState) *GenerationEvent {
 	ev := &GenerationEvent{
-		Group: g.name, GroupType: g.typ, Generation: gen.id, PreviousGeneration: gen.prevID,
+		Group: g.name, GroupType: g.typeOf(gen), Generation: gen.id, PreviousGeneration: gen.prevID,
 		ProtocolType: gen.protocolType, Protocol: gen.protocol, Leader: gen.leader,
 		Members: make([]GenerationMember, 0, len(gen.members)), MembersFrom: gen.membersFrom,
 		Cause: c.cause(g, gen), Started: timePtr(gen.started), Completed: timePtr(gen.completed),
-		Complete: gen.complete(), at: gen.firstSeen, StreamsStatuses: slices.Clone(gen.statuses),
+		Complete: gen.complete(), Converted: gen.converted, at: gen.firstSeen, StreamsStatuses: slices.Clone(gen.statuses),
 		Evidence: slices.Clone(gen.evidence),
 	}
 	slices.SortStableFunc(ev.Evidence, func(a, b Evidence) int { return a.TS.Compare(b.TS.Time) })
-	if gen.prevID >= 0 && !g.epochs() {
+	if gen.prevID >= 0 && !g.epochsAt(gen) {
 		ev.Missed = gen.missed()
 	}
 	if !gen.started.IsZero() && !gen.completed.IsZero() {

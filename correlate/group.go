@@ -19,8 +19,11 @@ const (
 
 // groupState is everything known about one group.
 type groupState struct {
-	name         string
-	typ          string // GroupClassic, GroupConsumer, GroupShare, GroupStreams or "" until known
+	name string
+	typ  string // GroupClassic, GroupConsumer, GroupShare, GroupStreams or "" until known
+	// converting is a conversion to typ (KIP-848 online migration) not
+	// yet told: the next generation's (convert.go).
+	converting   *Conversion
 	protocolType string
 	protocol     string
 
@@ -115,11 +118,26 @@ func (c *Correlator) group(name string) *groupState {
 	return g
 }
 
-// epochs reports whether g's generations are member epochs that members
-// may skip (KIP-848, share and streams groups).
-func (g *groupState) epochs() bool {
-	return g.typ == GroupConsumer || g.typ == GroupShare || g.typ == GroupStreams
+// typeOf is g's type when gen began, else (not known then) g's type.
+func (g *groupState) typeOf(gen *genState) string {
+	if gen.typ != "" {
+		return gen.typ
+	}
+	return g.typ
 }
+
+// epochsAt reports whether gen is a member epoch that members may skip
+// (KIP-848, share and streams groups), by the group's type when gen began: it
+// changes when the broker converts the group (convert.go).
+func (g *groupState) epochsAt(gen *genState) bool { return epochType(g.typeOf(gen)) }
+
+// epochs reports whether g, by its type now, counts member epochs.
+func (g *groupState) epochs() bool { return epochType(g.typ) }
+
+// epochType reports whether groups of type t count member epochs that
+// members may skip (KIP-848, share and streams groups), not classic
+// generations.
+func epochType(t string) bool { return t == GroupConsumer || t == GroupShare || t == GroupStreams }
 
 // setType records the group type the first time it is known.
 func (g *groupState) setType(typ string) {

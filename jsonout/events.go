@@ -102,6 +102,9 @@ func textEvent(ev correlate.Event) string {
 		if e.Missed > 0 {
 			fmt.Fprintf(&b, " (%d generations not in the capture)", e.Missed)
 		}
+		if cv := e.Converted; cv != nil {
+			fmt.Fprintf(&b, "\n    converted %s -> %s, generation %d carried over: %s", cv.From, cv.To, cv.Generation, cv.Reason)
+		}
 		for _, m := range e.Members {
 			fmt.Fprintf(&b, "\n    %s %s@%s %s", m.MemberID, m.ClientID, m.ClientHost, correlate.MemberAssignmentText(m.Assignment, m.Tasks))
 		}

@@ -41,9 +41,10 @@ func main() {
 	size := flag.String("size", "", "capture `SIZE` for scenarios that grow to one (bulk), e.g. 1GB, 512MB")
 	mss := flag.Int("mss", 0, "TCP payload per packet, e.g. 1448 for an Ethernet MTU (default: each scenario's own)")
 	real := flag.Bool("real", false, "run the real-Kafka scenarios (Kafka 4.4.0 cluster, Java client; internal/realgen)")
+	keep := flag.Bool("keep", false, "with -real: keep each cluster's directory (broker logs, the truth's readings)")
 	flag.Parse()
 	if *real {
-		if err := runReal(*out, *only, *list); err != nil {
+		if err := runReal(*out, *only, *list, *keep); err != nil {
 			fmt.Fprintln(os.Stderr, "kwire-gen:", err)
 			os.Exit(1)
 		}
@@ -142,7 +143,7 @@ func parseSize(s string) (int64, error) {
 }
 
 // runReal runs internal/realgen's scenarios (all, or those named in only).
-func runReal(out, only string, list bool) error {
+func runReal(out, only string, list, keep bool) error {
 	all := realgen.Scenarios()
 	if list {
 		for _, s := range all {
@@ -167,7 +168,7 @@ func runReal(out, only string, list bool) error {
 	for _, s := range todo {
 		start := time.Now()
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		t, err := realgen.Run(sctx, s, out, realgen.Options{Logf: logf})
+		t, err := realgen.Run(sctx, s, out, realgen.Options{Logf: logf, KeepDir: keep})
 		cancel()
 		if err != nil {
 			return err

@@ -214,6 +214,17 @@ func (e *Env) produceTo(ctx context.Context, client, topic string, partition int
 	})
 }
 
+// describe asks the Admin client to describe group (the group's type,
+// epochs, members and whether each uses the consumer protocol); the answer
+// is a report of the truth.
+func (e *Env) describe(ctx context.Context, groups ...string) error {
+	if err := e.RunJava(ctx, gen.JavaAdmin, map[string]any{"client_id": "rk-admin", "stop_on_error": true,
+		"ops": []map[string]any{{"op": "describe_groups", "groups": groups}}}); err != nil {
+		return fmt.Errorf("describe %v: %w", groups, err)
+	}
+	return nil
+}
+
 // stopAll terminates the clients still running.
 func (e *Env) stopAll(ctx context.Context) {
 	e.mu.Lock()

@@ -129,9 +129,8 @@ func (e *Env) coordinator(ctx context.Context, group string) (int32, error) {
 // coordinators asks the Admin client (one DescribeGroups call) which node
 // coordinates each group.
 func (e *Env) coordinators(ctx context.Context, groups ...string) (map[string]int32, error) {
-	if err := e.RunJava(ctx, gen.JavaAdmin, map[string]any{"client_id": "rk-admin", "stop_on_error": true,
-		"ops": []map[string]any{{"op": "describe_groups", "groups": groups}}}); err != nil {
-		return nil, fmt.Errorf("describe %v: %w", groups, err)
+	if err := e.describe(ctx, groups...); err != nil {
+		return nil, err
 	}
 	rs := e.Reports()
 	for i := len(rs) - 1; i >= 0; i-- {

@@ -55,7 +55,7 @@ func checkShare(t *testing.T, truth Truth, st ShareTruth, g *correlate.Group, s 
 	// The group epochs no member reached (a leave or an expiry that left
 	// only a dead member, or none) are in no member's record, nor on the
 	// wire: kwire tells the others, each with its members.
-	checkEpochs(t, st.Group, st.Epochs, st.Assignments, g)
+	checkEpochs(t, st.Group, st.Epochs, st.Assignments, g.Generations, nil)
 	t.Logf("share group %s: members %v", st.Group, client)
 
 	want := map[string]shareCounts{}

@@ -101,6 +101,9 @@ type GroupTruth struct {
 	// group G generation N ... with M members", "Assignment received from
 	// leader L ... for generation N"), by generation.
 	Logged map[int32]LoggedGeneration `json:"logged"`
+	// Conversions are the group's conversions between the classic and
+	// the consumer type (KIP-848 online migration), in log order.
+	Conversions []Conversion `json:"conversions,omitempty"`
 }
 
 // GenerationTruth is one GroupMetadata record.
@@ -155,7 +158,10 @@ type ConsumerGroupTruth struct {
 type Member848 struct {
 	MemberID string `json:"member_id"`
 	ClientID string `json:"client_id,omitempty"`
-	Gone     bool   `json:"gone,omitempty"`
+	// Classic: the member uses the classic protocol (JoinGroup, SyncGroup,
+	// Heartbeat) in a consumer group (its record's ClassicMemberMetadata).
+	Classic bool `json:"classic,omitempty"`
+	Gone    bool `json:"gone,omitempty"`
 }
 
 // Assignment848 is one member's current (or target) assignment record.
@@ -266,6 +272,10 @@ func (e *Env) readTruth(ctx context.Context, t *Truth, groups, share []string) e
 			return err
 		}
 		if err := e.loggedGenerations(g, gt.Logged); err != nil {
+			return err
+		}
+		gt.Conversions = conversions(g, all)
+		if err := e.loggedConversions(g, gt.Conversions); err != nil {
 			return err
 		}
 		t.Groups = append(t.Groups, gt)
@@ -519,7 +529,8 @@ func (e *Env) consumerGroup(ctx context.Context, group string, fs []formatted) (
 		var v struct {
 			Epoch               int32
 			AssignmentEpoch     int32
-			ClientID            string `json:"clientId"`
+			ClientID            string          `json:"clientId"`
+			ClassicMeta         json.RawMessage `json:"classicMemberMetadata"`
 			MemberEpoch         int32
 			PreviousMemberEpoch int32
 			State               int8
@@ -542,7 +553,8 @@ func (e *Env) consumerGroup(ctx context.Context, group string, fs []formatted) (
 				cg.TargetEpochs = append(cg.TargetEpochs, v.AssignmentEpoch)
 			}
 		case recConsumerGroupMemberMetadata:
-			cg.Members = append(cg.Members, Member848{MemberID: k.MemberID, ClientID: v.ClientID, Gone: f.Value == nil})
+			classic := len(v.ClassicMeta) > 0 && string(v.ClassicMeta) != "null"
+			cg.Members = append(cg.Members, Member848{MemberID: k.MemberID, ClientID: v.ClientID, Classic: classic, Gone: f.Value == nil})
 		case recConsumerGroupCurrentAssignment:
 			cg.Assignments = append(cg.Assignments, Assignment848{MemberID: k.MemberID, MemberEpoch: v.MemberEpoch,
 				PreviousEpoch: v.PreviousMemberEpoch, State: v.State, Assigned: named(v.AssignedPartitions, names),

@@ -84,3 +84,35 @@ func TestGenerationOf(t *testing.T) {
 		t.Errorf("got generation %d protocol %q leader %q members %+v; want 3 range rk-c1-x %+v", g.Generation, g.Protocol, g.Leader, g.Members, want)
 	}
 }
+
+// TestConversions reads a group's conversions from its records in log
+// order, as GroupRecords.java printed them from Kafka 4.4.0 (shortened):
+// a classic group upgraded at generation 2 by a KIP-848 member's join,
+// and downgraded at epoch 3 when it left; another group's records and
+// tombstones between them are no switch.
+func TestConversions(t *testing.T) {
+	rec := func(typ int, key, value string) string {
+		return fmt.Sprintf(`{"key":{"type":%d,"data":%s},"value":%s}`, typ, key, value)
+	}
+	classic := func(gen int) string {
+		return rec(2, `{"group":"g"}`, fmt.Sprintf(`{"version":3,"data":{"protocolType":"consumer","generation":%d,"members":[]}}`, gen))
+	}
+	epoch := func(e int) string {
+		return rec(3, `{"groupId":"g"}`, fmt.Sprintf(`{"version":0,"data":{"epoch":%d}}`, e))
+	}
+	member := rec(5, `{"groupId":"g","memberId":"m"}`, `{"version":0,"data":{"clientId":"c"}}`)
+	other := rec(3, `{"groupId":"h"}`, `{"version":0,"data":{"epoch":9}}`)
+	out := classic(1) + classic(2) + rec(2, `{"group":"g"}`, "null") + member + other + epoch(2) + epoch(3) +
+		rec(5, `{"groupId":"g","memberId":"m"}`, "null") + rec(3, `{"groupId":"g"}`, "null") + classic(3) + classic(4)
+	fs, err := parseFormatted([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Conversion{{To: "consumer", Epoch: 2}, {To: "classic", Epoch: 3}}
+	if got := conversions("g", fs); !reflect.DeepEqual(got, want) {
+		t.Errorf("conversions %+v, want %+v", got, want)
+	}
+	if got := conversions("h", fs); len(got) != 0 {
+		t.Errorf("group h: conversions %+v, want none", got)
+	}
+}
