@@ -161,7 +161,11 @@ final class ConsumerMode {
                 if (w != null) {
                     rs.forEach(w::submit);
                 } else {
-                    commit(c, m, commit, rs, last);
+                    try {
+                        commit(c, m, commit, rs, last);
+                    } catch (WakeupException e) {
+                        break; // stopped during commitSync: close as when stopped during poll
+                    }
                 }
                 if (slowPoll > 0 && !slept) {
                     slept = true;
