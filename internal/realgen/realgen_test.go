@@ -81,40 +81,49 @@ func TestRealCaptures(t *testing.T) {
 				t.Fatalf("%s: %v", tf, err)
 			}
 			snap, coords := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports, truth.KwireArgs...)
-			expired := map[string]bool{}
-			for _, gt := range truth.Groups {
-				g := findGroup(snap, gt.Group)
-				if g == nil {
-					t.Errorf("kwire found no group %q", gt.Group)
-					continue
-				}
-				if gt.Consumer != nil {
-					check848(t, gt, g)
-				} else {
-					checkGenerations(t, gt, g)
-				}
-				checkCommits(t, gt, g)
-				checkCoordinators(t, truth, g, coords)
-				for id, how := range checkDepartures(t, truth, gt, g) {
-					if how == correlate.MemberExpired {
-						expired[id] = true
-					}
-				}
-			}
-			for _, st := range truth.Share {
-				g := findGroup(snap, st.Group)
-				if g == nil {
-					t.Errorf("kwire found no share group %q", st.Group)
-					continue
-				}
-				for id := range checkShare(t, truth, st, g, snap) {
-					expired[id] = true
-				}
-			}
-			checkTxns(t, truth, snap)
-			checkHazards(t, name, snap, expired)
+			checkTruth(t, name, truth, snap, coords)
 		})
 	}
+}
+
+// checkTruth compares kwire's story of scenario name (its summary and
+// coordinator events) with the broker's truth: every group's generations
+// (or epochs), commits, coordinators and departures, share groups,
+// transactions, and the warn/critical hazards the clients earned.
+func checkTruth(t *testing.T, name string, truth Truth, snap *correlate.Snapshot, coords []correlate.CoordinatorEvent) {
+	t.Helper()
+	expired := map[string]bool{}
+	for _, gt := range truth.Groups {
+		g := findGroup(snap, gt.Group)
+		if g == nil {
+			t.Errorf("kwire found no group %q", gt.Group)
+			continue
+		}
+		if gt.Consumer != nil {
+			check848(t, gt, g)
+		} else {
+			checkGenerations(t, gt, g)
+		}
+		checkCommits(t, gt, g)
+		checkCoordinators(t, truth, g, coords)
+		for id, how := range checkDepartures(t, truth, gt, g) {
+			if how == correlate.MemberExpired {
+				expired[id] = true
+			}
+		}
+	}
+	for _, st := range truth.Share {
+		g := findGroup(snap, st.Group)
+		if g == nil {
+			t.Errorf("kwire found no share group %q", st.Group)
+			continue
+		}
+		for id := range checkShare(t, truth, st, g, snap) {
+			expired[id] = true
+		}
+	}
+	checkTxns(t, truth, snap)
+	checkHazards(t, name, snap, expired)
 }
 
 func findGroup(s *correlate.Snapshot, name string) *correlate.Group {
@@ -441,17 +450,29 @@ func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot, expired 
 // (and args, the truth's kwire_args) and returns its summary and coordinator events.
 func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) (*correlate.Snapshot, []correlate.CoordinatorEvent) {
 	t.Helper()
-	var ps []string
-	for _, p := range ports {
-		ps = append(ps, strconv.Itoa(p))
-	}
-	cmd := exec.Command(kwire, append(append([]string{"analyze", "--json", "--port", strings.Join(ps, ",")}, args...), capture)...)
+	cmd := exec.Command(kwire, append(append([]string{"analyze", "--json", "--port", portList(ports)}, args...), capture)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("kwire analyze %s: %v\n%s", capture, err, stderr.String())
 	}
+	return story(t, "kwire analyze "+capture, out)
+}
+
+// portList is ports as --port takes them.
+func portList(ports []int) string {
+	var ps []string
+	for _, p := range ports {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	return strings.Join(ps, ",")
+}
+
+// story reads kwire's NDJSON output (of what, for messages): its summary
+// and coordinator events.
+func story(t *testing.T, what string, out []byte) (*correlate.Snapshot, []correlate.CoordinatorEvent) {
+	t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 64<<20)
 	var coords []correlate.CoordinatorEvent
@@ -459,7 +480,7 @@ func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) (
 		if bytes.Contains(sc.Bytes(), []byte(`"type":"coordinator"`)) {
 			var ev correlate.CoordinatorEvent
 			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				t.Fatalf("kwire coordinator event: %v", err)
+				t.Fatalf("%s: coordinator event: %v", what, err)
 			}
 			coords = append(coords, ev)
 		}
@@ -468,10 +489,10 @@ func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) (
 		}
 		var s correlate.Snapshot
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatalf("kwire summary: %v", err)
+			t.Fatalf("%s: summary: %v", what, err)
 		}
 		return &s, coords
 	}
-	t.Fatalf("kwire analyze %s wrote no summary line", capture)
+	t.Fatalf("%s wrote no summary line", what)
 	return nil, nil
 }
