@@ -179,3 +179,28 @@ func TestDropProduceRecords(t *testing.T) {
 		t.Errorf("stats: %+v", st)
 	}
 }
+
+// TestHoleMidStream: an eBPF source attached to a broker whose
+// connections are open already (a follower's, its Fetch parked before the
+// probes came) delivers a response whose request it never saw, then a
+// request and its response with the record data not copied (sendfile).
+// The holed response is decoded once the stream's frames are found again:
+// the unanswered one before it leads, length by length, to the response
+// whose correlation id a request awaits.
+func TestHoleMidStream(t *testing.T) {
+	const v = 12
+	first := respFrame(fetchResp(0), v, 0)
+	fr := respFrame(fetchResp(357), v, 1)
+	at := bytes.IndexByte(fr, 'A')
+	r, d, _ := feed(nil, newConn(capture.RolePort, false), 0,
+		resp(first), req(reqFrame(fetchReq(), v, 1, "broker-1-fetcher-0")),
+		resp(fr[:at]), uncopied(capture.ToClient, 357), resp(fr[at+357:]),
+		req(reqFrame(heartbeatReq(1), 4, 2, "c")), resp(respFrame(heartbeatResp(0), 4, 2)))
+	diff(t, "exchanges", []string{"Fetch v12 #1 seen", "Heartbeat v4 #2 seen"}, summary(r))
+	if len(r.ex) > 0 {
+		diff(t, "not copied", []PartitionIndex{{0, 0}}, r.ex[0].NotCopied)
+	}
+	if st := d.Stats(); st.RecordsNotCopiedBytes != 357 || st.NotCopiedFrames != 0 {
+		t.Errorf("record bytes not copied %d, frames cut %d; want 357, 0", st.RecordsNotCopiedBytes, st.NotCopiedFrames)
+	}
+}
