@@ -17,7 +17,8 @@ import (
 // Records, a Fetch response's RecordBatches): the structure of the frame
 // was then read from real bytes alone, and is what the real bytes say.
 // The partitions whose record bytes were not all copied are listed in
-// Exchange.RecordsNotCopied, their records set to nil. A hole anywhere else
+// Exchange.RecordsNotCopied, their records set to nil, and the bytes
+// counted (Stats.RecordsNotCopiedBytes). A hole anywhere else
 // (in a header, a length, another field) loses the frame's body, as a gap
 // does.
 
@@ -106,6 +107,7 @@ func (d *Decoder) notCopied(m any, base []byte, at, end int, holes []hole, out [
 	}
 	last := len(d.spans) - 1 // the last partition of the last topic
 	hit := make([]bool, len(d.spans))
+	records := 0 // hole bytes in record data (not the closing tags)
 	for _, h := range holes {
 		found := false
 		for i, sp := range d.spans {
@@ -116,6 +118,7 @@ func (d *Decoder) notCopied(m any, base []byte, at, end int, holes []hole, out [
 			e := off + len(*sp.b)
 			if h.off < e && (h.off+h.n <= e || i == last && h.off+h.n == end && e+trailing == end) {
 				hit[i], found = true, true
+				records += min(h.off+h.n, e) - h.off
 				break
 			}
 		}
@@ -129,5 +132,6 @@ func (d *Decoder) notCopied(m any, base []byte, at, end int, holes []hole, out [
 			out = append(out, sp.idx)
 		}
 	}
+	d.stats.RecordsNotCopiedBytes += int64(records)
 	return out, true
 }

@@ -80,32 +80,49 @@ func (d *Decoder) oversize(cs *connState, dir capture.Dir, rem []byte, l int64, 
 	return true
 }
 
-// adopt handles a gap of n bytes on an unsynced direction whose buffer
-// holds a candidate frame start (resync) that the gap falls inside. Such a
-// candidate can never be checked whole: without adopting it, the buffer
-// is dropped and the search starts again in the middle of its frame, and
-// a connection whose large first frames each lost a segment (a producer
-// with 100 kB requests) never yields one and is ignored as not Kafka. The
-// first candidate is taken as the frame boundary when its header stands
-// on its own (a request: a known key and version and a printable, non-
-// empty client id; a response: the id of a request awaiting its answer):
-// the bytes before it are counted as skipped, the frame is lost as a gap
-// in a synced direction loses it, and decoding goes on after it. A false
+// adopt handles gap c on an unsynced direction whose buffer holds a
+// candidate frame start (resync) that the gap falls inside, or that leads
+// to it: frames complete in the buffer, one after the other by their
+// lengths, up to the one the gap falls inside. Such a candidate can never
+// be checked whole: without adopting it, the buffer is dropped and the
+// search starts again in the middle of its frame, and a connection whose
+// large first frames each lost a segment (a producer with 100 kB
+// requests) never yields one and is ignored as not Kafka; on a broker an
+// eBPF source picks up mid-stream, a response whose records went by
+// sendfile (not copied) follows one whose request came before the probes,
+// which nothing can check either. The first candidate is taken as the
+// frame boundary when the frame the gap falls inside has a header that
+// stands on its own (a request: a known key and version and a printable,
+// non-empty client id; a response: the id of a request awaiting its
+// answer): the bytes before it are counted as skipped, the frames before
+// the gap are decoded, and the gap placed as in a synced direction: a
+// hole not copied is filled (holes.go), a gap loses its frame. A false
 // candidate desyncs again at the next frame, as any damaged length does.
-func (d *Decoder) adopt(cs *connState, dir capture.Dir, n int64, t time.Time) bool {
+func (d *Decoder) adopt(cs *connState, c *capture.Chunk) bool {
+	dir, n := c.Dir, int64(c.Len)
 	s := &cs.dir[dir]
 	if n <= 0 || len(s.cands) == 0 || cs.guessing {
 		return false
 	}
-	c := s.cands[0]
-	rem := s.buf[c:]
-	if len(rem) < 14 {
-		return false
-	}
-	l := int64(int32(binary.BigEndian.Uint32(rem)))
-	have, total := int64(len(rem)), 4+l
-	if l < 4 || l > int64(d.opts.MaxFrame) || have >= total || have+n > total {
-		return false
+	first := s.cands[0]
+	at := first
+	var rem []byte
+	for {
+		rem = s.buf[at:]
+		if len(rem) < 14 {
+			return false
+		}
+		l := int64(int32(binary.BigEndian.Uint32(rem)))
+		if l < 4 || l > int64(d.opts.MaxFrame) {
+			return false
+		}
+		if have, total := int64(len(rem)), 4+l; have < total {
+			if have+n > total {
+				return false
+			}
+			break
+		}
+		at += int(4 + l) // complete: the next frame follows it
 	}
 	if dir == capture.ToServer {
 		h, ok := parseRequestHeader(&d.protos, &d.tags, rem[4:])
@@ -115,10 +132,16 @@ func (d *Decoder) adopt(cs *connState, dir capture.Dir, n int64, t time.Time) bo
 	} else if cs.find(int32(binary.BigEndian.Uint32(rem[4:]))) < 0 {
 		return false
 	}
-	s.skipped += int64(c)
-	d.synced(cs, dir, t)
-	d.damaged(cs, dir, rem[4:], s.start)
-	s.skip = total - have - n
-	s.drop()
+	s.skipped += int64(first)
+	d.synced(cs, dir, c.Time)
+	s.buf = s.buf[:copy(s.buf, s.buf[first:])]
+	s.cands, s.scan = s.cands[:0], 0
+	if at > first {
+		d.drain(cs, dir, len(s.buf), c.Time)
+		if !s.synced { // a frame before the gap was false after all
+			return false
+		}
+	}
+	d.place(cs, c)
 	return true
 }

@@ -85,6 +85,12 @@ type Stats struct {
 	GapBytes      int64 `json:"gap_bytes"`
 	// NotCopiedBytes are bytes a source chose not to copy (eBPF --snap).
 	NotCopiedBytes int64 `json:"not_copied_bytes"`
+	// RecordsNotCopiedBytes are those of them that were record data (a
+	// Produce request's records, a Fetch response's record batches) in
+	// frames decoded around them: the bytes of the records
+	// Exchange.RecordsNotCopied names. A broker's sendfile (Fetch record
+	// data, never seen by a system-call probe) lands here whole.
+	RecordsNotCopiedBytes int64 `json:"records_not_copied_bytes,omitempty"`
 	// NotCopiedFrames are frames whose body was not decoded because
 	// bytes outside their record data were not copied.
 	NotCopiedFrames int64 `json:"not_copied_frames,omitempty"`

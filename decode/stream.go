@@ -686,7 +686,6 @@ func (d *Decoder) notKafka(cs *connState, dir capture.Dir, t time.Time) bool {
 // lost (its header, when seen, still matches its request or response), the
 // next is decoded.
 func (d *Decoder) gap(cs *connState, c *capture.Chunk) {
-	s := &cs.dir[c.Dir]
 	if c.NotCopied {
 		// The source chose not to copy these bytes (eBPF --snap): the
 		// frame they cut loses its body, as for a gap, but nothing was
@@ -699,6 +698,12 @@ func (d *Decoder) gap(cs *connState, c *capture.Chunk) {
 		}
 		d.anomaly(cs, c.Dir, c.Time, AnomalyGap, int64(c.Len), -1, "bytes missing from the capture")
 	}
+	d.place(cs, c)
+}
+
+// place puts gap c in its direction's stream (see gap), counted already.
+func (d *Decoder) place(cs *connState, c *capture.Chunk) {
+	s := &cs.dir[c.Dir]
 	n := int64(c.Len)
 	switch {
 	case n < 0:
@@ -726,7 +731,7 @@ func (d *Decoder) gap(cs *connState, c *capture.Chunk) {
 		}
 	}
 	if !s.synced {
-		if d.adopt(cs, c.Dir, n, c.Time) {
+		if d.adopt(cs, c) {
 			return
 		}
 		s.fillOrphan(s.buf, s.skipped)

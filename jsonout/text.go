@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kwire/kwire/capture"
 )
 
 func textExchange(l *exchangeLine) string {
@@ -142,7 +144,19 @@ func textStats(l *statsLine) string {
 	line := fmt.Sprintf("-- %d packets, %d bytes%s, %d kafka connections (%d not kafka, %d tls); %d exchanges (%d responses missing, %d lost, %d unmatched); %d gaps (%d bytes), %d resyncs (%d bytes skipped), %d decode errors\n-- by api: %s",
 		c.Packets, c.Bytes, loss, d.KafkaConns, d.NonKafkaConns, d.TLSConns, d.Exchanges, d.Missing, d.Lost, d.Unmatched,
 		d.Gaps, d.GapBytes, d.Resyncs, d.SkippedBytes, d.DecodeErrors, strings.Join(apis, " "))
-	return line + missingText(d)
+	return line + ebpfText(c, d) + missingText(d)
+}
+
+// ebpfText tells what an eBPF source did not copy, and what of that the
+// decoder placed in record data (the rest cost frames their body).
+func ebpfText(c *capture.Stats, d *decodeStats) string {
+	e := c.EBPF
+	if e == nil {
+		return ""
+	}
+	return fmt.Sprintf("\n-- eBPF: %d probe events, %d dropped (ring full); %d bytes not copied (%d sent with sendfile, %d past --snap), "+
+		"of which %d record bytes in decoded frames; %d frames decoded without their body (bytes not copied outside their records)",
+		e.Events, e.RingDrops, d.NotCopiedBytes, e.SendfileBytes, e.SnapBytes, d.RecordsNotCopiedBytes, d.NotCopiedFrames)
 }
 
 // heldOpen are the APIs whose requests a broker holds unanswered for a

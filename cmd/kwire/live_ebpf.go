@@ -42,7 +42,9 @@ is still decoded, every field but the records (records_not_copied); a
 frame cut elsewhere (a multi-partition Fetch cut across a later
 partition's fields, a group message larger than --snap) keeps its header
 only, counted in not_copied_frames: raise --snap if it grows. Bytes a
-broker sends with sendfile are never seen.
+broker sends with sendfile (a Kafka broker's Fetch record data) are never
+seen, only counted: sendfile_bytes, and in the decoder, with the records
+--snap cut, records_not_copied_bytes.
 
 With --tls, kwire also reads the plaintext of TLS connections (SSL and
 SASL_SSL listeners) from uprobes on the client's TLS library: OpenSSL's

@@ -3,6 +3,7 @@ package realgen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -242,6 +243,13 @@ type Options struct {
 	// KeepDir keeps the cluster's directory (broker logs) instead of
 	// removing it after a successful run.
 	KeepDir bool
+	// Watch, if set, is called before the cluster's JVMs start (its
+	// relays listen: every port is known), and the stop function it
+	// returns once the scenario has run and its clients are stopped,
+	// before the truth is read (reading it is traffic too): a test runs
+	// kwire live over the scenario with it, seeing every connection open.
+	// An error of either ends Run.
+	Watch func(ctx context.Context, c *realkafka.Cluster) (stop func() error, err error)
 }
 
 // Run runs scenario s on a new cluster and writes <out>/<name>.pcapng and
@@ -278,9 +286,21 @@ func Run(ctx context.Context, s Scenario, out string, o Options) (*Truth, error)
 			logf("%s: broker logs kept in %s", s.Name, dir)
 		}
 	}()
-	c, err := realkafka.Start(ctx, &realkafka.Options{Dir: dir, Config: s.Config, Version: kafka, Layout: s.Layout})
+	stopWatch := func() error { return nil }
+	ro := &realkafka.Options{Dir: dir, Config: s.Config, Version: kafka, Layout: s.Layout}
+	if o.Watch != nil {
+		ro.Starting = func(c *realkafka.Cluster) error {
+			stop, err := o.Watch(ctx, c)
+			if err != nil {
+				return fmt.Errorf("watch: %w", err)
+			}
+			stopWatch = stop
+			return nil
+		}
+	}
+	c, err := realkafka.Start(ctx, ro)
 	if err != nil {
-		return nil, fmt.Errorf("%s: start cluster: %w", s.Name, err)
+		return nil, errors.Join(fmt.Errorf("%s: start cluster: %w", s.Name, err), stopWatch())
 	}
 	defer c.Stop()
 	start := time.Now()
@@ -290,13 +310,16 @@ func Run(ctx context.Context, s Scenario, out string, o Options) (*Truth, error)
 	}
 	e.Logf("cluster ready (%v to format, %v to start); listeners %v", c.Formatted.Round(time.Millisecond), c.Ready.Round(time.Millisecond), c.Listeners())
 	if err := e.createTopics(ctx, s.Topics); err != nil {
-		return nil, fmt.Errorf("%s: %w", s.Name, err)
+		return nil, errors.Join(fmt.Errorf("%s: %w", s.Name, err), stopWatch())
 	}
 	if err := s.Run(ctx, e); err != nil {
 		e.stopAll(ctx)
-		return nil, fmt.Errorf("%s: %w", s.Name, err)
+		return nil, errors.Join(fmt.Errorf("%s: %w", s.Name, err), stopWatch())
 	}
 	e.stopAll(ctx)
+	if err := stopWatch(); err != nil {
+		return nil, fmt.Errorf("%s: watch: %w", s.Name, err)
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}

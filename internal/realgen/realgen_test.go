@@ -109,55 +109,66 @@ func TestRealCaptures(t *testing.T) {
 				t.Fatalf("%s: %v", tf, err)
 			}
 			run := analyze(t, kwire, filepath.Join(realDir, truth.Capture), truth.Ports, truth.KwireArgs...)
-			snap, coords, genEvents := run.snap, run.coords, run.gens
-			checkTraffic(t, truth, snap, run.dec)
-			expired := map[string]bool{}
-			for _, gt := range truth.Groups {
-				g := findGroup(snap, gt.Group)
-				if g == nil {
-					t.Errorf("kwire found no group %q", gt.Group)
-					continue
-				}
-				switch {
-				case gt.Streams != nil:
-					checkStreams(t, truth, gt, g)
-				case len(gt.Conversions) > 0:
-					checkMixed(t, truth, gt, g)
-				case gt.Consumer != nil:
-					check848(t, gt, g.Generations, nil)
-				default:
-					checkGenerations(t, gt, g.Generations, nil)
-				}
-				checkGenerationEvents(t, g, genEvents)
-				checkCommits(t, gt, g)
-				checkCoordinators(t, truth, g, coords)
-				departures := checkDepartures
-				if isStreamsApp(truth, gt.Group) {
-					departures = checkStreamsDepartures
-				}
-				for id, how := range departures(t, truth, gt, g) {
-					if how == correlate.MemberExpired {
-						expired[id] = true
-					}
-				}
-			}
-			for _, st := range truth.Share {
-				g := findGroup(snap, st.Group)
-				if g == nil {
-					t.Errorf("kwire found no share group %q", st.Group)
-					continue
-				}
-				for id := range checkShare(t, truth, st, g, snap) {
-					expired[id] = true
-				}
-			}
-			checkTxns(t, truth, snap)
-			checkAcks(t, truth, snap)
-			checkResets(t, truth, snap)
-			checkChurn(t, truth, snap)
-			checkHazards(t, name, snap, expired)
+			checkTraffic(t, truth, run.snap, run.dec)
+			checkTruth(t, name, truth, run)
 		})
 	}
+}
+
+// checkTruth compares kwire's story of scenario name (its summary,
+// coordinator and generation events) with the broker's truth: every
+// group's generations (or epochs, conversions, streams tasks), commits,
+// coordinators and departures, share groups, transactions, acknowledged
+// records lost, resets, churn, and the warn/critical hazards the clients
+// earned.
+func checkTruth(t *testing.T, name string, truth Truth, run kwireRun) {
+	t.Helper()
+	snap, coords, genEvents := run.snap, run.coords, run.gens
+	expired := map[string]bool{}
+	for _, gt := range truth.Groups {
+		g := findGroup(snap, gt.Group)
+		if g == nil {
+			t.Errorf("kwire found no group %q", gt.Group)
+			continue
+		}
+		switch {
+		case gt.Streams != nil:
+			checkStreams(t, truth, gt, g)
+		case len(gt.Conversions) > 0:
+			checkMixed(t, truth, gt, g)
+		case gt.Consumer != nil:
+			check848(t, gt, g.Generations, nil)
+		default:
+			checkGenerations(t, gt, g.Generations, nil)
+		}
+		checkGenerationEvents(t, g, genEvents)
+		checkCommits(t, gt, g)
+		checkCoordinators(t, truth, g, coords)
+		departures := checkDepartures
+		if isStreamsApp(truth, gt.Group) {
+			departures = checkStreamsDepartures
+		}
+		for id, how := range departures(t, truth, gt, g) {
+			if how == correlate.MemberExpired {
+				expired[id] = true
+			}
+		}
+	}
+	for _, st := range truth.Share {
+		g := findGroup(snap, st.Group)
+		if g == nil {
+			t.Errorf("kwire found no share group %q", st.Group)
+			continue
+		}
+		for id := range checkShare(t, truth, st, g, snap) {
+			expired[id] = true
+		}
+	}
+	checkTxns(t, truth, snap)
+	checkAcks(t, truth, snap)
+	checkResets(t, truth, snap)
+	checkChurn(t, truth, snap)
+	checkHazards(t, name, snap, expired)
 }
 
 func findGroup(s *correlate.Snapshot, name string) *correlate.Group {
@@ -600,23 +611,36 @@ type kwireRun struct {
 // (and args, the truth's kwire_args).
 func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) kwireRun {
 	t.Helper()
-	var ps []string
-	for _, p := range ports {
-		ps = append(ps, strconv.Itoa(p))
-	}
-	cmd := exec.Command(kwire, append(append([]string{"analyze", "--json", "--port", strings.Join(ps, ",")}, args...), capture)...)
+	cmd := exec.Command(kwire, append(append([]string{"analyze", "--json", "--port", portList(ports)}, args...), capture)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("kwire analyze %s: %v\n%s", capture, err, stderr.String())
 	}
+	return story(t, "kwire analyze "+capture, out)
+}
+
+// portList is ports as --port takes them.
+func portList(ports []int) string {
+	var ps []string
+	for _, p := range ports {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	return strings.Join(ps, ",")
+}
+
+// story reads kwire's NDJSON output (of what, for messages): its summary,
+// coordinator and generation events, and the decode counters of the
+// stats line after the summary (nil: none).
+func story(t *testing.T, what string, out []byte) kwireRun {
+	t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 64<<20)
 	var r kwireRun
-	line := func(what string, v any) {
+	line := func(kind string, v any) {
 		if err := json.Unmarshal(sc.Bytes(), v); err != nil {
-			t.Fatalf("kwire %s: %v", what, err)
+			t.Fatalf("%s: %s: %v", what, kind, err)
 		}
 	}
 	for sc.Scan() {
@@ -639,6 +663,8 @@ func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) k
 			return r
 		}
 	}
-	t.Fatalf("kwire analyze %s wrote no summary and stats lines", capture)
+	if r.snap == nil {
+		t.Fatalf("%s wrote no summary line", what)
+	}
 	return r
 }

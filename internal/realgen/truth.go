@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -194,12 +195,12 @@ func (e *Env) readTruth(ctx context.Context, t *Truth, groups, share []string) e
 	errc := make(chan error, 3)
 	go func() {
 		var err error
-		offs, err = e.consumeOffsets(ctx, "org.apache.kafka.tools.consumer.OffsetsMessageFormatter")
+		offs, err = e.consumeOffsets(ctx, offsetsFormatter)
 		errc <- err
 	}()
 	go func() {
 		var err error
-		metas, err = e.consumeOffsets(ctx, "org.apache.kafka.tools.consumer.GroupMetadataMessageFormatter")
+		metas, err = e.consumeOffsets(ctx, metadataFormatter)
 		errc <- err
 	}()
 	go func() {
@@ -216,6 +217,15 @@ func (e *Env) readTruth(ctx context.Context, t *Truth, groups, share []string) e
 		if err := <-errc; err != nil {
 			return err
 		}
+	}
+	if err := e.readAgain(ctx, &all, "", len(groups)+len(share) > 0); err != nil {
+		return err
+	}
+	if err := e.readAgain(ctx, &offs, offsetsFormatter, hasRecordType(all, 0, 1)); err != nil {
+		return err
+	}
+	if err := e.readAgain(ctx, &metas, metadataFormatter, hasRecordType(all, 2)); err != nil {
+		return err
 	}
 	e.Logf("__consumer_offsets: %d offset records, %d group metadata records", len(offs), len(metas))
 	for _, g := range groups {
@@ -305,6 +315,41 @@ type formatted struct {
 // group record type) is used.
 func (e *Env) consumeOffsets(ctx context.Context, formatter string) ([]formatted, error) {
 	return e.consumeTopic(ctx, "__consumer_offsets", formatter)
+}
+
+// Kafka's formatters of __consumer_offsets: offset commit records (key
+// types 0 and 1), group metadata records (type 2).
+const (
+	offsetsFormatter  = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"
+	metadataFormatter = "org.apache.kafka.tools.consumer.GroupMetadataMessageFormatter"
+)
+
+// readAgain reads __consumer_offsets again with formatter into fs while
+// fs is empty and need says it must not be, twice at most.
+// ConsoleConsumer ends after --timeout-ms without a record, counted from
+// its start: on a loaded machine its JVM's start, its own group's join
+// (the broker's initial rebalance delay, 3 s) and its first fetch once
+// took longer, and it ended having read nothing, with no error.
+func (e *Env) readAgain(ctx context.Context, fs *[]formatted, formatter string, need bool) error {
+	for try := 0; len(*fs) == 0 && need && try < 2; try++ {
+		e.Logf("__consumer_offsets read with formatter %q: nothing; reading it again", formatter)
+		var err error
+		if *fs, err = e.consumeOffsets(ctx, formatter); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasRecordType says whether fs (every record type) holds a record of
+// one of the key types.
+func hasRecordType(fs []formatted, types ...int16) bool {
+	for _, f := range fs {
+		if slices.Contains(types, f.Key.Type) {
+			return true
+		}
+	}
+	return false
 }
 
 // consumeTopic reads all of an internal topic with Kafka's ConsoleConsumer

@@ -88,6 +88,11 @@ type Options struct {
 	// Stdout, if set, also gets every JVM's output (it always goes to the
 	// node's server.log).
 	Stdout func(node int32, line string)
+	// Starting, if set, is called once the nodes are formatted and the
+	// relays listen (every port is known), before the JVMs start: what
+	// watches the cluster's traffic from there (kwire live) sees every
+	// connection open. Its error ends Start.
+	Starting func(c *Cluster) error
 }
 
 // Cluster is a running real Kafka cluster behind recording relays.
@@ -224,6 +229,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	t1 := time.Now()
 	c.Formatted = t1.Sub(t0)
+	if c.opts.Starting != nil {
+		if err := c.opts.Starting(c); err != nil {
+			return err
+		}
+	}
 	for _, n := range c.nodes {
 		if err := n.start(); err != nil {
 			return err
@@ -352,11 +362,22 @@ type Listener struct {
 // Ports returns the relayed ports of the listeners named (all when none),
 // sorted: what kwire's --port wants.
 func (c *Cluster) Ports(names ...string) []int {
+	return c.ports(names, func(r *relay) string { return r.addr })
+}
+
+// BackendPorts returns the ports the JVMs listen on behind the relays of
+// the listeners named (all when none), sorted: the ports of the brokers'
+// own sockets, which kwire live --ebpf on the broker processes wants.
+func (c *Cluster) BackendPorts(names ...string) []int {
+	return c.ports(names, func(r *relay) string { return r.backend })
+}
+
+func (c *Cluster) ports(names []string, addr func(*relay) string) []int {
 	var out []int
 	for _, n := range c.nodes {
 		for _, r := range n.relays {
 			if len(names) == 0 || slices.Contains(names, r.name) {
-				_, p, _ := net.SplitHostPort(r.addr)
+				_, p, _ := net.SplitHostPort(addr(r))
 				port, _ := strconv.Atoi(p)
 				out = append(out, port)
 			}
