@@ -105,7 +105,13 @@ func (e *Env) addLine(b []byte) {
 // Start starts a Java client (mode gen.JavaConsumer...) against the
 // cluster's relayed listeners; its reports are kept.
 func (e *Env) Start(ctx context.Context, mode string, args any) (*gen.Child, error) {
-	ch, err := e.D.Start(ctx, e.C.Addrs(), mode, args, e.addLine)
+	return e.StartOn(ctx, e.C.Addrs(), mode, args)
+}
+
+// StartOn starts a Java client with bootstrap servers addrs (some of the
+// cluster's relayed listeners).
+func (e *Env) StartOn(ctx context.Context, addrs []string, mode string, args any) (*gen.Child, error) {
+	ch, err := e.D.Start(ctx, addrs, mode, args, e.addLine)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +124,12 @@ func (e *Env) Start(ctx context.Context, mode string, args any) (*gen.Child, err
 // StartReady starts a Java client and waits until it is ready (a consumer:
 // it owns partitions).
 func (e *Env) StartReady(ctx context.Context, mode string, args any) (*gen.Child, error) {
-	ch, err := e.Start(ctx, mode, args)
+	return e.StartReadyOn(ctx, e.C.Addrs(), mode, args)
+}
+
+// StartReadyOn is StartReady with bootstrap servers addrs.
+func (e *Env) StartReadyOn(ctx context.Context, addrs []string, mode string, args any) (*gen.Child, error) {
+	ch, err := e.StartOn(ctx, addrs, mode, args)
 	if err != nil {
 		return nil, err
 	}
