@@ -40,6 +40,10 @@ var expectedHazards = map[string][]string{
 	// rk-txn-z-zombie kept sending after its successor's InitProducerID
 	// (zombie_producer).
 	"r_txn": {"hanging_transaction", "zombie_producer"},
+	// rk-w1 committed 32 (record 31 done) with record 30 still in its
+	// worker and was SIGKILLed: record 30 was never processed
+	// (commit_gap); its session expired (member_expired).
+	"r_worker": {"commit_gap", "member_expired"},
 }
 
 // expectedInfo are, per scenario, info hazards that must be told: what
@@ -94,6 +98,13 @@ func TestRealCaptures(t *testing.T) {
 					checkGenerations(t, gt, g)
 				}
 				checkCommits(t, gt, g)
+				checkLost(t, truth, gt, snap)
+				if exactConsumption[name] {
+					checkConsumption(t, truth, g, snap)
+				}
+				if fcClosed[name] {
+					checkFCClosed(t, kwire, truth, g)
+				}
 				checkCoordinators(t, truth, g, coords)
 				for id, how := range checkDepartures(t, truth, gt, g) {
 					if how == correlate.MemberExpired {
@@ -441,18 +452,7 @@ func checkHazards(t *testing.T, scenario string, s *correlate.Snapshot, expired 
 // (and args, the truth's kwire_args) and returns its summary and coordinator events.
 func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) (*correlate.Snapshot, []correlate.CoordinatorEvent) {
 	t.Helper()
-	var ps []string
-	for _, p := range ports {
-		ps = append(ps, strconv.Itoa(p))
-	}
-	cmd := exec.Command(kwire, append(append([]string{"analyze", "--json", "--port", strings.Join(ps, ",")}, args...), capture)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kwire analyze %s: %v\n%s", capture, err, stderr.String())
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc := bufio.NewScanner(bytes.NewReader(runKwire(t, kwire, "analyze", capture, ports, args...)))
 	sc.Buffer(nil, 64<<20)
 	var coords []correlate.CoordinatorEvent
 	for sc.Scan() {
@@ -474,4 +474,22 @@ func analyze(t *testing.T, kwire, capture string, ports []int, args ...string) (
 	}
 	t.Fatalf("kwire analyze %s wrote no summary line", capture)
 	return nil, nil
+}
+
+// runKwire runs kwire command (analyze, read) --json on capture with ports
+// as the brokers' and returns its NDJSON.
+func runKwire(t *testing.T, kwire, command, capture string, ports []int, args ...string) []byte {
+	t.Helper()
+	var ps []string
+	for _, p := range ports {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	cmd := exec.Command(kwire, append(append([]string{command, "--json", "--port", strings.Join(ps, ",")}, args...), capture)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kwire %s %s: %v\n%s", command, capture, err, stderr.String())
+	}
+	return out
 }
