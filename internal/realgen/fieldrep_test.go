@@ -3,6 +3,7 @@ package realgen
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -335,5 +337,70 @@ func connEnds(t *testing.T, path string) map[string]time.Time {
 		if _, seen := ends[k]; !seen {
 			ends[k] = ci.Timestamp
 		}
+	}
+}
+
+// regression is a commit below the one accepted before it.
+type regression struct {
+	Partition        string
+	Offset, Previous int64
+}
+
+// checkRegressions compares kwire's commit_regression hazards with the
+// offset commit records: in log order, per partition, a commit below the
+// previous one opens an episode (kwire tells its first commit, with the
+// one before), which ends once a commit reaches the highest offset
+// committed before it went back; regressions inside an open episode are
+// the same hazard. Each scenario's regressions are commits of the group's
+// members (none by an admin tool, which is another hazard).
+func checkRegressions(t *testing.T, gt GroupTruth, s *correlate.Snapshot) {
+	t.Helper()
+	type state struct {
+		prev, high int64
+		known      bool
+	}
+	parts := map[string]*state{}
+	var want []regression
+	for _, c := range gt.Commits {
+		if c.Offset < 0 {
+			continue
+		}
+		p := fmt.Sprintf("%s/%d", c.Topic, c.Partition)
+		st := parts[p]
+		if st == nil {
+			st = &state{high: -1}
+			parts[p] = st
+		}
+		switch {
+		case st.known && c.Offset < st.prev:
+			if st.high < 0 {
+				want = append(want, regression{p, c.Offset, st.prev})
+			}
+			st.high = max(st.high, st.prev)
+		case st.high >= 0 && c.Offset >= st.high:
+			st.high = -1
+		}
+		st.prev, st.known = c.Offset, true
+	}
+	var got []regression
+	for _, h := range s.Hazards {
+		if h.Kind == correlate.HazardCommitRegression && h.Group == gt.Group && h.Partition != nil && h.Offset != nil && h.PreviousOffset != nil {
+			got = append(got, regression{fmt.Sprintf("%s/%d", h.Topic, *h.Partition), *h.Offset, *h.PreviousOffset})
+		}
+	}
+	order := func(a, b regression) int {
+		if a.Partition != b.Partition {
+			return strings.Compare(a.Partition, b.Partition)
+		}
+		return cmp.Compare(a.Previous, b.Previous)
+	}
+	slices.SortFunc(want, order)
+	slices.SortFunc(got, order)
+	if !slices.Equal(want, got) {
+		t.Errorf("group %s: commits that moved the committed offset back (partition, offset, previous), offset commit records %v, kwire's commit_regression %v",
+			gt.Group, want, got)
+	}
+	if len(want) > 0 {
+		t.Logf("group %s: %d regressions of the committed offset: %v", gt.Group, len(want), want)
 	}
 }

@@ -42,8 +42,10 @@ var expectedHazards = map[string][]string{
 	"r_txn": {"hanging_transaction", "zombie_producer"},
 	// rk-w1 committed 32 (record 31 done) with record 30 still in its
 	// worker and was SIGKILLed: record 30 was never processed
-	// (commit_gap); its session expired (member_expired).
-	"r_worker": {"commit_gap", "member_expired"},
+	// (commit_gap); its session expired (member_expired). rk-w2's worker
+	// committed slow even records after their successors: the committed
+	// offset went back each time (commit_regression).
+	"r_worker": {"commit_gap", "member_expired", "commit_regression"},
 }
 
 // expectedInfo are, per scenario, info hazards that must be told: what
@@ -99,6 +101,7 @@ func TestRealCaptures(t *testing.T) {
 				}
 				checkCommits(t, gt, g)
 				checkLost(t, truth, gt, snap)
+				checkRegressions(t, gt, snap)
 				if exactConsumption[name] {
 					checkConsumption(t, truth, g, snap)
 				}

@@ -13,7 +13,8 @@ func init() {
 			"rk-worker (1 partition) to a worker pool and commits each record alone when it is done; record 30 is held " +
 			"on a thread of its own while the other thread does 31, so after commits 1..30 one by one it commits 32, " +
 			"and is SIGKILLed with record 30 unprocessed; 20 more records arrive; once it expired, rk-w2 resumes at 32: " +
-			"record 30 is never processed",
+			"record 30 is never processed. rk-w2 is the same worker, two threads, odd offsets done first: each slow " +
+			"even record committed after its successor moves the committed offset back",
 		Topics: map[string]int{workerTopic: 1},
 		Config: quietReplicas,
 		Groups: []string{workerGroup},
@@ -59,7 +60,7 @@ func runWorker(ctx context.Context, e *Env) error {
 		return err
 	}
 	// rk-w2's join completes once rk-w1's session expired.
-	w2, err := e.StartReady(ctx, gen.JavaConsumer, workerConsumer("rk-w2", nil))
+	w2, err := e.StartReady(ctx, gen.JavaConsumer, workerConsumer("rk-w2", map[string]any{"worker": true}))
 	if err != nil {
 		return err
 	}
