@@ -324,13 +324,13 @@ func javaWorker(ctx context.Context, t *testing.T, h *javaHarness) {
 }
 
 // javaWorkerHold: field report 4's experiment: with worker_hold 8 the
-// worker never finishes record 8 while the other thread does the rest in
-// order, so it commits 1..8 one by one, then 10, 11, 12 (record 9 done
+// worker never finishes record 8 while, in order, the other thread does
+// the rest, so it commits 1..8 one by one, then 10, 11, 12 (record 9 done
 // before 8): record 8 is held, never processed.
 func javaWorkerHold(ctx context.Context, t *testing.T, h *javaHarness) {
 	produceTo(ctx, t, h.brokers, "j-worker-hold", 1, values(12)...)
 	r := h.run(ctx, t, JavaConsumer, map[string]any{"group": "j-worker-hold", "topics": []string{"j-worker-hold"},
-		"client_id": "j-worker-hold-0", "worker": true, "worker_hold": 8, "records": 12})
+		"client_id": "j-worker-hold-0", "worker": true, "worker_in_order": true, "worker_hold": 8, "records": 12})
 	offsets := func(kind string) []int64 {
 		var out []int64
 		for _, j := range r.kind(kind) {

@@ -35,9 +35,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * poll loop blocks this long: past max.poll.interval.ms the client leaves the
  * group by itself, KIP-62), worker (field report 4: records go to a pool of
  * threads and each is committed alone when it finishes, out of order; even
- * offsets take worker_delay_ms longer; with worker_hold, the record at that
- * offset never finishes while the others are done one by one, in order, on
- * the other thread), connections_max_idle_ms, records (stop after this many),
+ * offsets take worker_delay_ms longer; worker_in_order: one thread, no
+ * delay; worker_hold: the record at that offset never finishes, on a thread
+ * of its own), connections_max_idle_ms, records (stop after this many),
  * ready_at_start (ready before the first assignment), turn (hang, no_commit,
  * stall) at turn_at_ms (Unix milliseconds; the consumer health states of issue
  * 41): from then on the member no longer polls (hang: its heartbeat thread
@@ -128,7 +128,8 @@ final class ConsumerMode {
             t.out.ready();
         }
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p);
-             Worker w = worker ? new Worker(m, Main.num(a, "worker_delay_ms", 50), Main.num(a, "worker_hold", -1)) : null) {
+             Worker w = worker ? new Worker(m, Main.num(a, "worker_delay_ms", 50), Main.num(a, "worker_hold", -1),
+                     Main.bool(a, "worker_in_order", false)) : null) {
             m.consumer.set(c);
             t.onStop(c::wakeup);
             c.subscribe(topics(a), m);
@@ -237,26 +238,28 @@ final class ConsumerMode {
      * Worker is field report 4's framework: records of one partition are
      * processed by two threads at once and each record's offset is committed
      * as soon as that record is done, so n+1 can be committed before n (and n
-     * never, if the process dies in between). With a hold offset, that record
-     * is processed on a thread of its own and never finishes (until the
-     * client closes), the others one at a time, in order, on the other: n
-     * held, n+1 done and committed first, as in the field report's
-     * experiment.
+     * never, if the process dies in between). In order, one thread does
+     * every record as it comes. With a hold offset, that record is
+     * processed on a thread of its own and never finishes (until the client
+     * closes): n held, n+1 done and committed first, as in the field
+     * report's experiment.
      * Every finished record is reported ({@code processed}), the held one
      * when it starts ({@code held}).
      */
     static final class Worker implements AutoCloseable {
         private final Member m;
         private final long delayMs, hold;
+        private final boolean inOrder;
         private final ExecutorService pool, side;
         private final LinkedBlockingQueue<ConsumerRecord<?, ?>> done = new LinkedBlockingQueue<>();
         private int inflight; // poll thread only
 
-        Worker(Member m, long delayMs, long hold) {
+        Worker(Member m, long delayMs, long hold, boolean inOrder) {
             this.m = m;
             this.delayMs = delayMs;
             this.hold = hold;
-            this.pool = Executors.newFixedThreadPool(hold >= 0 ? 1 : 2);
+            this.inOrder = inOrder;
+            this.pool = Executors.newFixedThreadPool(inOrder ? 1 : 2);
             this.side = Executors.newSingleThreadExecutor();
         }
 
@@ -275,7 +278,7 @@ final class ConsumerMode {
             inflight++;
             pool.execute(() -> {
                 try {
-                    if (hold < 0 && r.offset() % 2 == 0) {
+                    if (!inOrder && r.offset() % 2 == 0) {
                         Thread.sleep(delayMs);
                     }
                 } catch (InterruptedException e) {
