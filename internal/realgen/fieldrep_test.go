@@ -226,8 +226,10 @@ var groupRequest = []string{"JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit
 // the group's coordinator, which carried none of its group requests and
 // closed (a FIN or RST in the capture) before the client's last commit;
 // the commits it made after are the group's in kwire (checkCommits holds
-// them to __consumer_offsets).
-func checkFCClosed(t *testing.T, kwire string, truth Truth, g *correlate.Group) {
+// them to __consumer_offsets), and kwire's binding of the client to the
+// group says it was learned from that FindCoordinator, on that
+// connection: it outlived it.
+func checkFCClosed(t *testing.T, kwire string, truth Truth, g *correlate.Group, s *correlate.Snapshot) {
 	t.Helper()
 	capture := filepath.Join(realDir, truth.Capture)
 	var xs []readExchange
@@ -279,6 +281,17 @@ func checkFCClosed(t *testing.T, kwire string, truth Truth, g *correlate.Group) 
 					t.Errorf("group %s: %s's FindCoordinator connection %d carried %s too", g.Group, client, id, y.API)
 				}
 			}
+		}
+		bound := false
+		for _, cl := range s.Clients {
+			for _, b := range cl.Bindings {
+				if _, ok := fc[b.LearnedOnConn]; ok && cl.ClientID == client && b.Group == g.Group && b.LearnedFrom == "FindCoordinator" {
+					bound = true
+				}
+			}
+		}
+		if !bound {
+			t.Errorf("group %s: kwire's binding of %s to the group is not the one its FindCoordinator taught", g.Group, client)
 		}
 		after := 0
 		for _, p := range g.Partitions {

@@ -106,7 +106,7 @@ func TestRealCaptures(t *testing.T) {
 					checkConsumption(t, truth, g, snap)
 				}
 				if fcClosed[name] {
-					checkFCClosed(t, kwire, truth, g)
+					checkFCClosed(t, kwire, truth, g, snap)
 				}
 				checkCoordinators(t, truth, g, coords)
 				for id, how := range checkDepartures(t, truth, gt, g) {
