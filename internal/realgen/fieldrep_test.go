@@ -39,30 +39,13 @@ var exactConsumption = map[string]bool{
 // member's FindCoordinator connection closed while its group went on.
 var fcClosed = map[string]bool{"r_coordclose": true}
 
-// workReport is a consumer's report of records: consumed (a poll's, per
-// partition: first..last), processed or held (one record of a worker,
-// field report 4), or committed (an accepted commit, from the client's
-// interceptor).
-type workReport struct {
-	Kind      string `json:"kind"`
-	Group     string `json:"group"`
-	ClientID  string `json:"client_id"`
-	MemberID  string `json:"member_id"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	First     int64  `json:"first_offset"`
-	Last      int64  `json:"last_offset"`
-	Records   int64  `json:"records"`
-	// Offsets: a committed report's (an accepted commit, the client's
-	// interceptor), topic -> partition -> offset.
-	Offsets map[string]map[string]int64 `json:"offsets"`
-}
-
-func workReports(truth Truth, group string) []workReport {
-	var out []workReport
+// groupReports are truth's client reports of group (consumed: a poll's
+// records per partition; processed and held: a worker's, field report 4;
+// committed: an accepted commit, from the client's interceptor).
+func groupReports(truth Truth, group string) []Report {
+	var out []Report
 	for _, raw := range truth.Reports {
-		var r workReport
+		var r Report
 		if json.Unmarshal(raw, &r) == nil && r.Group == group {
 			out = append(out, r)
 		}
@@ -80,7 +63,7 @@ func workReports(truth Truth, group string) []workReport {
 // previous offset, and the member whose client reported that commit.
 func checkLost(t *testing.T, truth Truth, gt GroupTruth, s *correlate.Snapshot) {
 	t.Helper()
-	rs := workReports(truth, gt.Group)
+	rs := groupReports(truth, gt.Group)
 	workers := map[string]bool{}
 	for _, r := range rs {
 		if r.Kind == "processed" || r.Kind == "held" {
@@ -104,7 +87,7 @@ func checkLost(t *testing.T, truth Truth, gt GroupTruth, s *correlate.Snapshot) 
 		case r.Kind == "processed":
 			mark(p, r.Offset)
 		case r.Kind == "consumed" && !workers[r.ClientID]:
-			for o := r.First; o <= r.Last; o++ {
+			for o := r.FirstOffset; o <= r.LastOffset; o++ {
 				mark(p, o)
 			}
 		case r.Kind == "committed":
@@ -167,7 +150,7 @@ func checkConsumption(t *testing.T, truth Truth, g *correlate.Group, s *correlat
 	t.Helper()
 	want := map[string]int64{} // "client topic/p" -> records
 	wantGroup := map[string]int64{}
-	for _, r := range workReports(truth, g.Group) {
+	for _, r := range groupReports(truth, g.Group) {
 		if r.Kind != "consumed" {
 			continue
 		}

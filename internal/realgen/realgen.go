@@ -79,12 +79,16 @@ type Report struct {
 	Assignment map[string][]int32 `json:"assignment,omitempty"`
 	// Offsets: commit and committed reports, topic -> partition -> offset.
 	Offsets map[string]map[string]int64 `json:"offsets,omitempty"`
-	// Topic, Partition, Records, LastOffset: consumed reports.
-	Topic      string          `json:"topic,omitempty"`
-	Partition  int32           `json:"partition,omitempty"`
-	Records    int64           `json:"records,omitempty"`
-	LastOffset int64           `json:"last_offset,omitempty"`
-	Raw        json.RawMessage `json:"raw"`
+	// Topic, Partition, Records, FirstOffset, LastOffset: consumed
+	// reports; Offset: a worker's processed and held reports (topic and
+	// partition too).
+	Topic       string          `json:"topic,omitempty"`
+	Partition   int32           `json:"partition,omitempty"`
+	Records     int64           `json:"records,omitempty"`
+	FirstOffset int64           `json:"first_offset,omitempty"`
+	LastOffset  int64           `json:"last_offset,omitempty"`
+	Offset      int64           `json:"offset,omitempty"`
+	Raw         json.RawMessage `json:"raw"`
 }
 
 func (e *Env) addLine(b []byte) {
