@@ -1,7 +1,9 @@
 package correlate
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -139,6 +141,7 @@ func (c *Correlator) acceptedCommit(g *groupState, p tp, ph *partHazard, cm *com
 		c.checkRegression(g, p, ph, cm, off, prev, cause)
 		if mp := c.memberPartOf(g.name, cm.member, p); mp != nil {
 			c.checkBeyondFetch(g, p, mp, cm, off, prev)
+			mp.trackHoles(cm, off, prev)
 			c.checkGap(g, p, mp, cm, off, prev)
 			recv.parts = append(recv.parts, recvPart{p: p, off: off, prev: prev})
 			mp.lastCommit, mp.haveLast = off, true
@@ -350,5 +353,115 @@ func (c *Correlator) reportGap(g *groupState, p tp, mp *memberPart, cm *committe
 	// The commits in between are not in the capture: lost ones would
 	// close the gap.
 	ev.absent = &absence{clients: []clientKey{cm.client}, from: prev.ev.TS.Time, to: cm.at}
-	c.report(partKey(HazardCommitGap, g.name, p, cm.member, strconv.Itoa(int(cm.gen))), ev)
+	if c.report(partKey(HazardCommitGap, g.name, p, cm.member, strconv.Itoa(int(cm.gen))), ev) {
+		mp.holes.drop(mp.lastCommit+1, off-1) // told: not again when the member ends
+	}
+}
+
+// trackHoles follows the commit offsets a member strides over and fills
+// (holes) with its accepted commit off; prev is the partition's accepted
+// commit before it. Only offsets after a record delivered to it count (a
+// reset that skipped records is not a hole), and a stride over more than
+// maxMissing is no per-record commit.
+func (mp *memberPart) trackHoles(cm *committer, off int64, prev commitMark) {
+	h := &mp.holes
+	if mp.inside(off) {
+		h.inside++
+	}
+	base := h.top
+	if base < 0 && prev.known {
+		base = prev.offset
+	}
+	switch {
+	case base < 0:
+	case off > base:
+		if off-base-1 <= maxMissing {
+			for o := base + 1; o < off && len(h.open) < maxMissing; o++ {
+				if mp.allData(o-1, o) {
+					h.open = append(h.open, hole{off: o, by: off, prev: prev.offset, at: cm.at, ev: cm.ev})
+				}
+			}
+		}
+	default:
+		if i, ok := slices.BinarySearchFunc(h.open, off, func(x hole, o int64) int { return cmp.Compare(x.off, o) }); ok {
+			h.open = slices.Delete(h.open, i, i+1)
+			h.filled++
+		}
+	}
+	h.top = max(h.top, off)
+}
+
+// drop forgets the holes from..to.
+func (h *holes) drop(from, to int64) {
+	h.open = slices.DeleteFunc(h.open, func(x hole) bool { return from <= x.off && x.off <= to })
+}
+
+// checkHoles: member m ended (left or expired, at at) with holes in its
+// per-record commits (a commit strode over a record still being
+// processed, out of order, and the member never committed it): records
+// delivered and never committed (field report 4). Only a member that
+// filled holes before (at least GapMinRun times, once inside a delivered
+// batch) commits record by record; only the holes below the committed
+// offset it left are lost: the next owner resumes there. Each run of
+// consecutive lost records is one hazard.
+func (c *Correlator) checkHoles(g *groupState, m *memberState, at time.Time) {
+	mh := c.hz().members[g.name][m.id]
+	if mh == nil {
+		return
+	}
+	for _, p := range sortedTPs(mh.parts) {
+		mp := mh.parts[p]
+		h := &mp.holes
+		ph := c.hz().parts[g.name][p]
+		if len(h.open) == 0 || h.filled < c.opts.Hazards.GapMinRun || h.inside == 0 || ph == nil || !ph.last.known {
+			continue
+		}
+		var run []hole
+		for i, x := range h.open {
+			if x.off <= ph.last.offset {
+				run = append(run, x)
+			}
+			if len(run) > 0 && (i == len(h.open)-1 || h.open[i+1].off != x.off+1 || h.open[i+1].off > ph.last.offset) {
+				c.reportHoles(g, m, p, mp, ph, run, at)
+				run = nil
+			}
+		}
+		h.open = nil
+	}
+}
+
+// reportHoles reports run, consecutive holes member m ended with.
+func (c *Correlator) reportHoles(g *groupState, m *memberState, p tp, mp *memberPart, ph *partHazard, run []hole, at time.Time) {
+	first := run[0]
+	missing := make([]int64, len(run))
+	for i, x := range run {
+		missing[i] = x.off - 1
+	}
+	n := int64(len(run))
+	ev := partHazardEvent(HazardCommitGap, SeverityCritical, g.name, p, at)
+	ev.MemberID, ev.Generation, ev.ClientID, ev.ClientHost = m.id, i32p(m.generation), m.clientID, m.clientHost
+	ev.Offset, ev.PreviousOffset, ev.MissingOffsets, ev.Skipped = i64(first.by), i64(first.prev), missing, i64(n)
+	ev.DeliveredTo = i64(mp.delivered)
+	commits, what, it := "commit "+strconv.FormatInt(first.off, 10), fmt.Sprintf("record %d was", missing[0]), "it"
+	if n > 1 {
+		commits = fmt.Sprintf("commits %d..%d", first.off, run[n-1].off)
+		what, it = fmt.Sprintf("records %d..%d were", missing[0], missing[n-1]), "them"
+	}
+	how := "left the group"
+	if m.status == statusExpired {
+		how = "expired"
+	}
+	ev.Summary = fmt.Sprintf("%s %s/%d: member %s (generation %d) committed one record at a time, out of order "+
+		"(%d commits below a higher one it had made, each a record a slower thread finished), and %s without "+
+		"the %s it strode over with commit %d: %s delivered and never committed; the next owner resumes at %d, "+
+		"the committed offset it left, and never processes %s",
+		g.name, p.topic, p.partition, m.id, m.generation, mp.holes.filled, how, commits, first.by, what, ph.last.offset, it)
+	ev.Evidence = []Evidence{first.ev}
+	if ph.last.fromCommit {
+		ev.Evidence = append(ev.Evidence, ph.last.ev)
+	}
+	// The commits filling the holes are not in the capture: lost ones
+	// would close them.
+	ev.absent = &absence{clients: []clientKey{{m.clientHost, m.clientID}}, from: first.at, to: at}
+	c.report(partKey(HazardCommitGap, g.name, p, m.id, "ended", strconv.FormatInt(first.off, 10)), ev)
 }

@@ -135,6 +135,64 @@ func TestHazardCommitGap(t *testing.T) {
 	}
 }
 
+// TestHazardCommitGapOutOfOrder is field report 4's worker pool: a member
+// commits each record when a thread finishes it, odd records before the
+// slower even ones (2, 1, 4, 3, ...: each late commit a regression). It
+// holds record 8: it commits 10 and up, never 9, and ends. Record 8 is
+// lost when the member ends, if the committed offset it leaves is above it.
+func TestHazardCommitGapOutOfOrder(t *testing.T) {
+	order := []int64{2, 1, 4, 3, 6, 5, 8, 7, 10, 12, 11, 14, 13}
+	tests := []struct {
+		name   string
+		commit []int64
+		leave  bool // else it expires (no request for its 10 s session)
+		want   []hazardView
+	}{
+		{"left", order, true, []hazardView{{Kind: HazardCommitGap, Severity: SeverityCritical,
+			Group: "g", Topic: "t", Partition: 0, Member: "m1", Offset: 10, Previous: 7, From: -1, To: -1,
+			Skipped: 1, Replayed: -1, Missing: []int64{8}}}},
+		{"expired", order, false, []hazardView{{Kind: HazardCommitGap, Severity: SeverityCritical,
+			Group: "g", Topic: "t", Partition: 0, Member: "m1", Offset: 10, Previous: 7, From: -1, To: -1,
+			Skipped: 1, Replayed: -1, Missing: []int64{8}}}},
+		// Records 8 and 12 held: one hazard each.
+		{"two", []int64{2, 1, 4, 3, 6, 5, 8, 7, 10, 12, 11, 14}, true, []hazardView{
+			{Kind: HazardCommitGap, Severity: SeverityCritical, Group: "g", Topic: "t", Partition: 0, Member: "m1",
+				Offset: 10, Previous: 7, From: -1, To: -1, Skipped: 1, Replayed: -1, Missing: []int64{8}},
+			{Kind: HazardCommitGap, Severity: SeverityCritical, Group: "g", Topic: "t", Partition: 0, Member: "m1",
+				Offset: 14, Previous: 11, From: -1, To: -1, Skipped: 1, Replayed: -1, Missing: []int64{12}}}},
+		// Record 8 done at last: nothing lost.
+		{"filled at the end", append(slices.Clone(order), 9), true, nil},
+		// Its last commit moves the committed offset back to 8: the next
+		// owner processes record 8 (again: a regression, not a loss).
+		{"committed back below", append(slices.Clone(order), 8), true, nil},
+		// Every poll committed (strides of 3, never filled): no evidence of
+		// record-by-record commits.
+		{"per poll", []int64{3, 6, 10, 13}, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}})
+			c, cid := h.member1()
+			h.fetch(100*ms, c, cid, 0, 0, 14, batchOf(0, 14, false))
+			at := 200 * ms
+			for _, off := range tt.commit {
+				h.commit(at, c, cid, "m1", 1, 0, off, 0)
+				at += 10 * ms
+			}
+			if tt.leave {
+				leave := kmsg.NewPtrLeaveGroupRequest()
+				leave.Version, leave.Group, leave.MemberID = 1, "g", "m1"
+				h.ex(at+10*ms, h.conn(c, "10.0.0.9:9092"), cid, leave, kmsg.NewPtrLeaveGroupResponse())
+			}
+			h.close(at + time.Minute)
+			if d := diff(tt.want, h.hazardViews(HazardCommitGap)); d != "" {
+				t.Errorf("commit_gap (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
 func TestHazardCommitRegression(t *testing.T) {
 	h := newHarness(t, nil)
 	stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}})

@@ -56,6 +56,29 @@ type memberPart struct {
 	pend       *pendingBeyond // a commit above what it was delivered, waiting
 	// commitDeliveries is deliveries at its last commit.
 	commitDeliveries int64
+	holes            holes
+}
+
+// holes are the commit offsets a member's commits strode over (commit
+// n+1 says record n is done) and it has not made since: a per-record
+// committer working out of order (field report 4's thread pool) fills
+// them a moment later, when the slower record is done; those it ends
+// with are records never committed.
+type holes struct {
+	open []hole // ascending, at most maxMissing
+	top  int64  // its highest accepted commit; -1 none
+	// filled counts its commits that filled a hole, inside those strictly
+	// inside a delivered batch: evidence that it commits record by record,
+	// finer than a poll.
+	filled, inside int
+}
+
+// hole is one commit offset a member strode over, with the commit that
+// strode (by, at, ev) and the partition's accepted commit before it.
+type hole struct {
+	off, by, prev int64
+	at            time.Time
+	ev            Evidence
 }
 
 // span is one complete record batch delivered.
@@ -132,7 +155,7 @@ func (mh *memberHazard) part(p tp, limit int) *memberPart {
 		if len(mh.parts) >= limit {
 			return nil
 		}
-		mp = &memberPart{delivered: -1, position: -1, hwm: -1, beyond: -1}
+		mp = &memberPart{delivered: -1, position: -1, hwm: -1, beyond: -1, holes: holes{top: -1}}
 		mh.parts[p] = mp
 	}
 	return mp

@@ -42,6 +42,10 @@ func (h *HazardEvent) Impact() (im Impact, ok bool) {
 			im.What, im.First, im.Last = ImpactNotRead, *h.LogStartOffset, *to-1
 		case h.Kind == HazardOffsetReset && set(from, to):
 			im.First, im.Last = *from, *to-1
+		case h.Kind == HazardCommitGap && len(h.MissingOffsets) > 0 && int64(len(h.MissingOffsets)) == im.N:
+			// Every missing record is listed (out of order, the commit
+			// before the stride need not be the first of them).
+			im.First, im.Last = h.MissingOffsets[0], h.MissingOffsets[len(h.MissingOffsets)-1]
 		case h.Kind == HazardCommitGap && set(h.PreviousOffset, h.Offset):
 			im.First, im.Last = *h.PreviousOffset, *h.Offset-2
 		case h.Kind == HazardCommitBeyondFetch && h.Offset != nil:

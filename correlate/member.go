@@ -208,6 +208,7 @@ func (c *Correlator) memberGone(g *groupState, m *memberState, action, reason st
 		g.emptied = true
 	}
 	c.checkGone(g, m, action, at)
+	c.checkHoles(g, m, at)
 }
 
 // announceJoin reports that m joined g in generation gen.

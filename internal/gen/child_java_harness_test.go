@@ -23,6 +23,7 @@ type jrep struct {
 	How           string                      `json:"how"`
 	Result        json.RawMessage             `json:"result"`
 	Op            string                      `json:"op"`
+	Offset        int64                       `json:"offset"`
 	FirstOffset   int64                       `json:"first_offset"`
 	LastOffset    int64                       `json:"last_offset"`
 	Acks          json.RawMessage             `json:"acks"`

@@ -26,7 +26,7 @@ func TestJavaDriver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	topics := map[string]int{"j-acks": 1, "j-range": 4, "j-coop": 4, "j-848": 4, "j-slow": 2, "j-worker": 1,
+	topics := map[string]int{"j-acks": 1, "j-range": 4, "j-coop": 4, "j-848": 4, "j-slow": 2, "j-worker": 1, "j-worker-hold": 1,
 		"j-share": 1, "j-share2": 1, "j-share3": 1, "j-txn": 1, "j-ctp-in": 2, "j-ctp-out": 2, "j-st-in": 2, "j-st-out": 2}
 	var specs []map[string]any
 	for _, n := range slices.Sorted(maps.Keys(topics)) {
@@ -61,6 +61,7 @@ func TestJavaDriver(t *testing.T) {
 		{"kip848", javaKIP848},
 		{"slow_poll", javaSlowPoll},
 		{"worker", javaWorker},
+		{"worker_hold", javaWorkerHold},
 		{"share", javaShare},
 		{"txn", javaTxn},
 		{"ctp", javaCTP},
@@ -320,4 +321,35 @@ func javaWorker(ctx context.Context, t *testing.T, h *javaHarness) {
 		t.Errorf("highest worker commit %d, want 20", got)
 	}
 	t.Logf("worker: %d commits, %d regressions", len(r.kind("commit")), regressions)
+}
+
+// javaWorkerHold: field report 4's experiment: with worker_hold 8 the
+// worker never finishes record 8 while, in order, the other thread does
+// the rest, so it commits 1..8 one by one, then 10, 11, 12 (record 9 done
+// before 8): record 8 is held, never processed.
+func javaWorkerHold(ctx context.Context, t *testing.T, h *javaHarness) {
+	produceTo(ctx, t, h.brokers, "j-worker-hold", 1, values(12)...)
+	r := h.run(ctx, t, JavaConsumer, map[string]any{"group": "j-worker-hold", "topics": []string{"j-worker-hold"},
+		"client_id": "j-worker-hold-0", "worker": true, "worker_in_order": true, "worker_hold": 8, "records": 12})
+	offsets := func(kind string) []int64 {
+		var out []int64
+		for _, j := range r.kind(kind) {
+			if kind == "commit" {
+				out = append(out, j.Offsets["j-worker-hold"]["0"])
+			} else {
+				out = append(out, j.Offset)
+			}
+		}
+		return out
+	}
+	want := map[string][]int64{
+		"commit":    {1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12},
+		"processed": {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11},
+		"held":      {8},
+	}
+	for kind, w := range want {
+		if got := offsets(kind); !slices.Equal(got, w) {
+			t.Errorf("%s reports: offsets %v, want %v", kind, got, w)
+		}
+	}
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// tapExchange is one request as the broker read it off its tap and the
+// TapExchange is one request as the broker read it off its tap and the
 // broker's answer, parsed with kmsg: broker-side facts for the truth,
 // independent of any client's hooks.
-type tapExchange struct {
+type TapExchange struct {
 	Conn     *Conn
 	ClientID string
 	// ReqTime is the time of the request's last byte (as kwire's
@@ -23,15 +23,21 @@ type tapExchange struct {
 
 // tapExchanges returns, in request order, every complete request with one
 // of keys that the taps relayed so far, with its answer.
-func (c *Cluster) tapExchanges(keys ...int16) []tapExchange {
-	c.rec.mu.Lock()
-	packets := slices.Clone(c.rec.packets)
-	conns := slices.Clone(c.rec.conns)
+func (c *Cluster) tapExchanges(keys ...int16) []TapExchange { return c.rec.exchanges(keys...) }
+
+// Exchanges returns, in request order, every complete request with one of
+// keys that the recorded connections carried so far, with its answer.
+func (rec *Recorder) Exchanges(keys ...int16) []TapExchange { return rec.r.exchanges(keys...) }
+
+func (r *recorder) exchanges(keys ...int16) []TapExchange {
+	r.mu.Lock()
+	packets := slices.Clone(r.packets)
+	conns := slices.Clone(r.conns)
 	frames := make([][2][]Frame, len(conns))
 	for i, conn := range conns {
 		frames[i] = [2][]Frame{conn.framers[ToServer].all(), conn.framers[ToClient].all()}
 	}
-	c.rec.mu.Unlock()
+	r.mu.Unlock()
 
 	streams := map[*Conn]*[2][]byte{}
 	for _, p := range packets {
@@ -45,7 +51,7 @@ func (c *Cluster) tapExchanges(keys ...int16) []tapExchange {
 		}
 		s[p.Dir] = append(s[p.Dir], p.Payload...)
 	}
-	var out []tapExchange
+	var out []TapExchange
 	for i, conn := range conns {
 		s := streams[conn]
 		if s == nil {
@@ -65,7 +71,7 @@ func (c *Cluster) tapExchanges(keys ...int16) []tapExchange {
 			if req == nil {
 				continue
 			}
-			x := tapExchange{Conn: conn, ClientID: f.ClientID, ReqTime: time.Unix(0, f.EndNanos), Req: req}
+			x := TapExchange{Conn: conn, ClientID: f.ClientID, ReqTime: time.Unix(0, f.EndNanos), Req: req}
 			q := resps[f.CorrelationID]
 			// The first answer with the id that came after the request.
 			for j, rf := range q {
@@ -80,7 +86,7 @@ func (c *Cluster) tapExchanges(keys ...int16) []tapExchange {
 			out = append(out, x)
 		}
 	}
-	slices.SortFunc(out, func(a, b tapExchange) int { return a.ReqTime.Compare(b.ReqTime) })
+	slices.SortFunc(out, func(a, b TapExchange) int { return a.ReqTime.Compare(b.ReqTime) })
 	return out
 }
 

@@ -102,12 +102,16 @@ type Report struct {
 	Assignment map[string][]int32 `json:"assignment,omitempty"`
 	// Offsets: commit and committed reports, topic -> partition -> offset.
 	Offsets map[string]map[string]int64 `json:"offsets,omitempty"`
-	// Topic, Partition, Records, LastOffset: consumed reports.
-	Topic      string          `json:"topic,omitempty"`
-	Partition  int32           `json:"partition,omitempty"`
-	Records    int64           `json:"records,omitempty"`
-	LastOffset int64           `json:"last_offset,omitempty"`
-	Raw        json.RawMessage `json:"raw"`
+	// Topic, Partition, Records, FirstOffset, LastOffset: consumed
+	// reports; Offset: a worker's processed and held reports (topic and
+	// partition too).
+	Topic       string          `json:"topic,omitempty"`
+	Partition   int32           `json:"partition,omitempty"`
+	Records     int64           `json:"records,omitempty"`
+	FirstOffset int64           `json:"first_offset,omitempty"`
+	LastOffset  int64           `json:"last_offset,omitempty"`
+	Offset      int64           `json:"offset,omitempty"`
+	Raw         json.RawMessage `json:"raw"`
 }
 
 func (e *Env) addLine(b []byte) {
@@ -128,11 +132,17 @@ func (e *Env) addLine(b []byte) {
 // Start starts a Java client (mode gen.JavaConsumer...) against the
 // cluster's relayed listeners; its reports are kept.
 func (e *Env) Start(ctx context.Context, mode string, args any) (*gen.Child, error) {
+	return e.StartOn(ctx, e.C.Addrs(), mode, args)
+}
+
+// StartOn starts a Java client with bootstrap servers addrs (some of the
+// cluster's relayed listeners).
+func (e *Env) StartOn(ctx context.Context, addrs []string, mode string, args any) (*gen.Child, error) {
 	d := e.D
 	if mode == gen.JavaAdmin {
 		d = e.admin
 	}
-	ch, err := d.Start(ctx, e.C.Addrs(), mode, args, e.addLine)
+	ch, err := d.Start(ctx, addrs, mode, args, e.addLine)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +155,12 @@ func (e *Env) Start(ctx context.Context, mode string, args any) (*gen.Child, err
 // StartReady starts a Java client and waits until it is ready (a consumer:
 // it owns partitions).
 func (e *Env) StartReady(ctx context.Context, mode string, args any) (*gen.Child, error) {
-	ch, err := e.Start(ctx, mode, args)
+	return e.StartReadyOn(ctx, e.C.Addrs(), mode, args)
+}
+
+// StartReadyOn is StartReady with bootstrap servers addrs.
+func (e *Env) StartReadyOn(ctx context.Context, addrs []string, mode string, args any) (*gen.Child, error) {
+	ch, err := e.StartOn(ctx, addrs, mode, args)
 	if err != nil {
 		return nil, err
 	}

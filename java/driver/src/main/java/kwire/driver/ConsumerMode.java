@@ -35,7 +35,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * poll loop blocks this long: past max.poll.interval.ms the client leaves the
  * group by itself, KIP-62), worker (field report 4: records go to a pool of
  * threads and each is committed alone when it finishes, out of order; even
- * offsets take worker_delay_ms longer), records (stop after this many),
+ * offsets take worker_delay_ms longer; worker_in_order: one thread, no
+ * delay; worker_hold: the record at that offset never finishes, on a thread
+ * of its own), connections_max_idle_ms, records (stop after this many),
  * ready_at_start (ready before the first assignment), turn (hang, no_commit,
  * stall) at turn_at_ms (Unix milliseconds; the consumer health states of issue
  * 41): from then on the member no longer polls (hang: its heartbeat thread
@@ -80,6 +82,7 @@ final class ConsumerMode {
         put(p, "max.poll.interval.ms", a, "max_poll_interval_ms");
         put(p, "max.poll.records", a, "max_poll_records");
         put(p, "auto.commit.interval.ms", a, "auto_commit_interval_ms");
+        put(p, "connections.max.idle.ms", a, "connections_max_idle_ms");
         String iso = Main.str(a, "isolation", "");
         if (!iso.isEmpty()) {
             p.put("isolation.level", iso);
@@ -125,7 +128,8 @@ final class ConsumerMode {
             t.out.ready();
         }
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p);
-             Worker w = worker ? new Worker(m, Main.num(a, "worker_delay_ms", 50)) : null) {
+             Worker w = worker ? new Worker(m, Main.num(a, "worker_delay_ms", 50), Main.num(a, "worker_hold", -1),
+                     Main.bool(a, "worker_in_order", false)) : null) {
             m.consumer.set(c);
             t.onStop(c::wakeup);
             c.subscribe(topics(a), m);
@@ -242,31 +246,54 @@ final class ConsumerMode {
      * Worker is field report 4's framework: records of one partition are
      * processed by two threads at once and each record's offset is committed
      * as soon as that record is done, so n+1 can be committed before n (and n
-     * never, if the process dies in between).
+     * never, if the process dies in between). In order, one thread does
+     * every record as it comes. With a hold offset, that record is
+     * processed on a thread of its own and never finishes (until the client
+     * closes): n held, n+1 done and committed first, as in the field
+     * report's experiment.
+     * Every finished record is reported ({@code processed}), the held one
+     * when it starts ({@code held}).
      */
     static final class Worker implements AutoCloseable {
         private final Member m;
-        private final long delayMs;
-        private final ExecutorService pool = Executors.newFixedThreadPool(2);
+        private final long delayMs, hold;
+        private final boolean inOrder;
+        private final ExecutorService pool, side;
         private final LinkedBlockingQueue<ConsumerRecord<?, ?>> done = new LinkedBlockingQueue<>();
         private int inflight; // poll thread only
 
-        Worker(Member m, long delayMs) {
+        Worker(Member m, long delayMs, long hold, boolean inOrder) {
             this.m = m;
             this.delayMs = delayMs;
+            this.hold = hold;
+            this.inOrder = inOrder;
+            this.pool = Executors.newFixedThreadPool(inOrder ? 1 : 2);
+            this.side = Executors.newSingleThreadExecutor();
         }
 
         void submit(ConsumerRecord<?, ?> r) {
+            if (r.offset() == hold) { // not in flight: finish does not wait for it
+                side.execute(() -> {
+                    m.out.send(Member.record(m.report("held"), r));
+                    try {
+                        Thread.sleep(Long.MAX_VALUE); // until close interrupts it
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+                return;
+            }
             inflight++;
             pool.execute(() -> {
                 try {
-                    if (r.offset() % 2 == 0) {
+                    if (!inOrder && r.offset() % 2 == 0) {
                         Thread.sleep(delayMs);
                     }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     return;
                 }
+                m.out.send(Member.record(m.report("processed"), r));
                 done.add(r);
             });
         }
@@ -312,6 +339,7 @@ final class ConsumerMode {
         @Override
         public void close() {
             pool.shutdownNow();
+            side.shutdownNow();
         }
     }
 }

@@ -127,6 +127,14 @@ final class Member implements ConsumerRebalanceListener {
         }
     }
 
+    /** record adds a record's topic, partition and offset to n. */
+    static ObjectNode record(ObjectNode n, ConsumerRecord<?, ?> r) {
+        n.put("topic", r.topic());
+        n.put("partition", r.partition());
+        n.put("offset", r.offset());
+        return n;
+    }
+
     /** commit reports a commit: how (sync, async, worker, txn), its offsets, and err (null: accepted). */
     void commit(String how, Map<TopicPartition, OffsetAndMetadata> offsets, Exception err) {
         Map<TopicPartition, Long> o = new HashMap<>();
