@@ -29,6 +29,7 @@ func (c *Correlator) produceTxn(e *decode.Exchange, req *kmsg.ProduceRequest) {
 	pid, epoch := int64(-1), int16(-1)
 	var parts []tp
 	var refused int16
+	var errs []int16 // the refused partitions' codes
 	for _, rt := range req.Topics {
 		topic := c.topicKey(rt.Topic, rt.TopicID)
 		for _, p := range rt.Partitions {
@@ -39,6 +40,7 @@ func (c *Correlator) produceTxn(e *decode.Exchange, req *kmsg.ProduceRequest) {
 			pid, epoch = id, ep
 			key := tp{topic, p.Partition}
 			if code := codes[key]; code != 0 {
+				errs = append(errs, code)
 				if refused == 0 || isFenceCode(code) {
 					refused = code
 				}
@@ -51,6 +53,9 @@ func (c *Correlator) produceTxn(e *decode.Exchange, req *kmsg.ProduceRequest) {
 		return
 	}
 	t := c.txn(*req.TransactionID)
+	for _, code := range errs {
+		c.txnError(t, e, code)
+	}
 	if isFenceCode(refused) || t.stale(pid, epoch) {
 		c.txnRefused(t, e, pid, epoch, refused)
 		return

@@ -20,6 +20,7 @@ func (c *Correlator) initProducerID(e *decode.Exchange, req *kmsg.InitProducerID
 		return
 	}
 	t := c.txn(*req.TransactionalID)
+	c.txnError(t, e, resp.ErrorCode)
 	if resp.ErrorCode != 0 {
 		ev := c.txnEvent(t, e, TxnInit)
 		ev.ClientID, ev.ClientHost = e.ClientID, c.hostOf(e)

@@ -74,6 +74,7 @@ func (c *Correlator) txnAddParts(e *decode.Exchange, id string, pid int64, epoch
 		return
 	}
 	t := c.txn(id)
+	c.txnError(t, e, code)
 	if code != 0 || t.stale(pid, epoch) {
 		c.txnRefused(t, e, pid, epoch, code)
 		return

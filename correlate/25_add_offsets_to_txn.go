@@ -14,6 +14,7 @@ func (c *Correlator) addOffsetsToTxn(e *decode.Exchange, req *kmsg.AddOffsetsToT
 		return
 	}
 	t := c.txn(req.TransactionalID)
+	c.txnError(t, e, resp.ErrorCode)
 	if resp.ErrorCode != 0 || t.stale(req.ProducerID, req.ProducerEpoch) {
 		c.txnRefused(t, e, req.ProducerID, req.ProducerEpoch, resp.ErrorCode)
 		return

@@ -15,6 +15,7 @@ func (c *Correlator) endTxnReq(e *decode.Exchange, req *kmsg.EndTxnRequest) {
 		return
 	}
 	t := c.txn(req.TransactionalID)
+	c.txnError(t, e, resp.ErrorCode)
 	if t.stale(req.ProducerID, req.ProducerEpoch) || isFenceCode(resp.ErrorCode) {
 		c.txnRefused(t, e, req.ProducerID, req.ProducerEpoch, resp.ErrorCode)
 		return
@@ -38,6 +39,12 @@ func (c *Correlator) endTxnReq(e *decode.Exchange, req *kmsg.EndTxnRequest) {
 	// The EndTxn's epoch names its transaction: the open one, or one a
 	// later epoch's request already showed ended (pending).
 	switch i := t.pendingOf(req.ProducerEpoch); {
+	case i < 0 && !req.Commit && !t.open && t.timedOutOwn(req.ProducerID, req.ProducerEpoch):
+		// The producer's own abort of the transaction its coordinator
+		// aborted on timeout: under transactions v2 the coordinator
+		// takes it as a retry of the epoch it bumped, answers it with
+		// that epoch and writes nothing (KIP-890). No transaction ends,
+		// so no event: its abort was told at the timeout.
 	case i >= 0:
 		open := t.txnBody
 		t.txnBody = t.pending[i]

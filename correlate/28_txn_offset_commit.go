@@ -19,6 +19,7 @@ func (c *Correlator) txnOffsetCommit(e *decode.Exchange, req *kmsg.TxnOffsetComm
 	var code int16
 	for _, rt := range resp.Topics {
 		for _, p := range rt.Partitions {
+			c.txnError(t, e, p.ErrorCode)
 			if code == 0 {
 				code = p.ErrorCode
 			}

@@ -24,8 +24,14 @@ func isFenceCode(code int16) bool {
 // when the broker's answer fences the epoch, its sender is a zombie
 // producer (KIP-98): a newer instance of the same transactional id took
 // over, and this one keeps sending. Other refusals change nothing.
+//
+// A fence answer to the current instance's epoch whose transaction ended
+// by its timeout is no zombie's: under transactions v2 (KIP-890) the
+// coordinator's abort of a timed-out transaction bumps the epoch, so the
+// producer's next request in it is refused (INVALID_PRODUCER_EPOCH on a
+// Produce) until it aborts; hanging_transaction told the timeout.
 func (c *Correlator) txnRefused(t *txnState, e *decode.Exchange, pid int64, epoch int16, code int16) {
-	if !isFenceCode(code) {
+	if !isFenceCode(code) || t.timedOutOwn(pid, epoch) {
 		return
 	}
 	t.fenced++
@@ -48,6 +54,13 @@ func (c *Correlator) txnRefused(t *txnState, e *decode.Exchange, pid int64, epoc
 			k.clientID, k.host, t.id, pid, epoch, api, errName(code))
 	}
 	c.report(episodeKey(HazardZombieProducer, t.id, strconv.FormatInt(pid, 10), strconv.Itoa(int(epoch))), ev)
+}
+
+// timedOutOwn says whether pid and epoch are the current instance's (its
+// InitProducerID seen, none newer) in the transaction kwire last ended by
+// its timeout.
+func (t *txnState) timedOutOwn(pid int64, epoch int16) bool {
+	return t.initEpoch >= 0 && !t.stale(pid, epoch) && pid == t.producerID && epoch == t.timedOutEpoch
 }
 
 // txnCommitRejected reports a TxnOffsetCommit the broker refused

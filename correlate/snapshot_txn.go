@@ -1,5 +1,7 @@
 package correlate
 
+import "maps"
+
 // Transaction is one transactional id in a Snapshot: its current producer
 // instance and what its transactions did in the capture.
 type Transaction struct {
@@ -24,6 +26,14 @@ type Transaction struct {
 	// EndTxn never came (lost: counted in neither).
 	EndedUnseen    int64 `json:"ended_unseen,omitempty"`
 	AwaitingEndTxn int64 `json:"awaiting_end_txn,omitempty"`
+	// Errors counts the brokers' error answers to the id's requests by
+	// "API:ERROR_NAME": its producer's (InitProducerID, Produce per
+	// partition, AddOffsetsToTxn, TxnOffsetCommit per partition, EndTxn)
+	// and, under transactions v2 (KIP-890), its partition leaders'
+	// AddPartitionsToTxn on its behalf. CONCURRENT_TRANSACTIONS there
+	// (the previous transaction's markers still being written) is
+	// retried by the leader, and by the client on InitProducerID.
+	Errors map[string]int64 `json:"errors,omitempty"`
 	// MaxDurationMillis and TotalDurationMillis are over the ended
 	// transactions.
 	MaxDurationMillis   int64 `json:"max_duration_ms"`
@@ -41,7 +51,7 @@ func (c *Correlator) txnSnapshots() []Transaction {
 		s := Transaction{TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, ClientID: t.client.clientID,
 			ClientHost: t.client.host, Coordinator: t.coordinator, TimeoutMillis: t.timeoutMillis, Committed: t.committed,
 			Aborted: t.aborted, TimedOut: t.timedOut, Fenced: t.fenced, MaxDurationMillis: t.durMax, TotalDurationMillis: t.durTotal,
-			EndedUnseen: t.unseen, AwaitingEndTxn: int64(len(t.pending))}
+			EndedUnseen: t.unseen, AwaitingEndTxn: int64(len(t.pending)), Errors: maps.Clone(t.errors)}
 		if t.open {
 			s.OpenSince, s.OpenPartitions = timePtr(t.began), partsMap(t.parts)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kwire/kwire/decode"
 )
 
@@ -108,6 +110,16 @@ type txnState struct {
 	pending []txnBody
 
 	committed, aborted, timedOut, fenced int64
+	// timedOutEpoch is the epoch of the last transaction kwire ended by
+	// its timeout (-1: none). Under transactions v2 (KIP-890) the
+	// coordinator's abort bumps the epoch, so the producer, if alive, is
+	// refused its next Produce (INVALID_PRODUCER_EPOCH) and then aborts:
+	// that is its own late abort, not a fenced instance's or a new
+	// transaction's.
+	timedOutEpoch int16
+	// errors counts the broker's error answers to the id's requests by
+	// "API:ERROR" (Transaction.Errors).
+	errors map[string]int64
 	// unseen counts the EndTxns accepted (in committed and aborted)
 	// whose transaction's begin the capture did not show or delivered
 	// after them: the broker ended a transaction all the same.
@@ -171,6 +183,18 @@ func (t *txnState) pendingOf(epoch int16) int {
 	return -1
 }
 
+// txnError counts the broker's error answer code to t's request e (none
+// for 0).
+func (c *Correlator) txnError(t *txnState, e *decode.Exchange, code int16) {
+	if code == 0 {
+		return
+	}
+	if t.errors == nil {
+		t.errors = make(map[string]int64)
+	}
+	t.errors[kmsg.NameForKey(e.Key)+":"+errName(code)]++
+}
+
 // txn returns the state of transactional id, creating it.
 func (c *Correlator) txn(id string) *txnState {
 	if c.txns == nil {
@@ -181,7 +205,7 @@ func (c *Correlator) txn(id string) *txnState {
 		if len(c.txns) >= c.opts.MaxClients {
 			c.evictTxns()
 		}
-		t = &txnState{id: id, producerID: -1, epoch: -1, initEpoch: -1}
+		t = &txnState{id: id, producerID: -1, epoch: -1, initEpoch: -1, timedOutEpoch: -1}
 		c.txns[id] = t
 	}
 	t.lastSeen = c.now
@@ -349,6 +373,7 @@ func (c *Correlator) endTxn(t *txnState, e *decode.Exchange, commit bool, by str
 		t.committed++
 	case by == TxnEndedByTimeout:
 		t.timedOut++
+		t.timedOutEpoch = t.txnBody.epoch
 	default:
 		t.aborted++
 	}

@@ -65,6 +65,15 @@ var expectedHazards = map[string][]string{
 	// committed slow even records after their successors: the committed
 	// offset went back each time (commit_regression).
 	"r_worker": {"commit_gap", "member_expired", "commit_regression"},
+	// rk-txe-fenced-zombie committed (EndTxn) after its successor's
+	// InitProducerID fenced it (zombie_producer); rk-txe-late's
+	// transaction outlived its 15 s timeout, holding the last stable
+	// offset rk-reader waited at (hanging_transaction, twice). Neither
+	// the busy producer's CONCURRENT_TRANSACTIONS (the partition leader
+	// retried them) nor the late producer's refused send after the
+	// coordinator's abort (its own epoch, bumped by that abort) is a
+	// hazard.
+	"r_txnerr": {"hanging_transaction", "zombie_producer"},
 }
 
 // expectedInfo are, per scenario, info hazards that must be told: what

@@ -27,6 +27,14 @@ type TxnTruth struct {
 	// ProducerID and ProducerEpoch are the last record's.
 	ProducerID    int64 `json:"producer_id"`
 	ProducerEpoch int16 `json:"producer_epoch"`
+	// Errors counts the transaction coordinator's error answers by
+	// "API:ERROR" (kmsg's API names), from its DEBUG log lines: every
+	// AddPartitionsToTxn refused (the producer's, or under transactions
+	// v2 a partition leader's on its behalf) and every EndTxn refused
+	// before its append to the transaction log.
+	// Empty, not absent, when there were none (absent: a truth made
+	// before the log was read).
+	Errors map[string]int `json:"errors"`
 }
 
 // TxnStateTruth is one TransactionLogValue record.
@@ -45,6 +53,35 @@ type TxnStateTruth struct {
 
 var txnTimeoutRE = regexp.MustCompile(`Completed rollback of ongoing transaction for transactionalId (\S+) due to timeout`)
 
+// txnErrorREs are the transaction coordinator's log lines of a refused
+// request, by API: error, then transactional id (Kafka 4.4's
+// TransactionCoordinator, kafka.coordinator.transaction at DEBUG; its
+// handleAddPartitionsToTransaction logs NONE too, for partitions already
+// in the transaction).
+var txnErrorREs = map[string]*regexp.Regexp{
+	"AddPartitionsToTxn": regexp.MustCompile(`Returning (\S+) error code to client for (\S+)'s AddPartitions request \(`),
+	"EndTxn":             regexp.MustCompile(`returning (\S+) error to client for (\S+)'s EndTransaction request`),
+}
+
+// txnLogErrors counts a broker log's txnErrorREs lines: transactional id
+// -> "API:ERROR" -> lines.
+func txnLogErrors(log []byte) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for api, re := range txnErrorREs {
+		for _, m := range re.FindAllSubmatch(log, -1) {
+			if string(m[1]) == "NONE" {
+				continue
+			}
+			id := string(m[2])
+			if out[id] == nil {
+				out[id] = map[string]int{}
+			}
+			out[id][api+":"+string(m[1])]++
+		}
+	}
+	return out
+}
+
 // transactions reads ids' truth from __transaction_state and the
 // coordinators' logs.
 func (e *Env) transactions(ctx context.Context, ids []string) ([]TxnTruth, error) {
@@ -57,6 +94,7 @@ func (e *Env) transactions(ctx context.Context, ids []string) ([]TxnTruth, error
 	}
 	e.Logf("__transaction_state: %d records", len(fs))
 	timedOut := map[string]int{}
+	errs := map[string]map[string]int{}
 	for _, id := range e.C.Nodes() {
 		b, err := os.ReadFile(e.C.LogFile(id))
 		if err != nil {
@@ -65,10 +103,21 @@ func (e *Env) transactions(ctx context.Context, ids []string) ([]TxnTruth, error
 		for _, m := range txnTimeoutRE.FindAllStringSubmatch(string(b), -1) {
 			timedOut[m[1]]++
 		}
+		for id, m := range txnLogErrors(b) {
+			if errs[id] == nil {
+				errs[id] = map[string]int{}
+			}
+			for k, n := range m {
+				errs[id][k] += n
+			}
+		}
 	}
 	var out []TxnTruth
 	for _, id := range ids {
-		tt := TxnTruth{TransactionalID: id, TimedOut: timedOut[id], ProducerID: -1, ProducerEpoch: -1}
+		tt := TxnTruth{TransactionalID: id, TimedOut: timedOut[id], ProducerID: -1, ProducerEpoch: -1, Errors: errs[id]}
+		if tt.Errors == nil {
+			tt.Errors = map[string]int{}
+		}
 		for _, f := range fs {
 			var k struct {
 				TransactionalID string `json:"transactionalId"`

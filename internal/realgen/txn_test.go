@@ -2,9 +2,11 @@ package realgen
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/kwire/kwire/correlate"
+	"github.com/kwire/kwire/internal/realkafka"
 )
 
 // checkTxns compares kwire's transactional ids with the transaction
@@ -17,7 +19,9 @@ import (
 // consumers waited (hanging_transaction on the partition, naming it); an
 // id whose transaction a second InitProducerID aborted is a fenced
 // instance's, which kwire must tell refused (zombie_producer) when its
-// client reported the fence.
+// client reported the fence; and one whose client's commit was refused
+// PRODUCER_FENCED, a zombie_producer of that EndTxn naming its fencer.
+// The coordinator's error answers (checkTxnErrors) must be kwire's.
 func checkTxns(t *testing.T, truth Truth, s *correlate.Snapshot) {
 	t.Helper()
 	kw := map[string]correlate.Transaction{}
@@ -25,12 +29,8 @@ func checkTxns(t *testing.T, truth Truth, s *correlate.Snapshot) {
 		kw[x.TransactionalID] = x
 	}
 	fenced := map[string]bool{}
-	for _, raw := range truth.Reports {
-		var r struct {
-			Kind, Result    string
-			TransactionalID string `json:"transactional_id"`
-		}
-		if json.Unmarshal(raw, &r) == nil && r.Kind == "txn" && r.Result == "fenced" {
+	for _, r := range txnReports(truth) {
+		if r.Result == "fenced" {
 			fenced[r.TransactionalID] = true
 		}
 	}
@@ -64,7 +64,94 @@ func checkTxns(t *testing.T, truth Truth, s *correlate.Snapshot) {
 		if !fenced[tt.TransactionalID] && hasHazard(s, correlate.HazardZombieProducer, tt.TransactionalID, false) {
 			t.Errorf("%s: zombie_producer, but no client of it was fenced", tt.TransactionalID)
 		}
+		checkTxnErrors(t, truth, tt, x)
+		checkFencedEndTxn(t, truth, tt, s)
 	}
+}
+
+// txnReport is a txn mode report (java/driver TxnMode).
+type txnReport struct {
+	ClientID        string `json:"client_id"`
+	TransactionalID string `json:"transactional_id"`
+	Result, Error   string
+}
+
+// txnReports returns the truth's txn reports.
+func txnReports(truth Truth) []txnReport {
+	var out []txnReport
+	for _, raw := range truth.Reports {
+		var r struct {
+			Kind string
+			txnReport
+		}
+		if json.Unmarshal(raw, &r) == nil && r.Kind == "txn" {
+			out = append(out, r.txnReport)
+		}
+	}
+	return out
+}
+
+// checkTxnErrors compares kwire's error answers of a transactional id
+// with the truth's: the transaction coordinator's, as its log has them
+// (AddPartitionsToTxn, EndTxn: exact; truths made before the log was read
+// have none), and the Produces refused INVALID_PRODUCER_EPOCH, one per
+// report of a client's InvalidProducerEpochException (each client sent
+// one record past its fence or timeout).
+func checkTxnErrors(t *testing.T, truth Truth, tt TxnTruth, x correlate.Transaction) {
+	t.Helper()
+	t.Logf("%s: coordinator errors %v; kwire errors %v", tt.TransactionalID, tt.Errors, x.Errors)
+	if tt.Errors != nil {
+		got := map[string]int{}
+		for k, n := range x.Errors {
+			if strings.HasPrefix(k, "AddPartitionsToTxn:") || strings.HasPrefix(k, "EndTxn:") {
+				got[k] = int(n)
+			}
+		}
+		if d := realkafka.DiffMaps(tt.Errors, got); d != "" {
+			t.Errorf("%s: the coordinator's error answers, its log vs kwire (-want +got):\n%s", tt.TransactionalID, d)
+		}
+	}
+	want := 0
+	for _, r := range txnReports(truth) {
+		if r.TransactionalID == tt.TransactionalID && strings.HasPrefix(r.Error, "InvalidProducerEpochException") {
+			want++
+		}
+	}
+	if got := x.Errors["Produce:INVALID_PRODUCER_EPOCH"]; got != int64(want) {
+		t.Errorf("%s: kwire has %d Produces refused INVALID_PRODUCER_EPOCH; its clients reported %d", tt.TransactionalID, got, want)
+	}
+}
+
+// checkFencedEndTxn wants, for each client whose commit the coordinator
+// refused PRODUCER_FENCED (its report: fenced, ProducerFencedException),
+// a zombie_producer resting on its EndTxn and naming as its fencer the
+// client that initialized the id after it and committed.
+func checkFencedEndTxn(t *testing.T, truth Truth, tt TxnTruth, s *correlate.Snapshot) {
+	t.Helper()
+	var zombie, successor string
+	for _, r := range txnReports(truth) {
+		switch {
+		case r.TransactionalID != tt.TransactionalID:
+		case r.Result == "fenced" && strings.HasPrefix(r.Error, "ProducerFencedException"):
+			zombie = r.ClientID
+		case r.Result == "commit" && zombie != "":
+			successor = r.ClientID
+		}
+	}
+	if zombie == "" {
+		return
+	}
+	for _, h := range s.Hazards {
+		if h.Kind != correlate.HazardZombieProducer || h.TransactionalID != tt.TransactionalID || h.ClientID != zombie {
+			continue
+		}
+		if last := h.Evidence[len(h.Evidence)-1]; last.API != "EndTxn" || h.FencedBy != successor || h.Error != "PRODUCER_FENCED" {
+			t.Errorf("%s: zombie_producer of %s rests on %s answered %s, fenced by %q; want its EndTxn answered PRODUCER_FENCED, fenced by %s",
+				tt.TransactionalID, zombie, last.API, h.Error, h.FencedBy, successor)
+		}
+		return
+	}
+	t.Errorf("%s: %s's commit was refused PRODUCER_FENCED, and kwire told no zombie_producer of it", tt.TransactionalID, zombie)
 }
 
 // checkHang wants both hanging_transaction hazards of a transaction the

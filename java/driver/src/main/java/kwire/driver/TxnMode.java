@@ -2,7 +2,12 @@ package kwire.driver;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Duration;
+import java.util.List;
 import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.TransactionState;
 import org.apache.kafka.clients.producer.KafkaProducer;
 
 /**
@@ -23,10 +28,20 @@ import org.apache.kafka.clients.producer.KafkaProducer;
  *       producer, which aborts);</li>
  *   <li>"zombie": two producers with the same transactional.id: the first
  *       begins and writes, the second initializes (fencing the first), the
- *       first tries to commit (fenced), the second commits.</li>
+ *       first tries to commit (fenced), the second commits. With
+ *       {@code zombie_send: false} the first commits at once, without writing
+ *       again: its EndTxn itself is what the coordinator refuses;</li>
+ *   <li>"timeout": begin, write and flush, then wait (an Admin client's
+ *       describeTransactions, every 500 ms) until the coordinator has aborted
+ *       the transaction past its transaction.timeout.ms; write again (refused:
+ *       reported {@code txn} result "send_refused" with the error), abort
+ *       (result "abort", or "error"), and commit a new transaction of the
+ *       same records (transactions v2, KIP-890: the coordinator's abort
+ *       bumped the epoch, and the client's abort takes it up).</li>
  * </ul>
- * Reports: {@code txn} per transaction end (result commit|abort|error, which
- * producer, records), ready after initTransactions.
+ * Reports: {@code txn} per transaction end (result commit|abort|fenced|
+ * send_refused|error, which producer, records, error), ready after
+ * initTransactions.
  */
 final class TxnMode {
     private TxnMode() {}
@@ -49,7 +64,8 @@ final class TxnMode {
             case "commit" -> commits(t, a);
             case "hang" -> hang(t, a);
             case "zombie" -> zombie(t, a);
-            default -> throw new IllegalArgumentException("unknown how " + how + " (commit, hang, zombie)");
+            case "timeout" -> timeout(t, a);
+            default -> throw new IllegalArgumentException("unknown how " + how + " (commit, hang, zombie, timeout)");
         }
     }
 
@@ -132,12 +148,16 @@ final class TxnMode {
             }
             z.flush();
             s.initTransactions(); // bumps the epoch: z is a zombie now
+            boolean send = a.path("zombie_send").asBoolean(true);
+            int zn = send ? per + 1 : per;
             try {
-                z.send(ProducerMode.record(topic, part, per, 100));
+                if (send) {
+                    z.send(ProducerMode.record(topic, part, per, 100));
+                }
                 z.commitTransaction();
-                t.out.send(report(t, zid, txnId, "commit", per + 1, null));
+                t.out.send(report(t, zid, txnId, "commit", zn, null));
             } catch (RuntimeException e) {
-                t.out.send(report(t, zid, txnId, "fenced", per + 1, e));
+                t.out.send(report(t, zid, txnId, "fenced", zn, e));
             }
             s.beginTransaction();
             for (int j = 0; j < per; j++) {
@@ -145,6 +165,55 @@ final class TxnMode {
             }
             s.commitTransaction();
             t.out.send(report(t, sid, txnId, "commit", per, null));
+        }
+    }
+
+    private static void timeout(Task t, JsonNode a) throws Exception {
+        String clientId = Main.str(a, "client_id", "kwire-java-timeout"), txnId = Main.str(a, "transactional_id", clientId);
+        String topic = Main.str(a, "topic", "");
+        int part = Main.num(a, "partition", -1), per = Main.num(a, "records", 3), size = Main.num(a, "size", 100);
+        try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(props(t, a, clientId, txnId));
+             Admin admin = Admin.create(t.props(clientId + "-admin"))) {
+            p.initTransactions();
+            t.out.ready();
+            p.beginTransaction();
+            for (int j = 0; j < per; j++) {
+                p.send(ProducerMode.record(topic, part, j, size));
+            }
+            p.flush();
+            t.out.send(report(t, clientId, txnId, "open", per, null));
+            awaitAborted(t, admin, txnId);
+            try {
+                p.send(ProducerMode.record(topic, part, per, size)).get();
+                t.out.send(report(t, clientId, txnId, "sent", 1, null));
+            } catch (ExecutionException | RuntimeException e) {
+                t.out.send(report(t, clientId, txnId, "send_refused", 1, e));
+            }
+            try {
+                p.abortTransaction();
+                t.out.send(report(t, clientId, txnId, "abort", per + 1, null));
+            } catch (RuntimeException e) {
+                t.out.send(report(t, clientId, txnId, "error", per + 1, e));
+                throw e;
+            }
+            p.beginTransaction();
+            for (int j = 0; j < per; j++) {
+                p.send(ProducerMode.record(topic, part, j, size));
+            }
+            p.commitTransaction();
+            t.out.send(report(t, clientId, txnId, "commit", per, null));
+        }
+    }
+
+    /** awaitAborted waits until txnId's coordinator no longer has its transaction ongoing. */
+    private static void awaitAborted(Task t, Admin admin, String txnId) throws Exception {
+        while (!t.stopped()) {
+            TransactionState s = admin.describeTransactions(List.of(txnId)).description(txnId).get().state();
+            if (s != TransactionState.ONGOING) {
+                t.out.note("transaction of " + txnId + " is " + s + " by its coordinator");
+                return;
+            }
+            t.await(Duration.ofMillis(500));
         }
     }
 }
