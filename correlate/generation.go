@@ -266,6 +266,7 @@ func (c *Correlator) emitGeneration(g *groupState, gen *genState) {
 	}
 	c.emit(c.generationEvent(g, gen))
 	c.checkGeneration(g, gen)
+	c.regressionGeneration(g, gen)
 }
 
 // generationEvent builds the event (also the snapshot's history entry).

@@ -467,6 +467,7 @@ type hazardState struct {
 	// commit at a time uses it (a pending one keeps a copy).
 	recvParts []recvPart
 	pending   []*HazardEvent // absence-based hazards held for loss (releasePending)
+	held      map[string]int // group -> its held regressions (heldRegression)
 	ranges    rangeTracker   // the records hazards name, for their range ids
 }
 
@@ -488,6 +489,7 @@ func (c *Correlator) hz() *hazardState {
 			members:    make(map[string]map[string]*memberHazard),
 			groups:     make(map[string]*groupHazard),
 			hosts:      make(map[string]*hostHazard),
+			held:       make(map[string]int),
 		}
 	}
 	return c.hazards
@@ -709,6 +711,9 @@ func (c *Correlator) hazardTick(final bool) {
 		for _, p := range sortedTPs(parts) {
 			c.flushRejected(g, p, parts[p], final)
 		}
+	}
+	if final {
+		c.flushRegressions()
 	}
 }
 

@@ -18,7 +18,10 @@ type partHazard struct {
 	last commitMark
 	// high is the committed offset before a regression, until the
 	// committed offset is back there (-1: no regression open).
-	high     int64
+	high int64
+	// held is the open regression while no one has resumed from the
+	// committed offset it left (nil once reported).
+	held     *heldRegression
 	rejected []*pendingReject // rejected commits that may still be retried
 	reset    resetState
 	// resetSinceCommit: an offset reset (reported at resetAt) moved the
@@ -150,8 +153,7 @@ func (c *Correlator) acceptedCommit(g *groupState, p tp, ph *partHazard, cm *com
 	ph.last = commitMark{known: true, fromCommit: true, offset: off, member: cm.member, gen: cm.gen, client: cm.client, ev: cm.ev}
 	ph.resetSinceCommit = false
 	if ph.high >= 0 && off >= ph.high {
-		ph.high = -1
-		c.endEpisode(partKey(HazardCommitRegression, g.name, p))
+		c.regressionSuperseded(g.name, p, ph, cm, off)
 	}
 }
 
@@ -170,37 +172,6 @@ func (cm *committer) name() string {
 		return fmt.Sprintf("client %s on %s (no member id)", cm.client.clientID, cm.client.host)
 	}
 	return fmt.Sprintf("member %s (generation %d)", cm.member, cm.gen)
-}
-
-// checkRegression: an accepted commit below the previous accepted one,
-// whatever moved it back: cause names the hazard that explains it (an
-// admin commit), or an offset reset since the previous commit does.
-func (c *Correlator) checkRegression(g *groupState, p tp, ph *partHazard, cm *committer, off int64, prev commitMark, cause *HazardCause) {
-	if !prev.known || !prev.fromCommit || off >= prev.offset {
-		return
-	}
-	if cause == nil && ph.resetSinceCommit {
-		cause = &HazardCause{Kind: HazardOffsetReset, TS: TimeOf(ph.resetAt)}
-	}
-	if prev.offset > ph.high {
-		ph.high = prev.offset
-	}
-	ev := partHazardEvent(HazardCommitRegression, SeverityWarn, g.name, p, cm.at)
-	cm.who(ev)
-	ev.Offset, ev.PreviousOffset = i64(off), i64(prev.offset)
-	ev.FromOffset, ev.ToOffset, ev.Replayed = i64(off), i64(prev.offset-1), i64(prev.offset-off)
-	by := ""
-	if prev.member != cm.member {
-		by = " by " + orNone(prev.member)
-	}
-	ev.Summary = fmt.Sprintf("%s %s/%d: %s committed %d after commit %d%s was accepted: the committed offset went back, "+
-		"records %d..%d will be processed again after a restart or rebalance", g.name, p.topic, p.partition,
-		cm.name(), off, prev.offset, by, off, prev.offset-1)
-	if ev.Cause = cause; cause != nil {
-		ev.Summary += fmt.Sprintf(" (the %s hazard at %s explains it)", cause.Kind, cause.TS.Format("15:04:05.000"))
-	}
-	ev.Evidence = []Evidence{prev.ev, cm.ev}
-	c.report(partKey(HazardCommitRegression, g.name, p), ev)
 }
 
 func orNone(member string) string {

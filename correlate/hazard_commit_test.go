@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,26 +195,77 @@ func TestHazardCommitGapOutOfOrder(t *testing.T) {
 }
 
 func TestHazardCommitRegression(t *testing.T) {
-	h := newHarness(t, nil)
-	stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}})
-	c, cid := h.member1()
-	h.fetch(100*ms, c, cid, 0, 0, 120, batchOf(0, 120, false))
-	// 50, then 40 (reported), 45 (same episode), 50 again (episode over),
-	// the same offset repeated (nothing), 30 (a new episode).
-	for i, off := range []int64{50, 40, 45, 50, 50, 50, 30} {
-		h.commit(time.Duration(i+1)*time.Second, c, cid, "m1", 1, 0, off, 0)
+	superseded := func(off, prev int64) hazardView {
+		return hazardView{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0, Member: "m1",
+			Offset: off, Previous: prev, From: -1, To: -1, Skipped: -1, Replayed: -1}
 	}
-	want := []hazardView{
-		{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0, Member: "m1",
-			Offset: 40, Previous: 50, From: 40, To: 49, Skipped: -1, Replayed: 10},
-		{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0, Member: "m1",
-			Offset: 30, Previous: 50, From: 30, To: 49, Skipped: -1, Replayed: 20},
+	inForce := func(off, prev, from int64) hazardView {
+		return hazardView{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0, Member: "m1",
+			Offset: off, Previous: prev, From: from, To: prev - 1, Skipped: -1, Replayed: prev - from}
 	}
-	if d := diff(want, h.hazardViews()); d != "" {
-		t.Errorf("hazards (-want +got):\n%s", d)
+	other := "10.0.0.2:5000"
+	tests := []struct {
+		name    string
+		commits []int64
+		then    func(h *harness, at time.Duration)
+		want    []hazardView
+		said    string // in the last hazard's summary
+	}{
+		// 50, then 40 (held), 45 (part of it), 50 again (superseded: told,
+		// nothing processed again), the same offset repeated (nothing), 30
+		// (a new one, still in force at the end of the input).
+		{"superseded, then in force at the end", []int64{50, 40, 45, 50, 50, 50, 30}, nil,
+			[]hazardView{superseded(40, 50), inForce(30, 50, 30)}, "when the capture ended"},
+		// The member leaves while the committed offset is 45: the next
+		// owner resumes there.
+		{"in force when the member leaves", []int64{50, 40, 45}, func(h *harness, at time.Duration) {
+			leave := kmsg.NewPtrLeaveGroupRequest()
+			leave.Version, leave.Group, leave.MemberID = 1, "g", "m1"
+			h.ex(at, h.conn("10.0.0.1:5000", "10.0.0.9:9092"), "c-m1", leave, kmsg.NewPtrLeaveGroupResponse())
+		}, []hazardView{inForce(40, 50, 45)}, "when member m1 left the group"},
+		{"in force at the next generation", []int64{50, 40}, func(h *harness, at time.Duration) {
+			stableGroup(h, at, "g", 2, map[string]tps{"m1": {"t": {0}}})
+		}, []hazardView{inForce(40, 50, 40)}, "when generation 2 began"},
+		// Another client fetches from the committed offset: it processes
+		// 40..49 again, whatever is committed later.
+		{"in force when another client fetches from it", []int64{50, 40}, func(h *harness, at time.Duration) {
+			bindAlone(h, at, other, "solo")
+			h.fetch(at+100*ms, other, "solo", 0, 40, 120, batchOf(40, 80, false))
+			h.commit(at+200*ms, other, "solo", "", -1, 0, 120, 0)
+		}, []hazardView{inForce(40, 50, 40)}, "client solo on 10.0.0.2 resumed from it (Fetch 40)"},
 	}
-	if ev := h.hazards()[0]; len(ev.Evidence) != 2 || ev.Evidence[0].API != "OffsetCommit" || ev.Evidence[1].TS.Time != base.Add(2*time.Second) {
-		t.Errorf("evidence = %+v, want the two commits", ev.Evidence)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			stableGroup(h, 0, "g", 1, map[string]tps{"m1": {"t": {0}}})
+			c, cid := h.member1()
+			h.fetch(100*ms, c, cid, 0, 0, 120, batchOf(0, 120, false))
+			at := time.Second
+			for _, off := range tt.commits {
+				h.commit(at, c, cid, "m1", 1, 0, off, 0)
+				at += time.Second
+			}
+			if tt.then != nil {
+				tt.then(h, at)
+			}
+			h.close(at + time.Second) // before m1's session times out
+			if d := diff(tt.want, h.hazardViews(HazardCommitRegression)); d != "" {
+				t.Errorf("hazards (-want +got):\n%s", d)
+			}
+			evs := h.hazards(HazardCommitRegression)
+			if len(evs) == 0 {
+				return
+			}
+			// Told with the regressing commit's time and evidence (and the
+			// superseding commit's).
+			first := evs[0]
+			if !first.Time().Equal(base.Add(2*time.Second)) || len(first.Evidence) < 2 || first.Evidence[1].TS.Time != base.Add(2*time.Second) {
+				t.Errorf("ts %v evidence %+v, want the regressing commit's", first.Time(), first.Evidence)
+			}
+			if last := evs[len(evs)-1]; !strings.Contains(last.Summary, tt.said) {
+				t.Errorf("summary %q, want it to say %q", last.Summary, tt.said)
+			}
+		})
 	}
 }
 
@@ -312,10 +364,12 @@ func TestHazardNonOwnerCommit(t *testing.T) {
 			Offset: 40, Previous: 100, From: 40, To: 99, Skipped: -1, Replayed: 60},
 		{Kind: HazardNonOwnerCommit, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0,
 			Offset: 10, Previous: 100, From: 10, To: 99, Skipped: -1, Replayed: 90},
-		{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0,
-			Offset: 10, Previous: 100, From: 10, To: 99, Skipped: -1, Replayed: 90},
 		{Kind: HazardNonOwnerCommit, Severity: SeverityCritical, Group: "g", Topic: "t", Partition: 1,
 			Offset: 150, Previous: 100, From: 100, To: 149, Skipped: 50, Replayed: -1},
+		// Told when the standalone consumer resumes from 10 (its Fetch),
+		// before its commit 200 puts the committed offset past 100.
+		{Kind: HazardCommitRegression, Severity: SeverityWarn, Group: "g", Topic: "t", Partition: 0,
+			Offset: 10, Previous: 100, From: 10, To: 99, Skipped: -1, Replayed: 90},
 	}
 	if d := diff(want, h.hazardViews()); d != "" {
 		t.Errorf("hazards (-want +got):\n%s", d)

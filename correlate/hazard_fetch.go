@@ -284,6 +284,9 @@ func (c *Correlator) fetchHazards(e *decode.Exchange, req *kmsg.FetchRequest) {
 			mp.fetches++
 			mp.position = max(mp.position, x.off)
 		}
+		if ph := c.hz().parts[g.name][x.p]; ph != nil {
+			c.regressionResumed(g.name, x.p, ph, k, x.off, "Fetch")
+		}
 	}
 	resp, _ := e.Resp.(*kmsg.FetchResponse)
 	nc := c.recordsNotCopied(e, resp)

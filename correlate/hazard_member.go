@@ -274,10 +274,17 @@ func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at 
 	case g.typ == GroupShare && g.share != nil:
 		parts = c.shareExpiredText(g, m, at)
 	case m.assigned && len(m.assignment) > 0:
-		again, n := uncommittedText(g, m)
+		again, n, one := uncommittedText(g, m)
 		parts = fmt.Sprintf(": its partitions %s were not consumed meanwhile%s", assignmentText(m.assignment), again)
 		if n > 0 {
 			ev.Replayed = i64(n)
+		}
+		if one != nil {
+			// On one partition: its range, so that the records a
+			// commit_regression in force at the expiry names too are
+			// counted once.
+			ev.Topic, ev.Partition = one.p.topic, i32p(one.p.partition)
+			ev.FromOffset, ev.ToOffset = i64(one.from), i64(one.to)
 		}
 	}
 	who := fmt.Sprintf("%s: member %s (client %s on %s)", g.name, m.id, m.clientID, m.clientHost)
@@ -325,9 +332,11 @@ func (c *Correlator) checkGone(g *groupState, m *memberState, action string, at 
 // delivered to it) against the group's committed offset. Said only as far
 // as the capture shows it: a partition m fetched with no Fetch seen is
 // not claimed either way. n counts the offsets of the ranges said with
-// both ends (a partition with no commit seen is said, not counted).
-func uncommittedText(g *groupState, m *memberState) (text string, n int64) {
+// both ends (a partition with no commit seen is said, not counted); one is
+// the range when it is the only one said.
+func uncommittedText(g *groupState, m *memberState) (text string, n int64, one *uncommitted) {
 	var again []string
+	var counted []uncommitted
 	unknown := false
 	for _, t := range sortedKeys(m.assignment) {
 		ps := slices.Clone(m.assignment[t])
@@ -347,8 +356,12 @@ func uncommittedText(g *groupState, m *memberState) (text string, n int64) {
 			case f.delivered > ps.committed:
 				again = append(again, fmt.Sprintf("%s/%d %d..%d", t, p, ps.committed, f.delivered-1))
 				n += f.delivered - ps.committed
+				counted = append(counted, uncommitted{tp{t, p}, ps.committed, f.delivered - 1})
 			}
 		}
+	}
+	if len(again) == 1 && len(counted) == 1 {
+		one = &counted[0]
 	}
 	switch {
 	case len(again) > 0:
@@ -359,11 +372,18 @@ func uncommittedText(g *groupState, m *memberState) (text string, n int64) {
 			again = again[:most]
 		}
 		return fmt.Sprintf(", and the records it was delivered but had not committed (%s%s) are processed again by the next owner",
-			strings.Join(again, ", "), more), n
+			strings.Join(again, ", "), more), n, one
 	case unknown:
-		return ", and records it had not committed, if any (its Fetches are not all in the capture), are processed again", 0
+		return ", and records it had not committed, if any (its Fetches are not all in the capture), are processed again", 0, nil
 	}
-	return "; it had committed everything it was delivered, so nothing is processed again", 0
+	return "; it had committed everything it was delivered, so nothing is processed again", 0, nil
+}
+
+// uncommitted is a range of records a member was delivered and had not
+// committed: offsets from..to of p.
+type uncommitted struct {
+	p        tp
+	from, to int64
 }
 
 func assignmentText(a map[string][]int32) string {

@@ -94,6 +94,7 @@ func (c *Correlator) noCommit(e *decode.Exchange, group string, answer []fetched
 			if !ph.last.known {
 				ph.last = commitMark{known: true, offset: fo.offset, gen: -1, client: c.keyOf(e), ev: ev}
 			}
+			c.regressionResumed(group, fo.p, ph, c.keyOf(e), fo.offset, "OffsetFetch")
 			continue
 		}
 		if ph.last.known || ph.reset.origin != resetNone {

@@ -207,6 +207,7 @@ func (c *Correlator) memberGone(g *groupState, m *memberState, action, reason st
 	if d.emptied {
 		g.emptied = true
 	}
+	c.regressionGone(g, m, action)
 	c.checkGone(g, m, action, at)
 	c.checkHoles(g, m, at)
 }

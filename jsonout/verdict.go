@@ -267,8 +267,8 @@ func (k *kindVerdict) text() string {
 	if t := impactText(k.spans, k.unranged); t != "" {
 		parts = append(parts, t)
 	}
-	if len(k.parts) > 0 {
-		parts = append(parts, "on "+strings.Join(listed(k.parts, 6), ", "))
+	if on := k.unnamed(); len(on) > 0 {
+		parts = append(parts, "on "+strings.Join(listed(on, 6), ", "))
 	}
 	parts = append(parts, listed(k.other, 3)...)
 	switch len(k.gens) {
@@ -291,6 +291,17 @@ func (k *kindVerdict) text() string {
 		return s
 	}
 	return s + ": " + strings.Join(parts, "; ")
+}
+
+// unnamed are the partitions of k's hazards without a range that its
+// ranges do not already name (a commit_regression superseded, next to
+// one in force on the same partition).
+func (k *kindVerdict) unnamed() []string {
+	named := map[string]bool{}
+	for sk := range k.spans {
+		named[fmt.Sprintf("%s/%d", sk.topic, sk.part)] = true
+	}
+	return slices.DeleteFunc(slices.Clone(k.parts), func(p string) bool { return named[p] })
 }
 
 // whatToDo writes a line per hazard kind in the verdict: what to do.

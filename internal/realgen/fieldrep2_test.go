@@ -399,3 +399,85 @@ func checkRegressions(t *testing.T, gt GroupTruth, s *correlate.Snapshot) {
 		t.Logf("group %s: %d regressions of the committed offset: %v", gt.Group, len(want), want)
 	}
 }
+
+// checkReplayed compares what kwire says a worker group (field report 4:
+// reports of records processed) processes again with the clients'
+// reports: the records two processings (a worker's processed reports; a
+// plain consumer processes what it consumed) name. kwire's count is the
+// verdict's: the warn and critical hazards' replayed records, counted once
+// where their ranges overlap; its ranges must name those records.
+func checkReplayed(t *testing.T, truth Truth, gt GroupTruth, s *correlate.Snapshot) {
+	t.Helper()
+	rs := groupReports(truth, gt.Group)
+	workers := map[string]bool{}
+	for _, r := range rs {
+		if r.Kind == "processed" || r.Kind == "held" {
+			workers[r.ClientID] = true
+		}
+	}
+	if len(workers) == 0 {
+		return
+	}
+	times := map[string]map[int64]int{}
+	mark := func(p string, o int64) {
+		if times[p] == nil {
+			times[p] = map[int64]int{}
+		}
+		times[p][o]++
+	}
+	for _, r := range rs {
+		p := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
+		switch {
+		case r.Kind == "processed":
+			mark(p, r.Offset)
+		case r.Kind == "consumed" && !workers[r.ClientID]:
+			for o := r.FirstOffset; o <= r.LastOffset; o++ {
+				mark(p, o)
+			}
+		}
+	}
+	want := map[string][]int64{}
+	var wantN int64
+	for p, os := range times {
+		for o, n := range os {
+			if n > 1 {
+				want[p] = append(want[p], o)
+				wantN++
+			}
+		}
+		slices.Sort(want[p])
+	}
+	spans := map[string]*correlate.Spans{}
+	var unranged int64
+	for i := range s.Hazards {
+		h := &s.Hazards[i]
+		im, ok := h.Impact()
+		if h.Group != gt.Group || !ok || im.What != correlate.ImpactReplayed || correlate.SeverityRank(h.Severity) < 2 {
+			continue
+		}
+		if !im.Ranged {
+			unranged += im.N
+			continue
+		}
+		p := fmt.Sprintf("%s/%d", im.Topic, im.Partition)
+		if spans[p] == nil {
+			spans[p] = &correlate.Spans{}
+		}
+		spans[p].Add(correlate.Span{First: im.First, Last: im.Last})
+	}
+	got := map[string][]int64{}
+	gotN := unranged
+	for p, ss := range spans {
+		gotN += ss.Count()
+		for _, sp := range *ss {
+			for o := sp.First; o <= sp.Last; o++ {
+				got[p] = append(got[p], o)
+			}
+		}
+	}
+	if d := realkafka.DiffMaps(want, got); d != "" || gotN != wantN {
+		t.Errorf("group %s: records processed twice, the clients' reports (%d) vs kwire's replayed records (%d, %d of them unranged) (-want +got):\n%s",
+			gt.Group, wantN, gotN, unranged, d)
+	}
+	t.Logf("group %s: processed again %v; kwire %d records", gt.Group, want, gotN)
+}

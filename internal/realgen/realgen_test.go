@@ -134,6 +134,7 @@ func TestRealCaptures(t *testing.T) {
 				}
 				checkLost(t, truth, gt, run.snap)
 				checkRegressions(t, gt, run.snap)
+				checkReplayed(t, truth, gt, run.snap)
 				if exactConsumption[name] {
 					checkConsumption(t, truth, g, run.snap)
 				}
