@@ -89,9 +89,21 @@ func (c *Correlator) regressionInForce(group string, p tp, ph *partHazard, what,
 	hr := ph.held
 	c.unhold(group, ph)
 	ev := hr.ev
-	cur := ph.last.offset
-	ev.FromOffset, ev.ToOffset, ev.Replayed = i64(cur), i64(ph.high-1), i64(ph.high-cur)
-	ev.Summary += fmt.Sprintf(", and was still %d when %s: records %d..%d %s%s", cur, what, cur, ph.high-1, fate, hr.cause)
+	cur, hi, past := ph.last.offset, ph.high, ""
+	// An offset it went back from past the partition's end (an admin's
+	// commit beyond the high watermark) names records that do not exist:
+	// only those up to the end are processed again.
+	if end, _, _, ok := c.end(p, false); ok && end < hi {
+		hi, past = end, fmt.Sprintf(" (the partition ends at %d: %d..%d do not exist)", end, max(end, cur), ph.high-1)
+	}
+	if hi <= cur {
+		ev.Summary += fmt.Sprintf(", and was still %d when %s: the offset it went back from, %d, is past the partition's end %d, "+
+			"so no record there is processed again%s", cur, what, ph.high, hi, hr.cause)
+		c.report(partKey(HazardCommitRegression, group, p), ev)
+		return
+	}
+	ev.FromOffset, ev.ToOffset, ev.Replayed = i64(cur), i64(hi-1), i64(hi-cur)
+	ev.Summary += fmt.Sprintf(", and was still %d when %s: records %d..%d %s%s%s", cur, what, cur, hi-1, fate, past, hr.cause)
 	c.report(partKey(HazardCommitRegression, group, p), ev)
 }
 
