@@ -88,6 +88,7 @@ type Assembler struct {
 	// (evict.go).
 	quiet   quietList
 	reap    []*stream // evicted by the current packet, still in the pool
+	reuse   *stream   // ended, its 4-tuple reused by the current packet's SYN (stream.go reusedBy)
 	waiting []*stream // holding chunks for the other direction (xdir.go)
 	resets  []*stream // a direction to end when its resetDue passes (stream.go)
 	reaping bool      // reset is feeding reassembly a made-up RST
@@ -197,6 +198,12 @@ func (a *Assembler) Packet(lt layers.LinkType, data []byte, ci gopacket.CaptureI
 	a.ctx.ci = ci
 	a.rst = d.tcp.RST
 	a.assemble(d.netFlow, &d.tcp)
+	if s := a.reuse; s != nil { // the SYN of a new connection on an ended one's 4-tuple
+		a.reuse = nil
+		a.reap = append(a.reap, s)
+		a.reapEvicted()
+		a.assemble(d.netFlow, &d.tcp)
+	}
 	if a.redo { // a damaged port was set back (tcp_repair.go)
 		a.redo = false
 		if d.decode(lt, data) == pktTCP {

@@ -184,6 +184,58 @@ var reassemblyTests = []reassemblyTest{{
 		"c2 to_client close eof",
 	},
 }, {
+	// A server that resets a connection right after the handshake (a
+	// port probe), and the client's next connect() from the same port:
+	// no TIME_WAIT after a RST, so the kernel may reuse the 4-tuple at
+	// once (r_848: a consumer's Fetch connection 13 s after a probe of
+	// the broker's listener from the same port).
+	name: "4-tuple reused after a RST is a new connection",
+	segs: cat(handshake(0, 0), []seg{
+		{at: 1, toCli: true, seq: 1, flags: "RA"},
+		{at: 13 * time.Second, seq: 1000, flags: "S"},
+		{at: 13 * time.Second, toCli: true, seq: 5000, flags: "SA", ackNo: 1001},
+		{at: 13 * time.Second, seq: 1001, flags: "A", ackNo: 5001},
+		{at: 14 * time.Second, seq: 1001, flags: "PA", data: "again", ackNo: 5001},
+		{at: 15 * time.Second, toCli: true, seq: 5001, flags: "PA", data: "answer", ackNo: 1006},
+	}),
+	want: []string{
+		"c1 to_server close rst",
+		"c1 to_client close rst",
+		"c2 to_server data again",
+		"c2 to_client data answer",
+		"c2 to_server close eof",
+		"c2 to_client close eof",
+	},
+}, {
+	// The same without the fast path (tcp_fast.go).
+	name: "4-tuple reused after a RST is a new connection, gopacket alone",
+	opts: &Options{ReferenceTCP: true},
+	segs: cat(handshake(0, 0), []seg{
+		{at: 1, toCli: true, seq: 1, flags: "RA"},
+		{at: 50 * time.Millisecond, seq: 1000, flags: "S"},
+		{at: 60 * time.Millisecond, seq: 1001, flags: "PA", data: "again"},
+	}),
+	want: []string{
+		// The SYN came before the RST's grace ended: that ends now.
+		"c1 to_server close rst",
+		"c1 to_client close rst",
+		"c2 to_server data again",
+		"c2 to_server close eof",
+		"c2 to_client close eof",
+	},
+}, {
+	// A late copy of the connection's own SYN starts nothing.
+	name: "the old SYN again after a RST is no new connection",
+	segs: cat(handshake(0, 0), []seg{
+		{at: 1, toCli: true, seq: 1, flags: "RA"},
+		{at: time.Second, flags: "S"},
+		{at: time.Second, seq: 1, flags: "PA", data: "late"},
+	}),
+	want: []string{
+		"c1 to_server close rst",
+		"c1 to_client close rst",
+	},
+}, {
 	name: "idle connection closed by capture time",
 	segs: cat(handshake(0, 0), []seg{
 		{at: time.Second, seq: 1, flags: "PA", data: "old"},

@@ -190,7 +190,7 @@ type stream struct {
 	// quiet: open, and no packet with payload seen; on Assembler.quiet.
 	quiet        bool
 	prevQ, nextQ *stream
-	evicted      bool // closed by evictQuiet
+	evicted      bool // closed by evictQuiet, or its 4-tuple reused (reusedBy): to drop from the pool
 	reaped       bool // and dropped by the reassembly pool
 	delivered    bool // a chunk went to the Sink
 	waiting      bool // on Assembler.waiting: a direction holds chunks
@@ -220,6 +220,10 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly
 	}
 	hi := halfIndex(dir)
 	h := &s.half[hi]
+	if s.reusedBy(hi, tcp) {
+		s.a.reuse = s
+		return false
+	}
 	if h.closed {
 		s.resetAfterFIN(hi, tcp)
 		return false
@@ -419,10 +423,7 @@ func (a *Assembler) releaseResets(all bool) {
 				continue
 			}
 			if all || !a.now.Before(h.resetDue) {
-				if o := &s.half[1-hi]; len(o.held) > 0 {
-					s.releaseAll(1 - hi)
-				}
-				s.close(hi, CloseRST)
+				s.endReset(hi)
 				continue
 			}
 			due = true
@@ -433,6 +434,51 @@ func (a *Assembler) releaseResets(all bool) {
 	}
 	clear(a.resets[len(keep):])
 	a.resets = keep
+}
+
+// endReset ends direction hi, whose peer reset the connection, with what
+// the other direction held for its bytes.
+func (s *stream) endReset(hi int) {
+	if o := &s.half[1-hi]; len(o.held) > 0 {
+		s.releaseAll(1 - hi)
+	}
+	s.close(hi, CloseRST)
+}
+
+// reusedBy reports whether tcp, a packet of direction hi, is the SYN of a
+// new connection on the 4-tuple of s, which has ended: both directions
+// closed, or ending after a RST (resetDue). No TIME_WAIT follows a RST, so
+// the client's kernel may give its next connect() the same port at once
+// (and one that closed first may reuse the 4-tuple out of TIME_WAIT);
+// gopacket's pool starts a new connection on a SYN only once each direction
+// sent its own FIN or RST, and the peer of a RST sends neither. A copy of
+// the connection's own SYN (its sequence number), or a damaged segment,
+// is no new connection. The new one replaces s (Assembler.reuse), which
+// ends now if a direction was waiting for its resetDue.
+func (s *stream) reusedBy(hi int, tcp *layers.TCP) bool {
+	if !tcp.SYN || tcp.ACK || tcp.RST || tcp.FIN {
+		return false
+	}
+	for i := range s.half {
+		if h := &s.half[i]; !h.closed && h.resetDue.IsZero() {
+			return false
+		}
+	}
+	h := &s.half[hi]
+	if h.synNext != 0 && reassembly.Sequence(tcp.Seq).Add(1) == h.synNext {
+		return false
+	}
+	if h.sums.damaged(&s.a.dec) {
+		s.a.st.DamagedPackets++
+		return false
+	}
+	for _, i := range s.serverFirst() {
+		if !s.half[i].closed {
+			s.endReset(i)
+		}
+	}
+	s.evicted = true // dropped from the pool like an evicted connection
+	return true
 }
 
 // acceptIgnored handles a packet of a connection the Sink ignores: nothing

@@ -280,6 +280,10 @@ func tcpFastSeeds() [][]byte {
 		slices.Concat(hs, op(1, syn|noAck, 0, 0, 1), op(1, srv, 0, 10, 1), data, op(1, 0, 0, 7, 1), op(0, rst, 0, 0, 1)),
 		slices.Concat(op(2, srv, 0, 200, 1|0x80), op(2, 0, 0, 0, 1), op(2, srv, 0, 200, 1|0x80), op(2, srv, 0, 10, 0x20|1), op(1, 0, 0, 10, 25)),
 		slices.Concat(hs, data, op(0, 0, 0, 33, 0x40|1), op(0, srv, 7, 0, 1), op(0, 0, 0, 1, 1)),
+		// Reset by the server, then the 4-tuple reused by a new SYN: at
+		// once, and after the RST's grace.
+		slices.Concat(hs, data, op(0, srv|rst, 0, 0, 1), op(0, syn|noAck, 5|8<<3, 0, 1), op(0, 0, 0, 20, 1), op(0, srv, 0, 10, 1)),
+		slices.Concat(hs, data, op(0, srv|rst, 0, 0, 1), op(0, syn|noAck, 5|8<<3, 0, 15), op(0, srv|syn, 0, 0, 1), op(0, 0, 0, 20, 1)),
 	}
 }
 
