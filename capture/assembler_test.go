@@ -207,6 +207,27 @@ var reassemblyTests = []reassemblyTest{{
 		"c2 to_client close eof",
 	},
 }, {
+	// The same with the directions captured apart: the new connection's
+	// SYN-ACK comes before its SYN (TestReorderCross: r_848). It starts
+	// the new connection, at its own time.
+	name: "4-tuple reused after a RST, its SYN-ACK first, is a new connection",
+	segs: cat(handshake(0, 0), []seg{
+		{at: 1, toCli: true, seq: 1, flags: "RA"},
+		{at: 13 * time.Second, toCli: true, seq: 5000, flags: "SA", ackNo: 1001},
+		{at: 13*time.Second + time.Millisecond, seq: 1000, flags: "S"},
+		{at: 13*time.Second + time.Millisecond, seq: 1001, flags: "A", ackNo: 5001},
+		{at: 14 * time.Second, seq: 1001, flags: "PA", data: "again", ackNo: 5001},
+		{at: 15 * time.Second, toCli: true, seq: 5001, flags: "PA", data: "answer", ackNo: 1006},
+	}),
+	want: []string{
+		"c1 to_server close rst",
+		"c1 to_client close rst",
+		"c2 to_server data again",
+		"c2 to_client data answer",
+		"c2 to_server close eof",
+		"c2 to_client close eof",
+	},
+}, {
 	// The same without the fast path (tcp_fast.go).
 	name: "4-tuple reused after a RST is a new connection, gopacket alone",
 	opts: &Options{ReferenceTCP: true},
@@ -234,6 +255,23 @@ var reassemblyTests = []reassemblyTest{{
 	want: []string{
 		"c1 to_server close rst",
 		"c1 to_client close rst",
+	},
+}, {
+	// The copy of a connection whose directions were captured apart can
+	// hold the peer's SYN-ACK and RST (a port probe reset after the
+	// handshake) before the SYN they answer: that SYN is the
+	// connection's own, which the SYN-ACK acknowledged, not a new
+	// connection on its 4-tuple (TestReorderCross: r3_joins's probes).
+	name: "a SYN behind the SYN-ACK and RST that answer it is no new connection",
+	segs: []seg{
+		{at: 0, toCli: true, flags: "SA"},
+		{at: time.Millisecond, toCli: true, seq: 1, flags: "RA"},
+		{at: 2 * time.Millisecond, flags: "S"},
+		{at: 2 * time.Millisecond, seq: 1, flags: "A"},
+	},
+	want: []string{
+		"c1 to_client close rst",
+		"c1 to_server close rst",
 	},
 }, {
 	name: "idle connection closed by capture time",

@@ -445,18 +445,21 @@ func (s *stream) endReset(hi int) {
 	s.close(hi, CloseRST)
 }
 
-// reusedBy reports whether tcp, a packet of direction hi, is the SYN of a
-// new connection on the 4-tuple of s, which has ended: both directions
-// closed, or ending after a RST (resetDue). No TIME_WAIT follows a RST, so
-// the client's kernel may give its next connect() the same port at once
-// (and one that closed first may reuse the 4-tuple out of TIME_WAIT);
-// gopacket's pool starts a new connection on a SYN only once each direction
-// sent its own FIN or RST, and the peer of a RST sends neither. A copy of
-// the connection's own SYN (its sequence number), or a damaged segment,
-// is no new connection. The new one replaces s (Assembler.reuse), which
-// ends now if a direction was waiting for its resetDue.
+// reusedBy reports whether tcp, a packet of direction hi, is the SYN (or
+// SYN-ACK) of a new connection on the 4-tuple of s, which has ended: both
+// directions closed, or ending after a RST (resetDue). No TIME_WAIT follows
+// a RST, so the client's kernel may give its next connect() the same port
+// at once (and one that closed first may reuse the 4-tuple out of
+// TIME_WAIT); gopacket's pool starts a new connection on a SYN only once
+// each direction sent its own FIN or RST, and the peer of a RST sends
+// neither. Where the directions were captured apart, the new connection's
+// SYN-ACK may come first. The connection's own SYN or SYN-ACK again (a
+// copy, or late behind the peer's answer: the sequence numbers they
+// acknowledge), or a damaged segment, is no new connection. The new one
+// replaces s (Assembler.reuse), which ends now if a direction was waiting
+// for its resetDue.
 func (s *stream) reusedBy(hi int, tcp *layers.TCP) bool {
-	if !tcp.SYN || tcp.ACK || tcp.RST || tcp.FIN {
+	if !tcp.SYN || tcp.RST || tcp.FIN {
 		return false
 	}
 	for i := range s.half {
@@ -464,9 +467,15 @@ func (s *stream) reusedBy(hi int, tcp *layers.TCP) bool {
 			return false
 		}
 	}
-	h := &s.half[hi]
-	if h.synNext != 0 && reassembly.Sequence(tcp.Seq).Add(1) == h.synNext {
+	h, o := &s.half[hi], &s.half[1-hi]
+	if isSynAck(tcp) {
+		if ack := reassembly.Sequence(tcp.Ack); h.synAcks != 0 && ack == h.synAcks || o.synNext != 0 && ack == o.synNext {
+			return false // it answers the connection's own SYN
+		}
+	} else if tcp.ACK {
 		return false
+	} else if next := reassembly.Sequence(tcp.Seq).Add(1); h.synNext != 0 && next == h.synNext || o.synAcks != 0 && next == o.synAcks {
+		return false // the connection's own SYN, which the peer's SYN-ACK acknowledged
 	}
 	if h.sums.damaged(&s.a.dec) {
 		s.a.st.DamagedPackets++
