@@ -283,15 +283,7 @@ func (ag *Aggregator) consume(ctx context.Context, cl *kgo.Client, idleExit time
 func (ag *Aggregator) item(it *wire.Item, a *agentState) {
 	switch it.Kind {
 	case wire.KindExchange:
-		ag.records = it.ExpandRecords(ag.records)
-		ag.m.cover.exchange(a.agent.Host, it.Exchange)
-		if ag.tap != nil {
-			ag.tap.Exchange(it.Exchange)
-		}
-		ag.corr.Exchange(it.Exchange)
-		if cap(ag.records) > keepRecords {
-			ag.records = nil
-		}
+		ag.exchange(it, a, ag.corr.Exchange)
 	case wire.KindAnomaly:
 		ag.out.Anomaly(it.Anomaly)
 		ag.corr.Anomaly(it.Anomaly) // loss the absence-based hazards check
@@ -305,6 +297,28 @@ func (ag *Aggregator) item(it *wire.Item, a *agentState) {
 			a.drops = l.KernelDrops
 		}
 		a.counter = c
+	}
+}
+
+// exchange gives exchange item it of agent a to the correlator by take
+// (its Exchange, or ExchangeAfterTick).
+func (ag *Aggregator) exchange(it *wire.Item, a *agentState, take func(*decode.Exchange)) {
+	ag.withRecords(it, func(x *decode.Exchange) {
+		ag.m.cover.exchange(a.agent.Host, x)
+		if ag.tap != nil {
+			ag.tap.Exchange(x)
+		}
+		take(x)
+	})
+}
+
+// withRecords calls f with exchange item it, its Fetch records rebuilt
+// (Options.DeferRecords) for the call only.
+func (ag *Aggregator) withRecords(it *wire.Item, f func(*decode.Exchange)) {
+	ag.records = it.ExpandRecords(ag.records)
+	f(it.Exchange)
+	if cap(ag.records) > keepRecords {
+		ag.records = nil
 	}
 }
 

@@ -64,10 +64,14 @@ type groupAgg struct {
 	// written; commits that failed.
 	handovers, uncleanHandovers, suppressed, uncertain, maybeDup int64
 	commitErrors                                                 atomic.Int64
-	maxSrc                                                       map[[2]int32]int64    // (agents' topic partition, routed partition): the latest offset read
-	merged                                                       map[itemRef]time.Time // merge key, once decoded
+	maxSrc                                                       map[[2]int32]int64 // (agents' topic partition, routed partition): the latest offset read
+	merged                                                       map[itemRef]mergedItem
 	order                                                        []itemRef
 	homes                                                        map[*decode.Anomaly]int32
+	// passing are the ticks, and the whole copies of items merged as
+	// ticks before, not yet passed on (group_ticks.go): by the item's
+	// exchange or anomaly.
+	passing map[any]passing
 	// redelivered counts routed records read again (a router took a
 	// partition over); corrupt those that do not decode.
 	redelivered, corrupt int64
@@ -88,7 +92,7 @@ func runGroup(ctx context.Context, opts *Options, stdout io.Writer) error {
 		return err
 	}
 	g := &groupAgg{parts: parts, name: opts.Group, hook: opts.Hook, routed: routed, owned: map[int32]bool{}, ps: map[int32]*partState{}, gone: map[int32]bool{},
-		maxSrc: map[[2]int32]int64{}, merged: map[itemRef]time.Time{}, homes: map[*decode.Anomaly]int32{}, fp: newFingerprinter()}
+		fp: newFingerprinter()}
 	rs := &routeStage{opts: opts.Client, topic: topic, routed: routed, group: opts.Group + ".route", parts: parts, hook: opts.Hook, stderr: stderr,
 		verify: newVerifier(opts.Keys, stderr), newer: newNewerFormats(stderr), decode: opts.decodeOptions()}
 	cl, err := kgo.NewClient(append(slices.Clone(opts.Client), kgo.ConsumeTopics(routed), kgo.ConsumerGroup(opts.Group),
@@ -110,7 +114,7 @@ func runGroup(ctx context.Context, opts *Options, stdout io.Writer) error {
 	g.fresh = func() {
 		g.ag.m = opts.merger(g.item)
 		g.ag.corr = correlate.New(opts.Correlate, correlate.SinkFunc(g.event))
-		g.maxSrc, g.merged, g.order, g.homes = map[[2]int32]int64{}, map[itemRef]time.Time{}, nil, map[*decode.Anomaly]int32{}
+		g.forget()
 	}
 	g.fresh()
 	fmt.Fprintf(stderr, "kwire: aggregating %s as group %s (%d partitions of %s)\n", opts.Source, opts.Group, parts, routed)
@@ -253,8 +257,9 @@ func (g *groupAgg) idle(now, lastNew time.Time, idleExit time.Duration, rs *rout
 	return caughtUp && now.Sub(lastNew) >= idleExit && now.Sub(routed) >= idleExit && !g.ag.m.sending(now)
 }
 
-// add merges routed record rt of partition q: each item once, each
-// receipt counted.
+// add merges routed record rt of partition q: each item once (but a
+// whole copy of one merged as a tick, group_ticks.go), each receipt
+// counted.
 func (g *groupAgg) add(q int32, ps *partState, rt *wire.Routed, now time.Time) {
 	m := g.ag.m
 	defer m.guard(nil, 0)
@@ -272,46 +277,65 @@ func (g *groupAgg) add(q int32, ps *partState, rt *wire.Routed, now time.Time) {
 	}
 	for _, ri := range rt.Items {
 		ref := itemRef{ri.Agent, ri.Seq, ri.Index}
-		if at, ok := g.merged[ref]; ok {
-			if ps != nil {
-				ps.readMax = maxTime(ps.readMax, at)
-			}
+		if !g.wanted(ps, ref, false) {
 			continue
 		}
-		if len(g.order) >= groupMerged {
-			delete(g.merged, g.order[0])
-			g.order = g.order[1:]
-		}
-		g.merged[ref] = time.Time{}
-		g.order = append(g.order, ref)
 		b, err := wire.Decode(ri.Batch, g.ag.decode)
 		if err != nil || len(b.Items) != 1 || b.Agent != ri.Agent {
 			g.corrupt++
+			g.note(ref, mergedItem{whole: true})
 			continue
 		}
-		it := b.Items[0]
-		key := m.mergeKey(&it)
-		g.merged[ref] = key
-		if ps != nil {
-			ps.readMax = maxTime(ps.readMax, key)
-		}
-		if it.Kind == wire.KindAnomaly && it.Anomaly != nil {
+		if it := b.Items[0]; it.Kind == wire.KindAnomaly && it.Anomaly != nil {
 			g.homes[it.Anomaly] = ri.Home
 		}
-		a := m.agent(ri.Agent, now)
-		if a == nil {
-			continue
-		}
-		a.heard, a.kwire = now, b.Kwire
-		m.push(a, ri.Seq, ri.Index, it, map[*capture.Conn]bool{})
-		m.restarts(a)
+		g.push(ps, ref, b, 0, false, now, map[*capture.Conn]bool{})
+	}
+	for i := range rt.Ticks {
+		g.addTicks(ps, &rt.Ticks[i], now)
 	}
 }
 
+// push merges item i of b, of ref, a tick or whole.
+func (g *groupAgg) push(ps *partState, ref itemRef, b *wire.Batch, i int, tick bool, now time.Time, seen map[*capture.Conn]bool) {
+	m := g.ag.m
+	it := b.Items[i]
+	key := m.mergeKey(&it)
+	before, again := g.merged[ref]
+	g.note(ref, mergedItem{key: key, whole: !tick || before.whole, ticked: before.ticked})
+	if ps != nil {
+		ps.readMax = maxTime(ps.readMax, key)
+	}
+	if k := passKey(&it); k != nil && (tick || again) {
+		g.passing[k] = passing{ref, tick}
+	}
+	a := m.agent(ref.agent, now)
+	if a == nil {
+		return
+	}
+	a.heard, a.kwire = now, b.Kwire
+	m.push(a, ref.seq, ref.index, it, seen)
+	m.restarts(a)
+}
+
 // item passes one merged item on: as the single aggregator does, but an
-// anomaly's line only from the owner of its home partition.
+// anomaly's line only from the owner of its home partition, and a tick
+// to the correlator's Tick (group_ticks.go).
 func (g *groupAgg) item(it *wire.Item, a *agentState) {
-	if it.Kind != wire.KindAnomaly || it.Anomaly == nil {
+	afterTick := false
+	if p, ok := g.passing[passKey(it)]; ok {
+		delete(g.passing, passKey(it))
+		if p.tick {
+			g.tick(it, p.ref)
+			return
+		}
+		afterTick = g.merged[p.ref].ticked
+	}
+	switch {
+	case it.Kind == wire.KindExchange && it.Exchange != nil && afterTick:
+		g.ag.exchange(it, a, g.ag.corr.ExchangeAfterTick)
+		return
+	case it.Kind != wire.KindAnomaly || it.Anomaly == nil:
 		g.ag.item(it, a)
 		return
 	}
@@ -325,7 +349,9 @@ func (g *groupAgg) item(it *wire.Item, a *agentState) {
 			}
 		}
 	}
-	g.ag.corr.Anomaly(it.Anomaly)
+	if !afterTick { // its loss was taken with its tick
+		g.ag.corr.Anomaly(it.Anomaly)
+	}
 }
 
 // event passes on the events of what this instance owns, through the

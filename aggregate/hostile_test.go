@@ -228,7 +228,8 @@ func TestGroupKeepsNoRecords(t *testing.T) {
 	v := batchOf(ag, 1, func(e *wire.Encoder) { e.Exchange(t0, bomb) })
 	bomb = nil
 	opts := &Options{MaxLateness: time.Second, QuietAfter: time.Minute}
-	g := &groupAgg{maxSrc: map[[2]int32]int64{}, merged: map[itemRef]time.Time{}, homes: map[*decode.Anomaly]int32{}}
+	g := &groupAgg{}
+	g.forget()
 	g.ag = New(opts, &bytes.Buffer{})
 	g.ag.m = opts.merger(g.item)
 

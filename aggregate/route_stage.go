@@ -153,7 +153,7 @@ func (rs *routeStage) record(ctx context.Context, cl *kgo.Client, r *kgo.Record,
 func sortedParts(m map[int32]*wire.Routed) []int32 {
 	out := make([]int32, 0, len(m))
 	for q, r := range m {
-		if len(r.Items) > 0 || len(r.Receipts) > 0 {
+		if len(r.Items) > 0 || len(r.Receipts) > 0 || len(r.Ticks) > 0 {
 			out = append(out, q)
 		}
 	}

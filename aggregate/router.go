@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/kwire/kwire/aggregate/wire"
+	"github.com/kwire/kwire/correlate"
 	"github.com/kwire/kwire/route"
 )
 
@@ -33,7 +34,13 @@ import (
 //   - what teaches everyone (Metadata: topic names and brokers; ListGroups),
 //     every agent's counters (its clock, loss, and that it stopped), and
 //     anomalies of connections no exchange named a client of, to every
-//     partition.
+//     partition;
+//   - every other exchange and anomaly, to the partitions it does not go
+//     to whole, as a tick (wire.RoutedTicks): what the correlator's Tick
+//     reads of an exchange (its times, connection, and the partition ends
+//     a Produce, Fetch or ListOffsets shows), an anomaly's loss. Every
+//     owner then measures lag against the same ends, samples health at
+//     the same times and sees every loss, as route.Shards' shards do.
 //
 // Every agent batch read is also receipted to its agent's key, whose owner
 // alone counts the agent's duplicate and missing batches.
@@ -56,6 +63,11 @@ type router struct {
 	// src and srcOff are the agents' topic record being routed.
 	src    int32
 	srcOff int64
+	// batch is the agent batch being routed, cur the index of its item
+	// being routed, sent the partitions each of its items went to whole.
+	batch *wire.Batch
+	cur   int
+	sent  [][]int32
 }
 
 func newRouter(parts int32) *router {
@@ -63,6 +75,9 @@ func newRouter(parts int32) *router {
 	r.rt = route.New[wire.Agent](parts, func(q int32, ri wire.RoutedItem) {
 		o := r.record(q)
 		o.Items = append(o.Items, ri)
+		if b := r.batch; b != nil && ri.Index <= r.cur && ri.Seq == b.Seq && ri.Agent == b.Agent {
+			r.sent[ri.Index] = append(r.sent[ri.Index], q) // the item, or one of the batch's replayed
+		}
 	})
 	return r
 }
@@ -78,10 +93,47 @@ func (r *router) route(b *wire.Batch, p int32, off int64) map[int32]*wire.Routed
 		return r.out // a duplicate: its owner counts it, nobody merges it
 	}
 	r.remember(rc)
+	r.batch = b
+	defer func() { r.batch = nil }()
+	r.sent = slices.Grow(r.sent[:0], len(b.Items))[:len(b.Items)]
 	for i := range b.Items {
+		r.cur, r.sent[i] = i, r.sent[i][:0]
 		r.item(b, i)
 	}
+	r.ticks(b)
 	return r.out
+}
+
+// ticks sends each partition the ticks of the exchanges and anomalies of
+// b it did not get whole (one batch for the partitions missing the same
+// items: a batch is one client's, mostly whole to its groups' partitions
+// and to none of the others).
+func (r *router) ticks(b *wire.Batch) {
+	var done []wire.RoutedTicks // encoded already
+	for q := range r.parts {
+		var idx []int
+		for i := range b.Items {
+			if tickable(&b.Items[i]) && len(r.sent[i]) < int(r.parts) && !slices.Contains(r.sent[i], q) {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		j := slices.IndexFunc(done, func(t wire.RoutedTicks) bool { return slices.Equal(t.Indexes, idx) })
+		if j < 0 {
+			j = len(done)
+			done = append(done, wire.RoutedTicks{Agent: b.Agent, Seq: b.Seq, Indexes: idx, Batch: r.encodeTicks(b, idx)})
+		}
+		o := r.record(q)
+		o.Ticks = append(o.Ticks, done[j])
+	}
+}
+
+// tickable reports whether it is an item the correlator takes a tick of:
+// an exchange or an anomaly (counters go to every partition whole).
+func tickable(it *wire.Item) bool {
+	return it.Kind == wire.KindExchange && it.Exchange != nil || it.Kind == wire.KindAnomaly && it.Anomaly != nil
 }
 
 func (r *router) remember(rc wire.Receipt) {
@@ -103,15 +155,37 @@ func (r *router) record(q int32) *wire.Routed {
 	return o
 }
 
-// encode re-encodes item i of b alone.
-func (r *router) encode(b *wire.Batch, i int) []byte {
+// encoder returns the encoder of a batch of b's agent, reset for it.
+func (r *router) encoder(b *wire.Batch) *wire.Encoder {
 	if r.enc == nil || r.encFor != b.Agent {
 		r.enc, r.encFor = wire.NewEncoder(b.Agent), b.Agent
 	}
 	e := r.enc
 	e.SetBuild(b.Kwire) // the agent's, not the router's
 	e.Reset(b.Seq)
+	return e
+}
+
+// encode re-encodes item i of b alone.
+func (r *router) encode(b *wire.Batch, i int) []byte {
+	e := r.encoder(b)
 	e.Item(&b.Items[i]) // record segments as read (decodeOptions): none rebuilt
+	return slices.Clone(e.Bytes())
+}
+
+// encodeTicks encodes items idx of b as one batch, for the correlator's
+// Tick: of an exchange only the bodies it reads.
+func (r *router) encodeTicks(b *wire.Batch, idx []int) []byte {
+	e := r.encoder(b)
+	for _, i := range idx {
+		it := b.Items[i]
+		if x := it.Exchange; x != nil && !correlate.TickBodies(x.Key) {
+			bare := *x
+			bare.Req, bare.Resp = nil, nil
+			it.Exchange = &bare
+		}
+		e.Item(&it)
+	}
 	return slices.Clone(e.Bytes())
 }
 

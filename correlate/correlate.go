@@ -310,6 +310,28 @@ func (c *Correlator) Tick(e *decode.Exchange) {
 	c.waited()
 }
 
+// TickBodies reports whether Tick reads the bodies of an exchange of API
+// key: those that show where partitions end (Produce, Fetch,
+// ListOffsets). Of any other it reads the times, connection, client id
+// and response state only.
+func TickBodies(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.Produce, kmsg.Fetch, kmsg.ListOffsets:
+		return true
+	}
+	return false
+}
+
+// ExchangeAfterTick is Exchange for an exchange this correlator took as
+// a Tick before (kwire aggregate --group: a client's earlier items, given
+// whole to the owner of a group it binds to later): it is not counted
+// again.
+func (c *Correlator) ExchangeAfterTick(e *decode.Exchange) {
+	n := c.stats.Exchanges
+	c.Exchange(e)
+	c.stats.Exchanges = n
+}
+
 // ExchangeUncounted is Exchange for an exchange another correlator
 // counts: the counters of exchanges (fetches, commits and their
 // outcomes, commits dropped from history, replica fetches, unknown fetch

@@ -156,6 +156,8 @@
 // VersionError naming the agent and its kwire, read from the header
 // above), never misread: the aggregator counts them and says on stderr to
 // upgrade it. Hence aggregators first, then agents. A newer format gets a
-// new version byte (routed records of kwire aggregate --group use 0x81,
-// route.go).
+// new version byte (routed records of kwire aggregate --group use 0x81
+// and 0x82, route.go: the instances of a group read both, and write
+// 0x82, which an instance of before 0x82 cannot read: upgrade a group's
+// instances together).
 package wire

@@ -68,7 +68,7 @@ func (e *VersionError) Unwrap() error { return ErrVersion }
 // build does not read, naming its agent when the format is a newer one.
 func newerFormat(value []byte) *VersionError {
 	e := &VersionError{Format: value[0]}
-	if e.Format > VersionSigned && e.Format < RoutedVersion {
+	if e.Format > VersionSigned && e.Format < routedV1 {
 		r := reader{b: value[1:]}
 		a := Agent{Host: r.string(), Run: r.uvarint()}
 		r.uvarint() // seq

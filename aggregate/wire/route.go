@@ -4,17 +4,24 @@ import "fmt"
 
 // RoutedVersion is the first byte of a routed record (kwire aggregate
 // --group's second topic, docs/aggregate.md). It differs from Version so
-// that neither stage misreads the other's topic.
-const RoutedVersion = 0x81
+// that neither stage misreads the other's topic. Records of routedV1
+// (no ticks) are still read.
+const RoutedVersion = 0x82
+
+const routedV1 = 0x81
 
 // Routed is one record of the routed topic: what the first stage of
 // kwire aggregate --group (the router) sends to one partition of that
 // topic for one record of the agents' topic.
 //
-//	routed  = version:byte(0x81) src_partition:uvarint src_offset:uvarint
+//	routed  = version:byte(0x82) src_partition:uvarint src_offset:uvarint
 //	          receipts:uvarint (host:string run:uvarint seq:uvarint)*
 //	          items:uvarint (host:string run:uvarint seq:uvarint
 //	          index:uvarint home:varint batch:string)*
+//	          ticks:uvarint (host:string run:uvarint seq:uvarint
+//	          indexes:uvarint index:uvarint* batch:string)*
+//
+// (version 0x81, still read, ends after items.)
 //
 // A receipt says the router read batch seq of that agent (sent to the one
 // partition that counts the agent's batches). An item is item number
@@ -23,6 +30,9 @@ const RoutedVersion = 0x81
 // partition whose owner writes its output line (anomalies), -1 for none.
 // Items may come from earlier agent batches than the record the router
 // read (a client bound to a group late gets its earlier items again).
+// Ticks are the items of the agent batch read that this partition does
+// not get whole, for the correlator's Tick (docs/aggregate.md, "Several
+// aggregators").
 type Routed struct {
 	// SrcPartition and SrcOffset are the agents' topic record the router
 	// read when it sent this: with the partition it is sent to they
@@ -31,6 +41,7 @@ type Routed struct {
 	SrcOffset    int64
 	Receipts     []Receipt
 	Items        []RoutedItem
+	Ticks        []RoutedTicks
 }
 
 // Receipt is one agent batch the router read.
@@ -48,6 +59,20 @@ type RoutedItem struct {
 	// Batch is a batch of the agents' format (Version) holding the item
 	// alone (Decode reads it). It may point into the record: keep that
 	// unchanged.
+	Batch []byte
+}
+
+// RoutedTicks are items of one agent batch, as a batch of their own, for
+// the correlator's Tick only: of an exchange the bodies Tick reads
+// (correlate.TickBodies), of any other none.
+type RoutedTicks struct {
+	Agent Agent
+	Seq   uint64
+	// Indexes are the items' numbers in the agent batch, in Batch's
+	// order.
+	Indexes []int
+	// Batch is a batch of the agents' format holding the items, as
+	// RoutedItem's.
 	Batch []byte
 }
 
@@ -72,13 +97,24 @@ func AppendRouted(dst []byte, r *Routed) []byte {
 		w.varint(int64(it.Home))
 		w.bytes(it.Batch)
 	}
+	w.uvarint(uint64(len(r.Ticks)))
+	for _, tk := range r.Ticks {
+		w.string(tk.Agent.Host)
+		w.uvarint(tk.Agent.Run)
+		w.uvarint(tk.Seq)
+		w.uvarint(uint64(len(tk.Indexes)))
+		for _, i := range tk.Indexes {
+			w.uvarint(uint64(i))
+		}
+		w.bytes(tk.Batch)
+	}
 	return w.b
 }
 
 // DecodeRouted reads a routed record. Its items' batches point into
 // value.
 func DecodeRouted(value []byte) (*Routed, error) {
-	if len(value) == 0 || value[0] != RoutedVersion {
+	if len(value) == 0 || value[0] != RoutedVersion && value[0] != routedV1 {
 		return nil, fmt.Errorf("%w: not a routed record", ErrCorrupt)
 	}
 	r := reader{b: value[1:]}
@@ -92,6 +128,18 @@ func DecodeRouted(value []byte) (*Routed, error) {
 		it := RoutedItem{Agent: Agent{Host: r.string(), Run: r.uvarint()}, Seq: r.uvarint(), Index: r.index(), Home: r.int32()}
 		it.Batch = r.bytes()
 		out.Items = append(out.Items, it)
+	}
+	if value[0] != routedV1 {
+		n = r.count(5)
+		for range n {
+			tk := RoutedTicks{Agent: Agent{Host: r.string(), Run: r.uvarint()}, Seq: r.uvarint()}
+			m := r.count(1)
+			for range m {
+				tk.Indexes = append(tk.Indexes, r.index())
+			}
+			tk.Batch = r.bytes()
+			out.Ticks = append(out.Ticks, tk)
+		}
 	}
 	if r.err == nil && len(r.b) > 0 {
 		r.fail("trailing bytes")
