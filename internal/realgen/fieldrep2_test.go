@@ -64,44 +64,25 @@ func groupReports(truth Truth, group string) []Report {
 func checkLost(t *testing.T, truth Truth, gt GroupTruth, s *correlate.Snapshot) {
 	t.Helper()
 	rs := groupReports(truth, gt.Group)
-	workers := map[string]bool{}
-	for _, r := range rs {
-		if r.Kind == "processed" || r.Kind == "held" {
-			workers[r.ClientID] = true
-		}
-	}
-	if len(workers) == 0 {
+	done := processings(rs)
+	if done == nil {
 		return
-	}
-	done := map[string]map[int64]bool{}
-	mark := func(p string, o int64) {
-		if done[p] == nil {
-			done[p] = map[int64]bool{}
-		}
-		done[p][o] = true
 	}
 	committer := map[string]string{} // "topic/p@offset" -> member id of the client that reported it accepted
 	for _, r := range rs {
-		p := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
-		switch {
-		case r.Kind == "processed":
-			mark(p, r.Offset)
-		case r.Kind == "consumed" && !workers[r.ClientID]:
-			for o := r.FirstOffset; o <= r.LastOffset; o++ {
-				mark(p, o)
-			}
-		case r.Kind == "committed":
-			for topic, ps := range r.Offsets {
-				for part, o := range ps {
-					committer[fmt.Sprintf("%s/%s@%d", topic, part, o)] = r.MemberID
-				}
+		if r.Kind != "committed" {
+			continue
+		}
+		for topic, ps := range r.Offsets {
+			for part, o := range ps {
+				committer[fmt.Sprintf("%s/%s@%d", topic, part, o)] = r.MemberID
 			}
 		}
 	}
 	want := map[string][]int64{}
 	for p, end := range gt.Committed {
 		for o := int64(0); o < end; o++ {
-			if !done[p][o] {
+			if done[p][o] == 0 {
 				want[p] = append(want[p], o)
 			}
 		}
@@ -408,33 +389,9 @@ func checkRegressions(t *testing.T, gt GroupTruth, s *correlate.Snapshot) {
 // where their ranges overlap; its ranges must name those records.
 func checkReplayed(t *testing.T, truth Truth, gt GroupTruth, s *correlate.Snapshot) {
 	t.Helper()
-	rs := groupReports(truth, gt.Group)
-	workers := map[string]bool{}
-	for _, r := range rs {
-		if r.Kind == "processed" || r.Kind == "held" {
-			workers[r.ClientID] = true
-		}
-	}
-	if len(workers) == 0 {
+	times := processings(groupReports(truth, gt.Group))
+	if times == nil {
 		return
-	}
-	times := map[string]map[int64]int{}
-	mark := func(p string, o int64) {
-		if times[p] == nil {
-			times[p] = map[int64]int{}
-		}
-		times[p][o]++
-	}
-	for _, r := range rs {
-		p := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
-		switch {
-		case r.Kind == "processed":
-			mark(p, r.Offset)
-		case r.Kind == "consumed" && !workers[r.ClientID]:
-			for o := r.FirstOffset; o <= r.LastOffset; o++ {
-				mark(p, o)
-			}
-		}
 	}
 	want := map[string][]int64{}
 	var wantN int64
@@ -480,4 +437,39 @@ func checkReplayed(t *testing.T, truth Truth, gt GroupTruth, s *correlate.Snapsh
 			gt.Group, wantN, gotN, unranged, d)
 	}
 	t.Logf("group %s: processed again %v; kwire %d records", gt.Group, want, gotN)
+}
+
+// processings counts, by "topic/partition" and offset, how many times the
+// group's clients processed each record: a worker's processed reports,
+// and what a plain consumer consumed. nil when no client of rs is a
+// worker (the checks that read it are for worker scenarios).
+func processings(rs []Report) map[string]map[int64]int {
+	workers := map[string]bool{}
+	for _, r := range rs {
+		if r.Kind == "processed" || r.Kind == "held" {
+			workers[r.ClientID] = true
+		}
+	}
+	if len(workers) == 0 {
+		return nil
+	}
+	times := map[string]map[int64]int{}
+	mark := func(p string, o int64) {
+		if times[p] == nil {
+			times[p] = map[int64]int{}
+		}
+		times[p][o]++
+	}
+	for _, r := range rs {
+		p := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
+		switch {
+		case r.Kind == "processed":
+			mark(p, r.Offset)
+		case r.Kind == "consumed" && !workers[r.ClientID]:
+			for o := r.FirstOffset; o <= r.LastOffset; o++ {
+				mark(p, o)
+			}
+		}
+	}
+	return times
 }
