@@ -27,8 +27,9 @@ type endState struct {
 	waiting []*partState
 
 	// acked are the records Produce responses acknowledged, by offset
-	// (hazard_acked.go).
-	acked []ackedRun
+	// (hazard_acked.go); ackedHi the highest offset of them.
+	acked   []ackedRun
+	ackedHi int64
 }
 
 // End sources, as EndFrom says them.

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -9,20 +10,23 @@ import (
 	"github.com/kwire/kwire/decode"
 )
 
-// maxAckedRuns bounds the acknowledged runs kept per partition.
+// maxAckedRuns bounds the acknowledged runs kept per partition: when
+// full, the older half is forgotten at once (not one run per Produce, a
+// copy of the whole list each time).
 const maxAckedRuns = 64
 
 // ackedRun is records a partition's leader acknowledged at consecutive
 // offsets, to one client, in one or more Produce responses.
 type ackedRun struct {
 	first, last int64
-	broker      string // the leader's address
+	broker      netip.AddrPort // the leader's address
 	acks        int16
 	client      clientKey
 	topicID     [16]byte
 	pid         int64 // the idempotent producer's id; -1 none
 	seq         int32 // the sequence of the record at first (pid >= 0)
-	evs         []Evidence
+	evs         [2]Evidence
+	nev         int // evs holds its first acknowledgement, and its last if 2
 }
 
 // lostAcked is the part of one run a new leader's offsets took over.
@@ -52,13 +56,22 @@ func (c *Correlator) producedAcked(e *decode.Exchange, req *kmsg.ProduceRequest,
 	if !ok || seq < 0 {
 		pid = -1
 	}
-	broker := ""
+	var broker netip.AddrPort
 	if e.Conn != nil {
-		broker = e.Conn.Server.String()
+		broker = e.Conn.Server
 	}
 	var lost []lostAcked
-	keep := s.acked[:0]
+	// Offsets above every run's (a log growing, the usual case) take
+	// over none of them: the runs stay as they are.
+	overlap := len(s.acked) > 0 && first <= s.ackedHi
+	keep := s.acked
+	if overlap {
+		keep = s.acked[:0]
+	}
 	for _, r := range s.acked {
+		if !overlap {
+			break
+		}
 		switch {
 		case r.last < first:
 			keep = append(keep, r)
@@ -83,15 +96,25 @@ func (c *Correlator) producedAcked(e *decode.Exchange, req *kmsg.ProduceRequest,
 	if r := s.lastAcked(); r != nil && r.last+1 == first && r.broker == broker && r.client == k && r.acks == req.Acks && r.topicID == id &&
 		r.pid == pid && (pid < 0 || int64(r.seq)+first-r.first == int64(seq)) {
 		r.last = last
-		r.evs = append(r.evs[:1], ev) // its first and last acknowledgement
+		r.evs[1], r.nev = ev, 2 // its first and last acknowledgement
 	} else {
 		if n >= maxAckedRuns {
-			s.acked = append(s.acked[:0], s.acked[1:]...)
+			s.acked = append(s.acked[:0], s.acked[n/2:]...)
 		}
 		s.acked = append(s.acked, ackedRun{first: first, last: last, broker: broker, acks: req.Acks, client: k,
-			topicID: id, pid: pid, seq: seq, evs: []Evidence{ev}})
+			topicID: id, pid: pid, seq: seq, evs: [2]Evidence{ev}, nev: 1})
 	}
-	c.ackedLost(e, p, broker, first, lost)
+	if overlap {
+		s.ackedHi = last
+		for _, r := range s.acked {
+			s.ackedHi = max(s.ackedHi, r.last)
+		}
+	} else {
+		s.ackedHi = max(s.ackedHi, last)
+	}
+	if len(lost) > 0 {
+		c.ackedLost(e, p, broker, first, lost)
+	}
 }
 
 // lastAcked is the run acknowledged last, nil none.
@@ -105,10 +128,10 @@ func (s *endState) lastAcked() *ackedRun {
 // ackedLost reports the acknowledged records a new acknowledgement
 // (first, by broker) took the offsets of: one hazard per client, leader
 // and acks.
-func (c *Correlator) ackedLost(e *decode.Exchange, p tp, broker string, first int64, lost []lostAcked) {
+func (c *Correlator) ackedLost(e *decode.Exchange, p tp, broker netip.AddrPort, first int64, lost []lostAcked) {
 	type who struct {
 		client clientKey
-		broker string
+		broker netip.AddrPort
 		acks   int16
 	}
 	type tally struct {
@@ -126,7 +149,7 @@ func (c *Correlator) ackedLost(e *decode.Exchange, p tp, broker string, first in
 			order = append(order, w)
 		}
 		t.from, t.to, t.n = min(t.from, l.first), max(t.to, l.last), t.n+l.last-l.first+1
-		t.evs = append(t.evs, l.run.evs...)
+		t.evs = append(t.evs, l.run.evs[:l.run.nev]...)
 	}
 	at := e.RespTime.UTC()
 	for _, w := range order {
@@ -136,11 +159,11 @@ func (c *Correlator) ackedLost(e *decode.Exchange, p tp, broker string, first in
 			FromOffset: i64(t.from), ToOffset: i64(t.to), Skipped: i64(t.n), at: at}
 		ev.Summary = fmt.Sprintf("%s/%d: %s acknowledged %d records at offsets %d..%d to client %s on %s (acks=%s); "+
 			"then %s, leading the partition, gave offset %d on to new records: the acknowledged ones are lost (the leader "+
-			"failed before its followers had them)", p.topic, p.partition, c.brokerName(w.broker), t.n, t.from, t.to,
-			w.client.clientID, w.client.host, acksName(w.acks), c.brokerName(broker), first)
+			"failed before its followers had them)", p.topic, p.partition, c.brokerName(w.broker.String()), t.n, t.from, t.to,
+			w.client.clientID, w.client.host, acksName(w.acks), c.brokerName(broker.String()), first)
 		ev.Evidence = append(t.evs, c.evidenceOf(e))
 		c.report(episodeKey(HazardAckedRecordsLost, p.topic, strconv.Itoa(int(p.partition)), w.client.host, w.client.clientID,
-			w.broker, broker, itoa64(first)), ev)
+			w.broker.String(), broker.String(), itoa64(first)), ev)
 	}
 }
 

@@ -79,11 +79,19 @@ func (c *Correlator) clientIDSeen(e *decode.Exchange) {
 		hh = &hostHazard{seen: make(map[string]bool)}
 		h.hosts[host] = hh
 	}
-	id := clientFamily(e.ClientID)
-	if hh.seen[id] || len(hh.seen) >= c.opts.MaxClients {
+	// seen holds the ids as sent too, so that the family (a regular
+	// expression) is worked out once per id, not per request.
+	if hh.seen[e.ClientID] || len(hh.seen) >= c.opts.MaxClients {
 		return
 	}
-	hh.seen[id] = true
+	hh.seen[e.ClientID] = true
+	id := clientFamily(e.ClientID)
+	if id != e.ClientID {
+		if hh.seen[id] {
+			return
+		}
+		hh.seen[id] = true
+	}
 	at, window := e.ReqTime.UTC(), c.opts.Hazards.ChurnWindow
 	if n := len(hh.episode); n > 0 && at.Sub(hh.episode[n-1].at) > window {
 		c.churnReport(host, hh)
