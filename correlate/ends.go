@@ -91,7 +91,8 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 			}
 			for j := range t.Partitions {
 				rp := &t.Partitions[j]
-				bs := batches[tp{topic, rp.Partition}]
+				pr := batches[tp{topic, rp.Partition}]
+				bs := pr.batches
 				if rp.ErrorCode != 0 || rp.BaseOffset < 0 || len(bs) == 0 {
 					continue
 				}
@@ -109,7 +110,7 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 				end := bs[len(bs)-1].last + rp.BaseOffset + 1
 				s.hwm.set(end, at, endProduce)
 				s.addMark(end, ms)
-				c.producedAcked(e, req, s, tp{topic, rp.Partition}, rp.BaseOffset, end-1, t.TopicID, produceRecords(req, t.Topic, t.TopicID, rp.Partition))
+				c.producedAcked(e, req, s, tp{topic, rp.Partition}, rp.BaseOffset, end-1, t.TopicID, pr.records)
 			}
 		}
 	case *kmsg.ListOffsetsResponse:
@@ -151,16 +152,23 @@ func (c *Correlator) endEvidence(e *decode.Exchange) {
 	}
 }
 
-// produceBatches returns the batches of each partition of a Produce
-// request, with their offsets relative to the base offset its response
-// gives: the batch headers the request still holds (kwire analyze keeps
-// a partition's only batch's header, decode.DropRecords). A partition
-// whose records are gone, or were not copied (eBPF --snap), is left out.
-func (c *Correlator) produceBatches(e *decode.Exchange, req *kmsg.ProduceRequest) map[tp][]batchTime {
+// produced is one partition of a Produce request: its batches, with
+// offsets relative to the base offset its response gives, and its records
+// (what the batch headers say of the producer).
+type produced struct {
+	batches []batchTime
+	records []byte
+}
+
+// produceBatches returns each partition of a Produce request that still
+// holds batch headers (kwire analyze keeps a partition's only batch's
+// header, decode.DropRecords). A partition whose records are gone, or
+// were not copied (eBPF --snap), is left out.
+func (c *Correlator) produceBatches(e *decode.Exchange, req *kmsg.ProduceRequest) map[tp]produced {
 	if len(e.RecordsNotCopied) > 0 {
 		return nil // which partitions is not said for requests: trust none
 	}
-	out := make(map[tp][]batchTime)
+	out := make(map[tp]produced)
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		topic, ok := c.endTopic(t.Topic, t.TopicID)
@@ -176,28 +184,11 @@ func (c *Correlator) produceBatches(e *decode.Exchange, req *kmsg.ProduceRequest
 				next += n + 1
 			})
 			if len(bs) > 0 {
-				out[tp{topic, p.Partition}] = bs
+				out[tp{topic, p.Partition}] = produced{bs, p.Records}
 			}
 		}
 	}
 	return out
-}
-
-// produceRecords returns the records of req for a partition of its
-// response's topic (named by name or id, as the response does).
-func produceRecords(req *kmsg.ProduceRequest, name string, id [16]byte, partition int32) []byte {
-	for i := range req.Topics {
-		t := &req.Topics[i]
-		if t.Topic != name || t.TopicID != id {
-			continue
-		}
-		for j := range t.Partitions {
-			if t.Partitions[j].Partition == partition {
-				return t.Partitions[j].Records
-			}
-		}
-	}
-	return nil
 }
 
 // endTopic is topicKey without its side effects: an id not (yet)
