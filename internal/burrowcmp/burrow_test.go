@@ -84,6 +84,7 @@ func TestBurrow(t *testing.T) {
 	}
 	defer cl.Close()
 	createTopic(ctx, t, cl)
+	waitLeaders(ctx, t, cl)
 	b := startBurrow(ctx, t, c, d.Java)
 	if err := b.waitTopic(ctx, topic, parts); err != nil {
 		t.Fatal(err) // commits Burrow reads before it knows the topic's end are dropped
@@ -186,6 +187,46 @@ func createTopic(ctx context.Context, t *testing.T, cl *kgo.Client) {
 	}
 	if err != nil {
 		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// waitLeaders waits until every partition of topic's leader answers
+// ListOffsets. Burrow 1.2.1 stores the end offsets of the partitions
+// that answer, and its topic endpoint panics on a topic some of whose
+// partitions did not (UNKNOWN_TOPIC_OR_PARTITION from a leader that had
+// not made the partition yet; a run failed so): it must not see the
+// topic half made.
+func waitLeaders(ctx context.Context, t *testing.T, cl *kgo.Client) {
+	t.Helper()
+	for {
+		req := kmsg.NewPtrListOffsetsRequest()
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for p := range int32(parts) {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp = p, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		ready := 0
+		if err == nil {
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode == 0 {
+						ready++
+					}
+				}
+			}
+		}
+		if ready == parts {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %d of %d partitions' leaders answer ListOffsets (%v)", topic, ready, parts, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
